@@ -1,0 +1,157 @@
+"""Golden model of the aggregation datapath component (:class:`hdl.datapath.AggregationDatapath`).
+
+One request is a contribution or read of one line against that line's accumulated state; the
+response is the new state, the read-back line and the accept/reject status. Requests are
+independent, so the model takes arrays of ``N`` requests and answers all of them at once.
+
+The packed state format (see ``docs/formats.md``): G-Binary count ``c`` of lane ``k`` at bits
+``[k*W +: W]``; G-Ternary sum ``s`` of lane ``k`` (two's complement) at ``[k*(W+1) +: W+1]``;
+the contribution count ``n`` at ``[params.state_n_offset +: W]``. Offsets come from
+:class:`hdl.params.DatapathParams`.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hdl.params import DatapathParams, Mode, Reason
+
+from .aggregate import (gbinary_accumulate, gbinary_majority, gternary_accumulate,
+                        gternary_gate)
+from .lines import bits_to_fields, bits_to_lines, fields_to_bits, lines_to_bits
+
+__all__ = ["DatapathRequests", "DatapathResponses", "pack_state", "unpack_state",
+           "run_datapath"]
+
+
+@dataclass
+class DatapathRequests:
+    """``N`` requests. Arrays: ``mode``, ``contribute``, ``threshold``, ``user`` of shape ``(N,)``;
+    ``data`` ``(N, line_bytes)`` uint8; ``byte_enable`` ``(N, line_bytes)`` bool; ``state``
+    ``(N, state_bytes)`` uint8 as made by :func:`pack_state`."""
+    mode: np.ndarray
+    contribute: np.ndarray
+    data: np.ndarray
+    byte_enable: np.ndarray
+    state: np.ndarray
+    threshold: np.ndarray
+    user: np.ndarray
+
+
+@dataclass
+class DatapathResponses:
+    """``N`` responses: ``state`` and ``line`` as packed bytes, ``byte_enable`` as bool, and
+    ``accepted``, ``reason`` (:class:`hdl.params.Reason` values), ``invalid``, ``user``."""
+    state: np.ndarray
+    line: np.ndarray
+    byte_enable: np.ndarray
+    accepted: np.ndarray
+    reason: np.ndarray
+    invalid: np.ndarray
+    user: np.ndarray
+
+
+def state_bytes(params):
+    return -(-params.state_bits // 8)
+
+
+def pack_state(params, mode, lanes, n):
+    """Pack per-lane values and ``n`` of ``N`` lines into ``(N, state_bytes)`` bytes.
+
+    ``mode`` is one :class:`hdl.params.Mode` for all lines: ``lanes`` holds counts ``c`` for
+    ``GBINARY`` and signed sums ``s`` for ``GTERNARY``.
+    """
+    width = _lane_width(params, mode)
+    n = np.asarray(n, dtype=np.int64).reshape(-1, 1)
+    bits = np.zeros((n.shape[0], state_bytes(params) * 8), dtype=np.uint8)
+    lane_bits = fields_to_bits(lanes, width)
+    bits[:, :lane_bits.shape[1]] = lane_bits
+    bits[:, params.state_n_offset:params.state_bits] = fields_to_bits(n, params.counter_width)
+    return bits_to_lines(bits)
+
+
+def unpack_state(params, mode, state):
+    """Inverse of :func:`pack_state`: ``(lanes, n)`` of packed states read as ``mode``."""
+    bits = lines_to_bits(state)
+    width = _lane_width(params, mode)
+    lanes = bits_to_fields(bits[:, :_lane_count(params, mode) * width], width,
+                           signed=mode == Mode.GTERNARY)
+    n = bits_to_fields(bits[:, params.state_n_offset:params.state_bits],
+                       params.counter_width)[:, 0]
+    return lanes, n
+
+
+def _lane_width(params, mode):
+    return {Mode.GBINARY: params.counter_width,
+            Mode.GTERNARY: params.gternary_sum_width}[Mode(mode)]
+
+
+def _lane_count(params, mode):
+    return {Mode.GBINARY: params.gbinary_lanes,
+            Mode.GTERNARY: params.gternary_lanes}[Mode(mode)]
+
+
+def run_datapath(params: DatapathParams, req: DatapathRequests) -> DatapathResponses:
+    """Answer every request as the datapath does (see :class:`hdl.datapath.AggregationDatapath`).
+
+    - Mode code 3: rejected (``Reason.MODE``), read-back line 0.
+    - ``IDENTITY``: accepted; line and byte enables pass through; state unchanged.
+    - ``GBINARY``/``GTERNARY`` with ``contribute``: rejected with ``Reason.PARTIAL`` unless every
+      byte enable is set, else with ``Reason.CAPACITY`` if ``n`` is at capacity, else accumulated.
+      Rejected requests leave the state exactly as it was.
+    - Without ``contribute`` the state is unchanged and the request is accepted.
+    - The read-back line is the majority (G-Binary) or gated (G-Ternary) line of the new state.
+    - ``invalid`` is set for accepted G-Ternary contributions holding an invalid lane code.
+    """
+    mode = np.asarray(req.mode, dtype=np.int64)
+    count = mode.shape[0]
+    contribute = np.asarray(req.contribute, dtype=bool)
+    byte_enable = np.asarray(req.byte_enable, dtype=bool)
+    aggregating = (mode == Mode.GBINARY.value) | (mode == Mode.GTERNARY.value)
+
+    reason = np.full(count, Reason.NONE.value, dtype=np.int64)
+    _, n = unpack_state(params, Mode.GBINARY, req.state)
+    at_capacity = n >= params.capacity
+    reason[contribute & aggregating & at_capacity] = Reason.CAPACITY.value
+    reason[contribute & aggregating & ~byte_enable.all(axis=1)] = Reason.PARTIAL.value
+    reason[~aggregating & (mode != Mode.IDENTITY.value)] = Reason.MODE.value
+    accepted = reason == Reason.NONE.value
+    adding = accepted & contribute
+
+    new_state = np.array(req.state, dtype=np.uint8, copy=True)
+    line = np.zeros_like(np.asarray(req.data, dtype=np.uint8))
+    invalid = np.zeros(count, dtype=bool)
+
+    identity = mode == Mode.IDENTITY.value
+    line[identity] = np.asarray(req.data)[identity]
+
+    for path in (Mode.GBINARY, Mode.GTERNARY):
+        rows = mode == path.value
+        if not rows.any():
+            continue
+        lanes, n = unpack_state(params, path, req.state[rows])
+        if path == Mode.GBINARY:
+            lanes, n, _ = gbinary_accumulate(lanes, n, req.data[rows], params.capacity,
+                                             adding[rows])
+            line[rows] = gbinary_majority(lanes, n)
+        else:
+            lanes, n, _, bad_lanes = gternary_accumulate(lanes, n, req.data[rows],
+                                                         params.capacity, adding[rows])
+            line[rows] = gternary_gate(lanes, np.asarray(req.threshold)[rows])
+            invalid[rows] = bad_lanes > 0
+        new_state[rows] = _overlay_state(params, path, req.state[rows], lanes, n)
+
+    return DatapathResponses(state=new_state, line=line, byte_enable=byte_enable.copy(),
+                             accepted=accepted, reason=reason, invalid=invalid,
+                             user=np.asarray(req.user).copy())
+
+
+def _overlay_state(params, mode, old_state, lanes, n):
+    """``old_state`` with the lanes of ``mode`` and ``n`` replaced; other bits kept."""
+    fresh = lines_to_bits(pack_state(params, mode, lanes, n))
+    bits = lines_to_bits(old_state)
+    lane_end = _lane_count(params, mode) * _lane_width(params, mode)
+    bits[:, :lane_end] = fresh[:, :lane_end]
+    bits[:, params.state_n_offset:params.state_bits] = \
+        fresh[:, params.state_n_offset:params.state_bits]
+    return bits_to_lines(bits)

@@ -1,0 +1,1 @@
+"""NEURON-Fabric gateware: Amaranth components for near-memory low-bit gradient aggregation."""

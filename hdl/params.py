@@ -1,0 +1,126 @@
+"""Generator parameters and the numbers derived from them: the one source of truth.
+
+Everything that other code needs to know about a configuration (lane counts, capacity, state
+format, latency) is a property of :class:`DatapathParams`. The gateware, the golden model, the
+tests and the generated documents read it from here and never repeat the numbers.
+"""
+
+from dataclasses import dataclass
+
+from amaranth.lib import enum
+
+__all__ = ["Mode", "Reason", "DatapathParams", "LINE_BITS_CHOICES", "LATENCY_CHOICES"]
+
+#: Line widths the generator accepts. 512 is the CXL.mem line; the smaller ones exist for fast
+#: tests and area sweeps.
+LINE_BITS_CHOICES = (16, 32, 64, 128, 256, 512)
+
+#: Pipeline depths of the datapath, in clock cycles from accepted request to valid response.
+LATENCY_CHOICES = (1, 2, 3)
+
+#: Largest counter width the generator accepts (capacity 65,535 contributions per line).
+MAX_COUNTER_WIDTH = 16
+
+
+class Mode(enum.Enum, shape=2):
+    """Path of a line address (contract section 2). Code 3 is reserved and rejected."""
+    IDENTITY = 0
+    GBINARY = 1
+    GTERNARY = 2
+
+
+class Reason(enum.Enum, shape=2):
+    """Why the datapath rejected a request; ``NONE`` means accepted."""
+    NONE = 0
+    CAPACITY = 1   # the line already holds ``capacity`` contributions (contract section 5)
+    PARTIAL = 2    # a contribution to an aggregation path without all byte enables set
+    MODE = 3       # the reserved mode code 3
+
+
+@dataclass(frozen=True)
+class DatapathParams:
+    """A checked datapath configuration.
+
+    Parameters
+    ----------
+    line_bits : int
+        Bits per line, a power of two from 16 to 512 (the CXL.mem line is 512).
+    counter_width : int
+        ``W`` of the contract: a line accepts at most ``2**W - 1`` contributions.
+    latency : int
+        Pipeline depth in cycles, 1 to 3 (see :mod:`hdl.datapath` for where the registers sit).
+    """
+
+    line_bits: int = 512
+    counter_width: int = 4
+    latency: int = 2
+
+    def __post_init__(self):
+        if not isinstance(self.line_bits, int) or self.line_bits not in LINE_BITS_CHOICES:
+            raise ValueError(f"line_bits must be one of {LINE_BITS_CHOICES}, "
+                             f"not {self.line_bits!r}")
+        if (not isinstance(self.counter_width, int)
+                or not 1 <= self.counter_width <= MAX_COUNTER_WIDTH):
+            raise ValueError(f"counter_width must be an integer from 1 to {MAX_COUNTER_WIDTH}, "
+                             f"not {self.counter_width!r}")
+        if not isinstance(self.latency, int) or self.latency not in LATENCY_CHOICES:
+            raise ValueError(f"latency must be one of {LATENCY_CHOICES}, not {self.latency!r}")
+
+    # Lines and lanes (contract section 1 and 2).
+    @property
+    def line_bytes(self):
+        return self.line_bits // 8
+
+    @property
+    def gbinary_lanes(self):
+        """G-Binary lanes per line: 1 bit each."""
+        return self.line_bits
+
+    @property
+    def gternary_lanes(self):
+        """G-Ternary lanes per line: 2 bits each."""
+        return self.line_bits // 2
+
+    # Capacity (contract section 5).
+    @property
+    def capacity(self):
+        """Most contributions one line accepts: ``2**W - 1``."""
+        return (1 << self.counter_width) - 1
+
+    @property
+    def gternary_sum_width(self):
+        """Bits of a signed G-Ternary lane sum; holds ``|s| <= capacity``."""
+        return self.counter_width + 1
+
+    # State format (one accumulated line). See docs/formats.md, "Accumulator state".
+    @property
+    def gbinary_lanes_bits(self):
+        return self.gbinary_lanes * self.counter_width
+
+    @property
+    def gternary_lanes_bits(self):
+        return self.gternary_lanes * self.gternary_sum_width
+
+    @property
+    def state_lanes_bits(self):
+        """Width of the per-lane part of the state; both modes share it."""
+        return max(self.gbinary_lanes_bits, self.gternary_lanes_bits)
+
+    @property
+    def state_n_offset(self):
+        """Bit offset of the contribution count ``n`` inside the state."""
+        return self.state_lanes_bits
+
+    @property
+    def state_bits(self):
+        return self.state_lanes_bits + self.counter_width
+
+    @property
+    def state_lines(self):
+        """Lines of ``line_bits`` that one packed state occupies."""
+        return -(-self.state_bits // self.line_bits)
+
+    @property
+    def name(self):
+        """Short tag for file and directory names, e.g. ``L512_W4_D2``."""
+        return f"L{self.line_bits}_W{self.counter_width}_D{self.latency}"

@@ -1,0 +1,1 @@
+"""NEURON-Fabric verification: golden-model tests, amaranth.sim unit tests, cocotb regressions."""

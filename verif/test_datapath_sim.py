@@ -1,0 +1,157 @@
+"""amaranth.sim unit tests of the datapath and its pipeline register, against the golden model."""
+
+import itertools
+
+import numpy as np
+import pytest
+from amaranth import Value
+from amaranth.sim import Simulator
+
+from golden.datapath import run_datapath
+from hdl.datapath import AggregationDatapath, request_layout
+from hdl.params import DatapathParams
+from hdl.pipeline import PipelineRegister
+from verif.payload import decode_responses, request_payloads
+from verif.scoreboard import compare_responses
+from verif.vectors import concat_requests, directed_requests, random_requests
+
+SEED = 7
+
+
+def simulate_stream(dut, sink, source, payloads, *, idle, stall, timeout=None):
+    """Push ``payloads`` into ``sink`` with idle cycles from ``idle``; pop from ``source`` with
+    ready low on cycles from ``stall``. Returns the received payload ints in order."""
+    received = []
+    timeout = timeout or 20 * (len(payloads) + 10)
+
+    async def producer(ctx):
+        for word in payloads:
+            while next(idle):
+                await ctx.tick()
+            ctx.set(sink.valid, 1)
+            ctx.set(Value.cast(sink.payload), word)
+            await ctx.tick().until(sink.ready)
+            ctx.set(sink.valid, 0)
+
+    async def consumer(ctx):
+        for _ in range(timeout):
+            ready = not next(stall)
+            ctx.set(source.ready, ready)
+            _, _, valid, payload = await ctx.tick().sample(source.valid,
+                                                           Value.cast(source.payload))
+            if ready and valid:
+                received.append(payload)
+                if len(received) == len(payloads):
+                    return
+        raise AssertionError(f"timeout: {len(received)} of {len(payloads)} responses")
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(producer)
+    sim.add_testbench(consumer)
+    sim.run()
+    return received
+
+
+def check_datapath(params, req, *, idle, stall, seed):
+    dut = AggregationDatapath(params)
+    words = simulate_stream(dut, dut.request, dut.response,
+                            request_payloads(dut.request.payload.shape(), req),
+                            idle=idle, stall=stall)
+    actual = decode_responses(params, dut.response.payload.shape(), words)
+    errors = compare_responses(params, req, run_datapath(params, req), actual,
+                                context=f"{params.name}, seed {seed}")
+    assert not errors, "\n".join(errors)
+
+
+@pytest.mark.parametrize("params", [DatapathParams(line_bits=64, counter_width=3, latency=1),
+                                    DatapathParams(line_bits=128, counter_width=5, latency=2),
+                                    DatapathParams(line_bits=32, counter_width=1, latency=3)],
+                         ids=lambda p: p.name)
+def test_random_and_directed_with_idle_and_backpressure(params):
+    rng = np.random.default_rng(SEED)
+    req = concat_requests([r for _, r in directed_requests(params, rng)]
+                          + [random_requests(params, rng, 200)])
+    check_datapath(params, req, idle=iter(lambda: rng.random() < 0.3, None),
+                   stall=iter(lambda: rng.random() < 0.3, None), seed=SEED)
+
+
+def test_default_configuration_random_lines():
+    params = DatapathParams()
+    rng = np.random.default_rng(SEED)
+    check_datapath(params, random_requests(params, rng, 24), idle=itertools.repeat(False),
+                   stall=itertools.cycle([False, True]), seed=SEED)
+
+
+@pytest.mark.parametrize("latency", [1, 2, 3])
+def test_latency_and_initiation_interval(latency):
+    """Back-to-back requests with the sink always ready: the first response comes ``latency``
+    cycles after the first request, then one response every cycle."""
+    params = DatapathParams(line_bits=16, counter_width=2, latency=latency)
+    dut = AggregationDatapath(params)
+    count = 8
+    arrivals = []
+
+    async def producer(ctx):
+        ctx.set(dut.request.valid, 1)
+        for i in range(count):
+            ctx.set(dut.request.payload.user, i)
+            await ctx.tick().until(dut.request.ready)
+        ctx.set(dut.request.valid, 0)
+
+    async def consumer(ctx):
+        ctx.set(dut.response.ready, 1)
+        for cycle in range(count + latency + 5):
+            _, _, valid = await ctx.tick().sample(dut.response.valid)
+            if valid:
+                arrivals.append(cycle)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(producer)
+    sim.add_testbench(consumer)
+    sim.run()
+    # Cycle 0 is the tick that accepts the first request; its response is valid after
+    # ``latency`` ticks, i.e. sampled at tick index ``latency``.
+    assert arrivals == list(range(latency, latency + count)), \
+        f"latency {dut.latency}: responses at cycles {arrivals}"
+    assert dut.latency == latency and dut.initiation_interval == 1
+
+
+def test_pipeline_register_keeps_order_under_backpressure():
+    rng = np.random.default_rng(SEED)
+    dut = PipelineRegister(16)
+    payloads = rng.integers(0, 1 << 16, size=100).tolist()
+    got = simulate_stream(dut, dut.sink, dut.source, payloads,
+                          idle=iter(lambda: rng.random() < 0.4, None),
+                          stall=iter(lambda: rng.random() < 0.5, None))
+    assert got == payloads, f"first difference at index " \
+        f"{next(i for i, (a, b) in enumerate(zip(got, payloads)) if a != b)}"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(line_bits=100), "line_bits must be one of (16, 32, 64, 128, 256, 512), not 100"),
+    (dict(line_bits="512"), "line_bits must be one of (16, 32, 64, 128, 256, 512), not '512'"),
+    (dict(counter_width=0), "counter_width must be an integer from 1 to 16, not 0"),
+    (dict(counter_width=17), "counter_width must be an integer from 1 to 16, not 17"),
+    (dict(latency=5), "latency must be one of (1, 2, 3), not 5"),
+])
+def test_bad_parameters_raise_with_the_value(kwargs, message):
+    with pytest.raises(ValueError) as info:
+        DatapathParams(**kwargs)
+    assert str(info.value) == message
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_bad_component_arguments():
+    with pytest.raises(TypeError, match=r"params must be a DatapathParams, not 512"):
+        AggregationDatapath(512)
+    with pytest.raises(ValueError, match=r"user_width must be a positive integer, not 0"):
+        AggregationDatapath(user_width=0)
+
+
+def test_state_layout_matches_params():
+    for params in (DatapathParams(), DatapathParams(line_bits=16, counter_width=1)):
+        state = request_layout(params, 16)["state"].shape
+        assert state.size == params.state_bits
+        assert state["n"].offset == params.state_n_offset
