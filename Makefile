@@ -1,6 +1,7 @@
 # NEURON-Fabric. Every target installs what it needs first (see README.md).
 #   make            Verilog for the default configuration (the main job)
 #   make verilog    the same; LINE_BITS=, COUNTER_WIDTH=, LATENCY= pick another configuration
+#                   (defaults: hdl/params.py)
 #   make test       every test: golden model, amaranth.sim, cocotb on Icarus and Verilator, lint
 #   make lint       verilator --lint-only -Wall on the generated Verilog
 #   make clean      remove build/ (the virtual environment in .venv/ stays)
@@ -8,15 +9,14 @@
 PYTHON        ?= python3
 VENV          ?= .venv
 BUILD         ?= build
-LINE_BITS     ?= 512
-COUNTER_WIDTH ?= 4
-LATENCY       ?= 2
 PYTEST_ARGS   ?=
 
 VENV_PY        = $(VENV)/bin/python
 STAMP          = $(VENV)/.installed
 VERILATOR_ROOT = $(abspath $(VENV))/lib/python3.11/site-packages/verilator
-CONFIG         = L$(LINE_BITS)_W$(COUNTER_WIDTH)_D$(LATENCY)
+GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
+                 $(if $(COUNTER_WIDTH),--counter-width $(COUNTER_WIDTH)) \
+                 $(if $(LATENCY),--latency $(LATENCY))
 
 export VERILATOR_ROOT
 export PATH := $(VERILATOR_ROOT)/bin:$(abspath $(VENV))/bin:$(PATH)
@@ -25,11 +25,9 @@ export PATH := $(VERILATOR_ROOT)/bin:$(abspath $(VENV))/bin:$(PATH)
 .DEFAULT_GOAL := all
 
 all: verilog
-	@echo "Verilog and field maps are in $(BUILD)/verilog/$(CONFIG)/"
 
 verilog: $(STAMP)
-	$(VENV_PY) -m hdl.generate --out $(BUILD)/verilog --line-bits $(LINE_BITS) \
-		--counter-width $(COUNTER_WIDTH) --latency $(LATENCY)
+	@$(VENV_PY) -m hdl.generate --out $(BUILD)/verilog $(GEN_ARGS)
 
 test: $(STAMP) tools
 	$(VENV_PY) -m pytest $(PYTEST_ARGS)

@@ -5,8 +5,9 @@ response is the new state, the read-back line and the accept/reject status. Requ
 independent, so the model takes arrays of ``N`` requests and answers all of them at once.
 
 The packed state format (see ``docs/formats.md``): G-Binary count ``c`` of lane ``k`` at bits
-``[k*W +: W]``; G-Ternary sum ``s`` of lane ``k`` (two's complement) at ``[k*(W+1) +: W+1]``;
-the contribution count ``n`` at ``[params.state_n_offset +: W]``. Offsets come from
+``[k*W +: W]``; G-Ternary sum ``s`` of lane ``k`` (two's complement) at ``[k*2W +: 2W]``, the
+bits of G-Binary lanes ``2k`` and ``2k + 1``; the contribution count ``n`` at
+``[params.state_n_offset +: W]``. Widths and offsets come from
 :class:`hdl.params.DatapathParams`.
 """
 
@@ -102,6 +103,9 @@ def run_datapath(params: DatapathParams, req: DatapathRequests) -> DatapathRespo
     - Without ``contribute`` the state is unchanged and the request is accepted.
     - The read-back line is the majority (G-Binary) or gated (G-Ternary) line of the new state.
     - ``invalid`` is set for accepted G-Ternary contributions holding an invalid lane code.
+
+    States must be ones the datapath can produce (all zero, then only its own updates):
+    ``c <= n`` and ``|s| <= n`` in every lane. The hardware's shared lane-pair adders rely on it.
     """
     mode = np.asarray(req.mode, dtype=np.int64)
     count = mode.shape[0]
@@ -139,19 +143,9 @@ def run_datapath(params: DatapathParams, req: DatapathRequests) -> DatapathRespo
                                                          params.capacity, adding[rows])
             line[rows] = gternary_gate(lanes, np.asarray(req.threshold)[rows])
             invalid[rows] = bad_lanes > 0
-        new_state[rows] = _overlay_state(params, path, req.state[rows], lanes, n)
+        new_state[rows] = pack_state(params, path, lanes, n)
 
     return DatapathResponses(state=new_state, line=line, byte_enable=byte_enable.copy(),
                              accepted=accepted, reason=reason, invalid=invalid,
                              user=np.asarray(req.user).copy())
 
-
-def _overlay_state(params, mode, old_state, lanes, n):
-    """``old_state`` with the lanes of ``mode`` and ``n`` replaced; other bits kept."""
-    fresh = lines_to_bits(pack_state(params, mode, lanes, n))
-    bits = lines_to_bits(old_state)
-    lane_end = _lane_count(params, mode) * _lane_width(params, mode)
-    bits[:, :lane_end] = fresh[:, :lane_end]
-    bits[:, params.state_n_offset:params.state_bits] = \
-        fresh[:, params.state_n_offset:params.state_bits]
-    return bits_to_lines(bits)

@@ -1,40 +1,65 @@
 """The low-bit aggregation datapath: one line against its accumulated state per clock.
 
-Pipeline (``latency`` = number of registers, each marked ``|``)::
+Three combinational stages with up to three registers (``|``), chosen by ``latency``::
 
-    latency 1:  request -> Accumulate -> ReadBack -> | -> response
-    latency 2:  request -> Accumulate -> | -> ReadBack -> | -> response
-    latency 3:  request -> | -> Accumulate -> | -> ReadBack -> | -> response
+    latency 1:  request -> Decode -> Add -> ReadBack -> | -> response
+    latency 2:  request -> Decode -> Add -> | -> ReadBack -> | -> response
+    latency 3:  request -> Decode -> | -> Add -> | -> ReadBack -> | -> response
+
+``Decode`` makes every per-line decision once (accept or reject, what to add, how to read back)
+and writes it into ``control_copies`` identical copies, each serving ``CONTROL_COPY_BITS`` line
+bits, so that after a register no control net spans the whole line.
 """
 
-from amaranth import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .params import DatapathParams, Mode, Reason
 from .pipeline import PipelineRegister
 
-__all__ = ["state_layout", "request_layout", "accumulated_layout", "response_layout",
-           "Accumulate", "ReadBack", "AggregationDatapath"]
+__all__ = ["state_layout", "request_layout", "work_layout", "response_layout",
+           "gbinary_lanes", "gternary_lanes", "Decode", "Add", "ReadBack",
+           "AggregationDatapath"]
 
-# G-Ternary lane codes (contract section 4): bit 0 = non-zero gate, bit 1 = sign.
-_TERNARY_PLUS, _TERNARY_INVALID, _TERNARY_MINUS = 0b01, 0b10, 0b11
+# G-Ternary read-back lane codes (contract section 4): bit 0 = non-zero gate, bit 1 = sign.
+_TERNARY_PLUS, _TERNARY_MINUS = 0b01, 0b11
 
 
 def state_layout(params):
-    """Accumulated state of one line: per-lane values (read per mode) and the count ``n``."""
+    """Accumulated state of one line: the lanes (see :func:`gbinary_lanes`,
+    :func:`gternary_lanes`) and the count ``n``."""
     return data.StructLayout({
-        "lanes": data.UnionLayout({
-            "gbinary": data.ArrayLayout(unsigned(params.counter_width), params.gbinary_lanes),
-            "gternary": data.ArrayLayout(signed(params.gternary_sum_width),
-                                         params.gternary_lanes),
-        }),
+        "lanes": unsigned(params.state_lanes_bits),
         "n": unsigned(params.counter_width),
     })
 
 
+def gbinary_lanes(params, lanes):
+    """``lanes`` read as G-Binary counts: ``line_bits`` x ``unsigned(W)``."""
+    return data.ArrayLayout(unsigned(params.counter_width), params.gbinary_lanes)(lanes)
+
+
+def gternary_lanes(params, lanes):
+    """``lanes`` read as G-Ternary sums: ``line_bits / 2`` x ``signed(2W)``."""
+    return data.ArrayLayout(signed(params.gternary_sum_width), params.gternary_lanes)(lanes)
+
+
 def status_layout():
     return data.StructLayout({"accepted": 1, "reason": Reason, "invalid": 1})
+
+
+def control_layout(params):
+    """Per-line decisions of :class:`Decode`, one copy per ``CONTROL_COPY_BITS`` line bits."""
+    width = params.counter_width
+    return data.StructLayout({
+        "add": 1,                          # add the contribution to the lanes
+        "gternary": 1,                     # add it as G-Ternary values (else G-Binary bits)
+        "mode": Mode,                      # how to read back
+        "half_n": unsigned(width),         # G-Binary majority: 2c > n  <=>  c > n // 2
+        "threshold": unsigned(width),      # G-Ternary gate T
+        "neg_threshold": signed(width + 1),  # -T
+    })
 
 
 def request_layout(params, user_width):
@@ -50,14 +75,16 @@ def request_layout(params, user_width):
     })
 
 
-def accumulated_layout(params, user_width):
-    """Between the two stages: the new state and status, before the read-back compare."""
+def work_layout(params, user_width):
+    """Between stages: the line, the state (new ``n``; lanes updated by :class:`Add`), the
+    replicated controls and the status."""
     return data.StructLayout({
         "data": unsigned(params.line_bits),
         "byte_enable": unsigned(params.line_bytes),
         "state": state_layout(params),
-        "threshold": unsigned(params.counter_width),
-        "mode": Mode,
+        # control_copies x control_layout(params), kept flat so that simulators see one wide
+        # field rather than a debug wire per copy and member.
+        "control": unsigned(control_layout(params).size * params.control_copies),
         "status": status_layout(),
         "user": unsigned(user_width),
     })
@@ -75,8 +102,14 @@ def response_layout(params, user_width):
 
 
 class _CombStage(wiring.Component):
-    """A combinational stream stage: ``source`` carries ``f(sink)``; valid and ready pass
-    through."""
+    """A combinational stream stage: ``source`` carries ``compute(sink)``; valid and ready pass
+    through.
+
+    Every stage assigns some output field under a condition (``If``/``Switch``). Amaranth then
+    drives the whole output payload from one ``always @*`` block instead of hundreds of
+    part-select ``assign`` statements, which Icarus Verilog simulates about a hundred times
+    faster at 512 bits.
+    """
 
     def __init__(self, params, user_width, in_layout, out_layout):
         self._params = params
@@ -90,18 +123,28 @@ class _CombStage(wiring.Component):
         self.compute(m, self.sink.payload, self.source.payload)
         return m
 
+    def _controls(self, work):
+        """The control copies of ``work``, as a list of views."""
+        p = self._params
+        return list(data.ArrayLayout(control_layout(p), p.control_copies)(work.control))
 
-class Accumulate(_CombStage):
-    """Decides accept/reject and adds a contribution to the state (combinational).
+    def _copy_bits(self, copy):
+        """Line bits ``range`` served by control copy number ``copy``."""
+        size = self._params.line_bits // self._params.control_copies
+        return range(copy * size, (copy + 1) * size)
+
+
+class Decode(_CombStage):
+    """Decides accept/reject and fills in the control copies (combinational).
 
     Rejection reasons, first match wins: ``MODE`` (code 3), ``PARTIAL`` (a contribution to an
     aggregation mode without every byte enable), ``CAPACITY`` (``n`` already at capacity). A
     rejected or read-only request leaves the state unchanged. An accepted G-Ternary contribution
-    with an invalid lane code adds 0 in that lane and sets ``status.invalid``.
+    with an invalid lane code (``10``) sets ``status.invalid``.
     """
 
     def __init__(self, params, user_width):
-        super().__init__(params, user_width, request_layout, accumulated_layout)
+        super().__init__(params, user_width, request_layout, work_layout)
 
     def compute(self, m, req, out):
         p = self._params
@@ -110,74 +153,112 @@ class Accumulate(_CombStage):
         aggregating = is_gbinary | is_gternary
         contribution = req.contribute & aggregating
 
-        reason = Signal(Reason)
-        with m.If(~aggregating & (req.mode != Mode.IDENTITY)):
-            m.d.comb += reason.eq(Reason.MODE)
-        with m.Elif(contribution & ~req.byte_enable.all()):
-            m.d.comb += reason.eq(Reason.PARTIAL)
-        with m.Elif(contribution & (req.state.n == p.capacity)):
-            m.d.comb += reason.eq(Reason.CAPACITY)
-        accepted = reason == Reason.NONE
+        bad_mode = ~aggregating & (req.mode != Mode.IDENTITY)
+        partial = contribution & ~req.byte_enable.all()
+        full = contribution & (req.state.n == p.capacity)
+        with m.If(bad_mode):
+            m.d.comb += out.status.reason.eq(Reason.MODE)
+        with m.Elif(partial):
+            m.d.comb += out.status.reason.eq(Reason.PARTIAL)
+        with m.Elif(full):
+            m.d.comb += out.status.reason.eq(Reason.CAPACITY)
+        accepted = ~(bad_mode | partial | full)
         adding = contribution & accepted
+        codes = data.ArrayLayout(2, p.gternary_lanes)(req.data)
+        any_invalid = Cat(code == 0b10 for code in codes).any()
 
-        codes = [req.data[2 * k:2 * k + 2] for k in range(p.gternary_lanes)]
         m.d.comb += [
             out.data.eq(req.data),
             out.byte_enable.eq(req.byte_enable),
-            out.threshold.eq(req.threshold),
-            out.mode.eq(req.mode),
-            out.user.eq(req.user),
-            out.status.reason.eq(reason),
-            out.status.accepted.eq(accepted),
-            out.status.invalid.eq(adding & is_gternary
-                                  & Cat(code == _TERNARY_INVALID for code in codes).any()),
             out.state.eq(req.state),
+            out.status.accepted.eq(accepted),
+            out.status.invalid.eq(adding & is_gternary & any_invalid),
+            out.user.eq(req.user),
         ]
-        with m.If(adding):
-            m.d.comb += out.state.n.eq(req.state.n + 1)
-        with m.If(adding & is_gbinary):
-            for k, count in enumerate(req.state.lanes.gbinary):
-                m.d.comb += out.state.lanes.gbinary[k].eq(count + req.data[k])
-        with m.If(adding & is_gternary):
-            for k, total in enumerate(req.state.lanes.gternary):
-                step = Mux(codes[k] == _TERNARY_INVALID, 0, codes[k].as_signed())
-                m.d.comb += out.state.lanes.gternary[k].eq(total + step)
+        for control in self._controls(out):
+            m.d.comb += [
+                control.add.eq(adding),
+                control.gternary.eq(is_gternary),
+                control.mode.eq(req.mode),
+                control.half_n.eq((req.state.n + adding) >> 1),
+                control.threshold.eq(req.threshold),
+                control.neg_threshold.eq(-req.threshold),
+            ]
+
+
+class Add(_CombStage):
+    """Adds an accepted contribution to the lanes (combinational).
+
+    Both modes share one bank of ``line_bits / 2`` adders of ``2W`` bits, one per lane pair
+    (line bits ``2k`` and ``2k + 1``): G-Binary adds ``bit[2k]`` to the low ``W`` bits (count of
+    lane ``2k``) and ``bit[2k+1]`` to the high ``W`` bits (lane ``2k + 1``); G-Ternary adds the
+    sign-extended lane value (``01`` +1, ``11`` -1, ``00`` and the invalid ``10`` 0) to the whole
+    pair (the sum of lane ``k``). A count never carries into its neighbour, because a line at
+    capacity takes no contribution. An accepted contribution also increments ``n``.
+    """
+
+    def __init__(self, params, user_width):
+        super().__init__(params, user_width, work_layout, work_layout)
+
+    def compute(self, m, work, out):
+        p = self._params
+        width = 2 * p.counter_width
+        pairs = data.ArrayLayout(unsigned(width), p.gternary_lanes)
+        old, new = pairs(work.state.lanes), pairs(out.state.lanes)
+        minus_one = Const((1 << width) - 1, width)            # -1 modulo 2**(2W)
+        controls = self._controls(work)
+        m.d.comb += out.eq(work)
+        with m.If(controls[0].add):
+            m.d.comb += out.state.n.eq(work.state.n + 1)
+        for copy, control in enumerate(controls):
+            for k in self._copy_bits(copy)[::2]:
+                low, high = work.data[k], work.data[k + 1]
+                gbinary_step = Cat(low, Const(0, p.counter_width - 1), high)
+                gternary_step = Mux(low, Mux(high, minus_one, 1), 0)
+                step = Mux(control.gternary, gternary_step, gbinary_step)
+                m.d.comb += new[k // 2].eq(old[k // 2] + Mux(control.add, step, 0))
 
 
 class ReadBack(_CombStage):
     """Computes the read-back line of the new state (combinational).
 
-    G-Binary lane bit: 1 iff ``2c > n``, computed as ``c > n // 2``. G-Ternary lane code: ``01``
-    if ``s >= T``, else ``11`` if ``s <= -T``, else ``00``. Identity: the request data. Mode
-    code 3: all zero.
+    G-Binary lane bit: 1 iff ``2c > n``. G-Ternary lane code: ``01`` if ``s >= T``, else ``11``
+    if ``s <= -T``, else ``00``; ``s`` is read from the low ``W + 1`` bits of its stored ``2W``,
+    which hold any ``|s| <= capacity``. Identity: the request data. Mode code 3: all zero.
     """
 
     def __init__(self, params, user_width):
-        super().__init__(params, user_width, accumulated_layout, response_layout)
+        super().__init__(params, user_width, work_layout, response_layout)
 
-    def compute(self, m, acc, out):
-        state = acc.state
-        half_n = state.n >> 1
-        majority = Cat(count > half_n for count in state.lanes.gbinary)
-        threshold = acc.threshold
-        gated = Cat(Mux(total >= threshold, _TERNARY_PLUS,
-                        Mux(total <= -threshold, _TERNARY_MINUS, 0)).as_unsigned()[:2]
-                    for total in state.lanes.gternary)
-        with m.Switch(acc.mode):
-            with m.Case(Mode.IDENTITY):
-                m.d.comb += out.line.eq(acc.data)
-            with m.Case(Mode.GBINARY):
-                m.d.comb += out.line.eq(majority)
-            with m.Case(Mode.GTERNARY):
-                m.d.comb += out.line.eq(gated)
-            with m.Default():            # the reserved mode code reads back all zero
-                m.d.comb += out.line.eq(0)
+    def compute(self, m, work, out):
+        p = self._params
+        counts = gbinary_lanes(p, work.state.lanes)
+        sums = gternary_lanes(p, work.state.lanes)
         m.d.comb += [
-            out.byte_enable.eq(acc.byte_enable),
-            out.state.eq(state),
-            out.status.eq(acc.status),
-            out.user.eq(acc.user),
+            out.byte_enable.eq(work.byte_enable),
+            out.state.eq(work.state),
+            out.status.eq(work.status),
+            out.user.eq(work.user),
         ]
+        for copy, control in enumerate(self._controls(work)):
+            bits = self._copy_bits(copy)
+            majority = Cat(counts[k] > control.half_n for k in bits)
+            gated = Cat(self._gate(sums[k // 2], control) for k in bits[::2])
+            line = out.line[bits.start:bits.stop]
+            with m.Switch(control.mode):
+                with m.Case(Mode.IDENTITY):
+                    m.d.comb += line.eq(work.data[bits.start:bits.stop])
+                with m.Case(Mode.GBINARY):
+                    m.d.comb += line.eq(majority)
+                with m.Case(Mode.GTERNARY):
+                    m.d.comb += line.eq(gated)
+                with m.Default():        # the reserved mode code reads back all zero
+                    m.d.comb += line.eq(0)
+
+    def _gate(self, stored_sum, control):
+        total = stored_sum[:self._params.counter_width + 1].as_signed()
+        return Mux(total >= control.threshold, _TERNARY_PLUS,
+                   Mux(total <= control.neg_threshold, _TERNARY_MINUS, 0))[:2]
 
 
 class AggregationDatapath(wiring.Component):
@@ -188,7 +269,8 @@ class AggregationDatapath(wiring.Component):
     opaque ``user`` tag. The response, ``latency`` cycles after the request is accepted when
     ``response.ready`` stays high, carries the new state to write back, the read-back line, the
     byte enables, the status and the same ``user`` tag. Responses leave in request order.
-    Behaviour per request is that of :func:`golden.datapath.run_datapath`.
+    Behaviour per request is that of :func:`golden.datapath.run_datapath`, for states the
+    datapath itself produced (``docs/formats.md``, "Accumulator state").
 
     Parameters
     ----------
@@ -236,24 +318,21 @@ class AggregationDatapath(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p, u = self._params, self._user_width
-        m.submodules.accumulate = accumulate = Accumulate(p, u)
-        m.submodules.read_back = read_back = ReadBack(p, u)
-        m.submodules.out_reg = out_reg = PipelineRegister(response_layout(p, u))
+        stages = [("decode", Decode(p, u)), ("add", Add(p, u)), ("read_back", ReadBack(p, u))]
+        registered = {"decode": p.latency >= 3, "add": p.latency >= 2, "read_back": True}
 
-        if p.latency == 3:
-            m.submodules.in_reg = in_reg = PipelineRegister(request_layout(p, u))
-            wiring.connect(m, wiring.flipped(self.request), in_reg.sink)
-            wiring.connect(m, in_reg.source, accumulate.sink)
-        else:
-            wiring.connect(m, wiring.flipped(self.request), accumulate.sink)
-
-        if p.latency >= 2:
-            m.submodules.mid_reg = mid_reg = PipelineRegister(accumulated_layout(p, u))
-            wiring.connect(m, accumulate.source, mid_reg.sink)
-            wiring.connect(m, mid_reg.source, read_back.sink)
-        else:
-            wiring.connect(m, accumulate.source, read_back.sink)
-
-        wiring.connect(m, read_back.source, out_reg.sink)
-        wiring.connect(m, out_reg.source, wiring.flipped(self.response))
+        # The whole pipeline moves when its output register is free or being emptied.
+        advance = ~self.response.valid | self.response.ready
+        upstream = wiring.flipped(self.request)
+        for name, stage in stages:
+            m.submodules[name] = stage
+            wiring.connect(m, upstream, stage.sink)
+            upstream = stage.source
+            if registered[name]:
+                m.submodules[f"{name}_reg"] = register = PipelineRegister(
+                    stage.source.payload.shape())
+                m.d.comb += register.advance.eq(advance)
+                wiring.connect(m, upstream, register.sink)
+                upstream = register.source
+        wiring.connect(m, upstream, wiring.flipped(self.response))
         return m

@@ -21,6 +21,11 @@ LATENCY_CHOICES = (1, 2, 3)
 #: Largest counter width the generator accepts (capacity 65,535 contributions per line).
 MAX_COUNTER_WIDTH = 16
 
+#: Line bits served by one copy of the datapath's per-line control registers. Replicating those
+#: registers keeps every control net local to its lanes, which is what lets a 512-bit datapath
+#: close timing on an FPGA.
+CONTROL_COPY_BITS = 32
+
 
 class Mode(enum.Enum, shape=2):
     """Path of a line address (contract section 2). Code 3 is reserved and rejected."""
@@ -53,7 +58,7 @@ class DatapathParams:
 
     line_bits: int = 512
     counter_width: int = 4
-    latency: int = 2
+    latency: int = 3
 
     def __post_init__(self):
         if not isinstance(self.line_bits, int) or self.line_bits not in LINE_BITS_CHOICES:
@@ -89,22 +94,19 @@ class DatapathParams:
 
     @property
     def gternary_sum_width(self):
-        """Bits of a signed G-Ternary lane sum; holds ``|s| <= capacity``."""
-        return self.counter_width + 1
+        """Bits of a stored G-Ternary lane sum: ``2 * W``, two's complement.
+
+        A G-Ternary lane ``k`` is stored in the bits of G-Binary lanes ``2k`` and ``2k + 1``, so
+        both modes update the same ``line_bits / 2`` adders of ``2 * W`` bits. Any ``s`` with
+        ``|s| <= capacity`` fits.
+        """
+        return 2 * self.counter_width
 
     # State format (one accumulated line). See docs/formats.md, "Accumulator state".
     @property
-    def gbinary_lanes_bits(self):
-        return self.gbinary_lanes * self.counter_width
-
-    @property
-    def gternary_lanes_bits(self):
-        return self.gternary_lanes * self.gternary_sum_width
-
-    @property
     def state_lanes_bits(self):
-        """Width of the per-lane part of the state; both modes share it."""
-        return max(self.gbinary_lanes_bits, self.gternary_lanes_bits)
+        """Width of the per-lane part of the state; both modes' views cover all of it."""
+        return self.line_bits * self.counter_width
 
     @property
     def state_n_offset(self):
@@ -120,7 +122,17 @@ class DatapathParams:
         """Lines of ``line_bits`` that one packed state occupies."""
         return -(-self.state_bits // self.line_bits)
 
+    # Pipeline structure.
+    @property
+    def control_copies(self):
+        """Copies of the per-line control registers: one per ``CONTROL_COPY_BITS`` line bits."""
+        return max(1, self.line_bits // CONTROL_COPY_BITS)
+
+    def control_copy_of_bit(self, bit):
+        """Which control copy serves line bit ``bit`` (and the lanes stored from it)."""
+        return bit // min(CONTROL_COPY_BITS, self.line_bits)
+
     @property
     def name(self):
-        """Short tag for file and directory names, e.g. ``L512_W4_D2``."""
+        """Short tag for file and directory names, e.g. ``L512_W4_D3``."""
         return f"L{self.line_bits}_W{self.counter_width}_D{self.latency}"

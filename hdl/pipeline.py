@@ -1,4 +1,4 @@
-"""Pipeline register for valid/ready streams."""
+"""Pipeline register for valid/ready streams that stall as a whole."""
 
 from amaranth import Module
 from amaranth.lib import stream, wiring
@@ -8,11 +8,14 @@ __all__ = ["PipelineRegister"]
 
 
 class PipelineRegister(wiring.Component):
-    """One register stage of a valid/ready stream: latency 1, initiation interval 1.
+    """One register stage of a pipeline that advances or stalls as a whole.
 
-    It takes a new payload whenever it is empty or its content leaves in the same cycle, so a
-    chain of these accepts one transfer per clock and closes bubbles under backpressure. The
-    ready path is combinational through the chain.
+    On each clock with ``advance`` high the register takes ``sink`` (valid or not); with
+    ``advance`` low it holds. ``sink.ready`` is ``advance``. Every register of a pipeline gets
+    the same ``advance``, computed once from the pipeline's output (``~valid | ready``), so the
+    enable is one signal rather than a combinational ready chain through all stages: that keeps
+    a wide pipeline's enable path short. ``source.ready`` is not used; the owner of ``advance``
+    accounts for it.
 
     Parameters
     ----------
@@ -23,16 +26,18 @@ class PipelineRegister(wiring.Component):
     -------
     sink : In(stream.Signature(shape))
     source : Out(stream.Signature(shape))
+    advance : In(1)
     """
 
     def __init__(self, shape):
         super().__init__({"sink": In(stream.Signature(shape)),
-                          "source": Out(stream.Signature(shape))})
+                          "source": Out(stream.Signature(shape)),
+                          "advance": In(1)})
 
     def elaborate(self, platform):
         m = Module()
-        m.d.comb += self.sink.ready.eq(~self.source.valid | self.source.ready)
-        with m.If(self.sink.ready):
+        m.d.comb += self.sink.ready.eq(self.advance)
+        with m.If(self.advance):
             m.d.sync += [
                 self.source.valid.eq(self.sink.valid),
                 self.source.payload.eq(self.sink.payload),

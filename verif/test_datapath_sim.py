@@ -4,7 +4,9 @@ import itertools
 
 import numpy as np
 import pytest
-from amaranth import Value
+from amaranth import Module, Value
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from golden.datapath import run_datapath
@@ -118,10 +120,31 @@ def test_latency_and_initiation_interval(latency):
     assert dut.latency == latency and dut.initiation_interval == 1
 
 
-def test_pipeline_register_keeps_order_under_backpressure():
+class RegisterChain(wiring.Component):
+    """Three :class:`PipelineRegister` sharing one ``advance``, as the datapath uses them."""
+
+    def __init__(self, width):
+        self._width = width
+        super().__init__({"sink": In(stream.Signature(width)),
+                          "source": Out(stream.Signature(width))})
+
+    def elaborate(self, platform):
+        m = Module()
+        registers = [PipelineRegister(self._width) for _ in range(3)]
+        upstream = wiring.flipped(self.sink)
+        for i, register in enumerate(registers):
+            m.submodules[f"reg{i}"] = register
+            m.d.comb += register.advance.eq(~self.source.valid | self.source.ready)
+            wiring.connect(m, upstream, register.sink)
+            upstream = register.source
+        wiring.connect(m, upstream, wiring.flipped(self.source))
+        return m
+
+
+def test_pipeline_registers_keep_order_under_backpressure():
     rng = np.random.default_rng(SEED)
-    dut = PipelineRegister(16)
-    payloads = rng.integers(0, 1 << 16, size=100).tolist()
+    dut = RegisterChain(16)
+    payloads = rng.integers(0, 1 << 16, size=200).tolist()
     got = simulate_stream(dut, dut.sink, dut.source, payloads,
                           idle=iter(lambda: rng.random() < 0.4, None),
                           stall=iter(lambda: rng.random() < 0.5, None))

@@ -11,7 +11,7 @@ from verif.simulators import BUILD, LINT_WAIVERS
 
 
 @pytest.mark.parametrize("params", [DatapathParams(),
-                                    DatapathParams(line_bits=128, counter_width=5, latency=3),
+                                    DatapathParams(line_bits=128, counter_width=5, latency=2),
                                     DatapathParams(line_bits=16, counter_width=1, latency=1)],
                          ids=lambda p: p.name)
 def test_datapath_lints_clean(params):
