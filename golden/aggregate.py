@@ -7,7 +7,7 @@ or G-Ternary sums ``s``) and ``n`` of shape ``(N,)`` (accepted contributions per
 import numpy as np
 
 from .lines import (TERNARY_INVALID, TERNARY_MINUS, TERNARY_PLUS, TERNARY_ZERO, bits_to_lines,
-                    fields_to_bits, lines_to_bits, lines_to_ternary_codes,
+                    lines_to_bits, lines_to_ternary_codes, small_fields_to_lines,
                     ternary_codes_to_values)
 
 __all__ = ["admit", "gbinary_accumulate", "gbinary_majority", "gternary_accumulate",
@@ -60,7 +60,7 @@ def gternary_gate(s, threshold):
     s = np.asarray(s)
     t = np.broadcast_to(np.asarray(threshold), s.shape[:1])[:, None]
     codes = np.select([s >= t, s <= -t], [TERNARY_PLUS, TERNARY_MINUS], TERNARY_ZERO)
-    return bits_to_lines(fields_to_bits(codes, 2))
+    return small_fields_to_lines(codes, 2)
 
 
 def identity_write(stored, data, byte_enable):

@@ -19,7 +19,8 @@ from hdl.params import DatapathParams, Mode, Reason
 
 from .aggregate import (gbinary_accumulate, gbinary_majority, gternary_accumulate,
                         gternary_gate)
-from .lines import bits_to_fields, bits_to_lines, fields_to_bits, lines_to_bits
+from .lines import (bits_to_fields, bits_to_lines, fields_to_bits, lines_to_bits,
+                    lines_to_small_fields, small_fields_to_lines)
 
 __all__ = ["DatapathRequests", "DatapathResponses", "pack_state", "unpack_state",
            "run_datapath"]
@@ -60,26 +61,40 @@ def pack_state(params, mode, lanes, n):
     """Pack per-lane values and ``n`` of ``N`` lines into ``(N, state_bytes)`` bytes.
 
     ``mode`` is one :class:`hdl.params.Mode` for all lines: ``lanes`` holds counts ``c`` for
-    ``GBINARY`` and signed sums ``s`` for ``GTERNARY``.
+    ``GBINARY`` and signed sums ``s`` for ``GTERNARY`` (one value per line broadcasts). The
+    lanes fill whole bytes, so ``n`` starts on a byte boundary.
     """
     width = _lane_width(params, mode)
     n = np.asarray(n, dtype=np.int64).reshape(-1, 1)
-    bits = np.zeros((n.shape[0], state_bytes(params) * 8), dtype=np.uint8)
-    lane_bits = fields_to_bits(lanes, width)
-    bits[:, :lane_bits.shape[1]] = lane_bits
-    bits[:, params.state_n_offset:params.state_bits] = fields_to_bits(n, params.counter_width)
-    return bits_to_lines(bits)
+    lanes = np.broadcast_to(np.asarray(lanes, dtype=np.int64) & ((1 << width) - 1),
+                            (n.shape[0], _lane_count(params, mode)))
+    return np.concatenate([_fields_to_bytes(lanes, width),
+                           _fields_to_bytes(n, 8 * (state_bytes(params) - params.state_n_offset
+                                                    // 8))], axis=1)
 
 
 def unpack_state(params, mode, state):
     """Inverse of :func:`pack_state`: ``(lanes, n)`` of packed states read as ``mode``."""
-    bits = lines_to_bits(state)
+    state = np.asarray(state, dtype=np.uint8)
     width = _lane_width(params, mode)
-    lanes = bits_to_fields(bits[:, :_lane_count(params, mode) * width], width,
-                           signed=mode == Mode.GTERNARY)
-    n = bits_to_fields(bits[:, params.state_n_offset:params.state_bits],
-                       params.counter_width)[:, 0]
-    return lanes, n
+    split = params.state_n_offset // 8
+    lanes = _bytes_to_fields(state[:, :split], width)
+    if mode == Mode.GTERNARY:
+        lanes = np.where(lanes >= 1 << (width - 1), lanes - (1 << width), lanes)
+    n = _bytes_to_fields(state[:, split:], 8 * (state.shape[1] - split))[:, 0]
+    return lanes, n & ((1 << params.counter_width) - 1)
+
+
+def _fields_to_bytes(values, width):
+    if 8 % width == 0:
+        return small_fields_to_lines(values, width)
+    return bits_to_lines(fields_to_bits(values, width))
+
+
+def _bytes_to_fields(lines, width):
+    if 8 % width == 0:
+        return lines_to_small_fields(lines, width).astype(np.int64)
+    return bits_to_fields(lines_to_bits(lines), width)
 
 
 def _lane_width(params, mode):

@@ -10,7 +10,7 @@ import numpy as np
 __all__ = [
     "TERNARY_ZERO", "TERNARY_PLUS", "TERNARY_INVALID", "TERNARY_MINUS",
     "bits_to_lines", "lines_to_bits", "fields_to_bits", "bits_to_fields",
-    "signs_to_lines", "lines_to_signs", "ternary_to_lines", "lines_to_ternary_codes",
+    "small_fields_to_lines", "lines_to_small_fields", "signs_to_lines", "lines_to_signs", "ternary_to_lines", "lines_to_ternary_codes",
     "ternary_codes_to_values", "lines_to_ints", "ints_to_lines", "bits_to_ints", "ints_to_bits",
 ]
 
@@ -58,6 +58,24 @@ def bits_to_fields(bits, width, signed=False):
     return values
 
 
+def small_fields_to_lines(values, width):
+    """Pack ``(N, K)`` unsigned fields of ``width`` bits (1, 2, 4 or 8) straight into bytes:
+    field ``k`` at line bits ``[k*width +: width]``. Faster than :func:`fields_to_bits`."""
+    per_byte = 8 // width
+    values = np.asarray(values, dtype=np.uint8)
+    values = values.reshape(values.shape[0], values.shape[1] // per_byte, per_byte)
+    shifts = np.arange(0, 8, width, dtype=np.uint8)
+    return np.bitwise_or.reduce(values << shifts, axis=2).astype(np.uint8)
+
+
+def lines_to_small_fields(lines, width):
+    """Inverse of :func:`small_fields_to_lines`: ``(N, line_bits // width)`` fields."""
+    lines = np.asarray(lines, dtype=np.uint8)
+    shifts = np.arange(0, 8, width, dtype=np.uint8)
+    fields = (lines[:, :, None] >> shifts) & ((1 << width) - 1)
+    return fields.reshape(lines.shape[0], lines.shape[1] * len(shifts))
+
+
 def signs_to_lines(x):
     """G-Binary contribution lines from ``(N, lanes)`` floats: lane bit 1 iff the element is
     negative (its IEEE-754 sign bit, so ``-0.0`` counts as negative)."""
@@ -76,12 +94,12 @@ def ternary_to_lines(values):
         bad = values[~np.isin(values, (-1, 0, 1))].flat[0].item()
         raise ValueError(f"ternary values must be -1, 0 or +1, not {bad!r}")
     codes = np.select([values > 0, values < 0], [TERNARY_PLUS, TERNARY_MINUS], TERNARY_ZERO)
-    return bits_to_lines(fields_to_bits(codes, 2))
+    return small_fields_to_lines(codes, 2)
 
 
 def lines_to_ternary_codes(lines):
     """``(N, line_bits // 2)`` raw 2-bit lane codes of G-Ternary lines (invalid codes kept)."""
-    return bits_to_fields(lines_to_bits(lines), 2)
+    return lines_to_small_fields(lines, 2)
 
 
 def ternary_codes_to_values(codes):

@@ -6,7 +6,8 @@ import pytest
 from golden.aggregate import (admit, gbinary_accumulate, gbinary_majority, gternary_accumulate,
                               gternary_gate, identity_write)
 from golden.datapath import pack_state, unpack_state
-from golden.lines import (TERNARY_INVALID, bits_to_ints, bits_to_lines, fields_to_bits, ints_to_bits, ints_to_lines,
+from golden.lines import (TERNARY_INVALID, bits_to_ints, bits_to_lines, fields_to_bits,
+                          lines_to_small_fields, small_fields_to_lines, ints_to_bits, ints_to_lines,
                           lines_to_bits, lines_to_signs, lines_to_ternary_codes, lines_to_ints,
                           signs_to_lines, ternary_codes_to_values, ternary_to_lines)
 from hdl.params import DatapathParams, Mode
@@ -142,3 +143,12 @@ def test_state_pack_round_trip_and_offsets(params, mode, rng):
     width = params.counter_width if mode == Mode.GBINARY else params.gternary_sum_width
     assert (value >> params.state_n_offset) == n[0]
     assert (value & ((1 << width) - 1)) == lanes[0, 0] % (1 << width)
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 8])
+def test_small_field_packing_matches_bit_packing_including_no_lines(width, rng):
+    for count in (0, 5):
+        values = rng.integers(0, 1 << width, size=(count, 64 // width))
+        packed = small_fields_to_lines(values, width)
+        assert np.array_equal(packed, bits_to_lines(fields_to_bits(values, width)))
+        assert np.array_equal(lines_to_small_fields(packed, width), values)
