@@ -10,7 +10,8 @@ import numpy as np
 __all__ = [
     "TERNARY_ZERO", "TERNARY_PLUS", "TERNARY_INVALID", "TERNARY_MINUS",
     "bits_to_lines", "lines_to_bits", "fields_to_bits", "bits_to_fields",
-    "small_fields_to_lines", "lines_to_small_fields", "signs_to_lines", "lines_to_signs", "ternary_to_lines", "lines_to_ternary_codes",
+    "small_fields_to_lines", "lines_to_small_fields", "signs_to_lines", "lines_to_signs",
+    "ternary_to_lines", "lines_to_ternary_codes",
     "ternary_codes_to_values", "lines_to_ints", "ints_to_lines", "bits_to_ints", "ints_to_bits",
 ]
 
@@ -38,7 +39,8 @@ def lines_to_bits(lines):
 
 
 def fields_to_bits(values, width):
-    """Spread ``(N, K)`` integers into ``(N, K * width)`` bits, field ``k`` at ``[k*width +: width]``.
+    """Spread ``(N, K)`` integers into ``(N, K * width)`` bits, field ``k`` at bits
+    ``[k*width +: width]``.
 
     Negative values are written in two's complement of ``width`` bits.
     """

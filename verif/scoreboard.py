@@ -51,7 +51,8 @@ def compare_responses(params, req, expected, actual, *, context, limit=20):
             errors.append(f"{where}: byte_enable differs in bytes "
                           f"{np.flatnonzero(expected.byte_enable[i] != actual.byte_enable[i])}")
         if not np.array_equal(expected.state[i], actual.state[i]):
-            errors.append(f"{where}: state {_state_diff(params, mode, expected.state[i:i + 1], actual.state[i:i + 1])}")
+            diff = _state_diff(params, mode, expected.state[i:i + 1], actual.state[i:i + 1])
+            errors.append(f"{where}: state {diff}")
         if len(errors) >= limit:
             errors.append(f"(stopped after {limit} mismatches of {count} requests)")
             break
