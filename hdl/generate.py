@@ -5,7 +5,9 @@ For one datapath configuration this writes, into ``<out>/<config name>/``:
 - ``nf_datapath.v``: the Verilog module ``nf_datapath``;
 - ``nf_datapath.vh``: Verilog ``localparam``\\ s for the parameters and every payload field's
   offset and width, for hand-written wrappers;
-- ``nf_datapath.json`` and ``nf_datapath.md``: the same facts for scripts and for people.
+- ``nf_datapath.json`` and ``nf_datapath.md``: the same facts for scripts and for people;
+- ``nf_regs.py``, ``nf_regs.h``, ``nf_regs.md``: the control-register map (:mod:`hdl.regmap`)
+  as Python constants, a C header and a table.
 """
 
 import argparse
@@ -17,8 +19,9 @@ from amaranth.lib import data
 
 from .datapath import AggregationDatapath
 from .params import DatapathParams, Mode, Reason
+from .regmap import register_map
 
-__all__ = ["DATAPATH_TOP", "datapath_facts", "write_datapath"]
+__all__ = ["DATAPATH_TOP", "datapath_facts", "write_datapath", "write_register_map"]
 
 DATAPATH_TOP = "nf_datapath"
 
@@ -106,6 +109,17 @@ def write_datapath(params, out_dir, *, user_width=16):
     return out_dir / f"{DATAPATH_TOP}.v"
 
 
+def write_register_map(params, out_dir, *, regions=8):
+    """Write the register map's Python constants, C header and Markdown table."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    regmap = register_map(params, regions=regions)
+    (out_dir / "nf_regs.py").write_text(regmap.python_constants())
+    (out_dir / "nf_regs.h").write_text(regmap.c_header())
+    (out_dir / "nf_regs.md").write_text(regmap.markdown())
+    return regmap
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     defaults = DatapathParams()
@@ -120,7 +134,9 @@ def main(argv=None):
     except ValueError as error:
         parser.error(str(error))
     path = write_datapath(params, Path(args.out) / params.name)
-    print(f"wrote {path} (+ .vh, .json, .md beside it)")
+    write_register_map(params, path.parent)
+    print(f"wrote {path} (+ .vh, .json, .md beside it) and the register map nf_regs.py, "
+          f"nf_regs.h, nf_regs.md")
 
 
 if __name__ == "__main__":

@@ -128,10 +128,6 @@ class DatapathParams:
         """Copies of the per-line control registers: one per ``CONTROL_COPY_BITS`` line bits."""
         return max(1, self.line_bits // CONTROL_COPY_BITS)
 
-    def control_copy_of_bit(self, bit):
-        """Which control copy serves line bit ``bit`` (and the lanes stored from it)."""
-        return bit // min(CONTROL_COPY_BITS, self.line_bits)
-
     @property
     def name(self):
         """Short tag for file and directory names, e.g. ``L512_W4_D3``."""
