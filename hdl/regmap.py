@@ -12,10 +12,12 @@ Registers are 32 bits wide at byte offsets inside the register window. Field acc
 
 from dataclasses import dataclass, field
 
+from amaranth.lib import enum
+
 from .params import DatapathParams, Mode
 
 __all__ = ["ACCESS_TYPES", "Field", "Register", "RegisterMap", "register_map", "ID_MAGIC",
-           "VERSION", "REGION_STRIDE", "REGION_BASE"]
+           "VERSION", "REGION_STRIDE", "REGION_BASE", "ConfigError"]
 
 ACCESS_TYPES = ("R", "RW", "RW1C", "RW1S", "WS")
 
@@ -45,6 +47,9 @@ class Field:
         if not (0 <= self.offset and self.width >= 1 and self.offset + self.width <= 32):
             raise ValueError(f"field {self.name}: bits [{self.offset + self.width - 1}:"
                              f"{self.offset}] do not fit a 32-bit register")
+        if self.access in ("RW1C", "RW1S", "WS") and self.width != 1:
+            raise ValueError(f"field {self.name}: {self.access} fields are 1 bit wide, "
+                             f"not {self.width}")
         if not 0 <= self.reset < 1 << self.width:
             raise ValueError(f"field {self.name}: reset {self.reset:#x} does not fit "
                              f"{self.width} bits")
@@ -56,11 +61,13 @@ class Field:
 
 @dataclass(frozen=True)
 class Register:
-    """A 32-bit register at byte ``offset`` in the window."""
+    """A 32-bit register at byte ``offset`` in the window. ``lockable`` registers ignore
+    writes once ``CTRL.LOCK`` is set."""
     name: str
     offset: int
     doc: str
     fields: tuple = field(default_factory=tuple)
+    lockable: bool = False
 
     def __post_init__(self):
         if self.offset % 4:
@@ -156,6 +163,21 @@ class RegisterMap:
         return "\n".join(out) + "\n"
 
 
+class ConfigError(enum.Enum, shape=4):
+    """Why ``CTRL.APPLY`` refused the region registers (``CFG_ERROR.REASON``)."""
+    NONE = 0
+    MISALIGNED = 1          # base or size not a multiple of 64 bytes
+    ZERO_SIZE = 2
+    OUT_OF_RANGE = 3        # the region ends beyond the device's address space
+    OVERLAP = 4             # two enabled regions share an address
+    COVERS_WINDOW = 5       # the region includes the register window
+    THRESHOLD_ZERO = 6      # a G-Ternary region with gate threshold 0
+    OVER_CAPACITY = 7       # more expected contributors than a line can count
+    RESERVED_MODE = 8       # mode code 3
+    ACC_MISALIGNED = 9      # accumulator address not a multiple of 64 bytes
+    ACC_OVERLAP = 10        # accumulators overlap a region, other accumulators or the window
+
+
 STATUS_FLAGS = (
     ("CFG_ERROR", "an APPLY was refused; the previous configuration stays in force"),
     ("CAPACITY", "a contribution was rejected because its line held capacity contributions"),
@@ -208,7 +230,12 @@ def register_map(params=DatapathParams(), *, regions=8, window_bytes=0x1000):
                  tuple(Field(name, i, 1, "RW1C", doc) for i, (name, doc)
                        in enumerate(STATUS_FLAGS))
                  + (Field("CLEAR_BUSY", 16, 1, "R", "a CLEAR is in progress"),
-                    Field("CLEAR_DONE", 17, 1, "RW1C", "a CLEAR finished"))),
+                    Field("CLEAR_DONE", 17, 1, "RW1C", "a CLEAR finished"),
+                    Field("APPLY_BUSY", 18, 1, "R", "an APPLY is being validated"))),
+        Register("CFG_ERROR", 0x028, "why the last refused APPLY was refused", (
+            Field("REGION", 0, 8, "R", "first region found at fault"),
+            Field("REASON", 8, 4, "R", "; ".join(f"{e.value}: {e.name}"
+                                                 for e in ConfigError)))),
     ]
     regs += [Register(f"CNT_{name}", 0x040 + 4 * i, f"event counter: {doc}",
                       (Field("COUNT", 0, 32, "R", "wraps at 2**32"),))
@@ -217,25 +244,27 @@ def register_map(params=DatapathParams(), *, regions=8, window_bytes=0x1000):
         base = REGION_BASE + REGION_STRIDE * r
         regs += [
             Register(f"R{r}_BASE_LO", base + 0x00, f"region {r}: first byte address [31:0]", (
-                Field("ADDR", 0, 32, "RW", "64-byte aligned"),)),
+                Field("ADDR", 0, 32, "RW", "64-byte aligned"),), lockable=True),
             Register(f"R{r}_BASE_HI", base + 0x04, f"region {r}: first byte address [63:32]", (
-                Field("ADDR", 0, 32, "RW", ""),)),
+                Field("ADDR", 0, 32, "RW", ""),), lockable=True),
             Register(f"R{r}_SIZE_LO", base + 0x08, f"region {r}: size in bytes [31:0]", (
-                Field("BYTES", 0, 32, "RW", "non-zero multiple of 64"),)),
+                Field("BYTES", 0, 32, "RW", "non-zero multiple of 64"),), lockable=True),
             Register(f"R{r}_SIZE_HI", base + 0x0C, f"region {r}: size in bytes [63:32]", (
-                Field("BYTES", 0, 32, "RW", ""),)),
+                Field("BYTES", 0, 32, "RW", ""),), lockable=True),
             Register(f"R{r}_ACC_LO", base + 0x10,
                      f"region {r}: device address of its accumulators [31:0]", (
-                         Field("ADDR", 0, 32, "RW", "64-byte aligned"),)),
+                         Field("ADDR", 0, 32, "RW", "64-byte aligned"),), lockable=True),
             Register(f"R{r}_ACC_HI", base + 0x14,
                      f"region {r}: device address of its accumulators [63:32]", (
-                         Field("ADDR", 0, 32, "RW", ""),)),
+                         Field("ADDR", 0, 32, "RW", ""),), lockable=True),
             Register(f"R{r}_CFG", base + 0x18, f"region {r}: enable and mode", (
                 Field("ENABLE", 0, 1, "RW", "1: the region is in force after APPLY"),
                 Field("MODE", 1, 2, "RW", f"{Mode.GBINARY.value}: G-Binary, "
-                      f"{Mode.GTERNARY.value}: G-Ternary, {Mode.IDENTITY.value}: identity"))),
+                      f"{Mode.GTERNARY.value}: G-Ternary, {Mode.IDENTITY.value}: identity")),
+                lockable=True),
             Register(f"R{r}_AGG", base + 0x1C, f"region {r}: aggregation settings", (
                 Field("THRESHOLD", 0, 16, "RW", "G-Ternary gate threshold T (>= 1)", 1),
-                Field("EXPECTED", 16, 16, "RW", "expected contributors (<= capacity)"))),
+                Field("EXPECTED", 16, 16, "RW", "expected contributors (<= capacity)")),
+                lockable=True),
         ]
     return RegisterMap(regs, window_bytes=window_bytes)

@@ -1,0 +1,134 @@
+"""amaranth.sim tests of the register block generated from the register map."""
+
+import pytest
+from amaranth.sim import Simulator
+
+from hdl.csr import RegisterBlock
+from hdl.params import DatapathParams
+from hdl.regmap import register_map
+
+PARAMS = DatapathParams(line_bits=64, counter_width=3, latency=1)
+
+
+async def bus_write(ctx, bus, offset, data):
+    ctx.set(bus.addr, offset // 4)
+    ctx.set(bus.w_data, data)
+    ctx.set(bus.w_stb, 1)
+    await ctx.tick()
+    ctx.set(bus.w_stb, 0)
+
+
+async def bus_read(ctx, bus, offset):
+    ctx.set(bus.addr, offset // 4)
+    ctx.set(bus.r_stb, 1)
+    await ctx.tick()
+    ctx.set(bus.r_stb, 0)
+    return ctx.get(bus.r_data)
+
+
+def run(block, testbench):
+    sim = Simulator(block)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
+def make_block():
+    return RegisterBlock(register_map(PARAMS, regions=2), lock=("CTRL", "LOCK"))
+
+
+def test_every_register_reads_its_reset_value():
+    block = make_block()
+
+    async def testbench(ctx):
+        for reg in block.regmap:
+            ws = sum(f.mask for f in reg.fields if f.access == "WS")
+            got = await bus_read(ctx, block.bus, reg.offset)
+            assert got == reg.reset & ~ws, f"{reg.name} at {reg.offset:#x}: read {got:#x}, " \
+                                           f"reset is {reg.reset:#x}"
+        assert await bus_read(ctx, block.bus, 0xFFC) == 0, "unmapped word did not read 0"
+
+    run(block, testbench)
+
+
+def test_rw_fields_store_only_their_bits_and_r_fields_ignore_writes():
+    block = make_block()
+
+    async def testbench(ctx):
+        for reg in block.regmap:
+            before = await bus_read(ctx, block.bus, reg.offset)
+            if any(f.access == "RW1S" or f.access == "WS" for f in reg.fields):
+                continue                        # commands and the lock: tested below
+            await bus_write(ctx, block.bus, reg.offset, 0xFFFF_FFFF)
+            rw = sum(f.mask for f in reg.fields if f.access == "RW")
+            r_only = sum(f.mask for f in reg.fields if f.access == "R")
+            want = (0xFFFF_FFFF & rw) | (before & r_only)
+            got = await bus_read(ctx, block.bus, reg.offset)
+            assert got == want, f"{reg.name}: wrote all ones, read {got:#x}, want {want:#x}"
+
+    run(block, testbench)
+
+
+def test_sticky_flags_set_by_hardware_clear_by_writing_one():
+    block = make_block()
+    status = block.regmap["STATUS"]
+    capacity = status.field("CAPACITY")
+    other = status.field("POISON")
+    strobe = block.set_strobe("STATUS", "CAPACITY")
+
+    async def testbench(ctx):
+        ctx.set(strobe, 1)
+        await ctx.tick()
+        ctx.set(strobe, 0)
+        assert await bus_read(ctx, block.bus, status.offset) & capacity.mask
+        await bus_write(ctx, block.bus, status.offset, other.mask)     # clears another flag
+        assert await bus_read(ctx, block.bus, status.offset) & capacity.mask, "cleared by 0"
+        ctx.set(strobe, 1)                      # a set in the same cycle as the clear wins
+        await bus_write(ctx, block.bus, status.offset, capacity.mask)
+        ctx.set(strobe, 0)
+        assert await bus_read(ctx, block.bus, status.offset) & capacity.mask, "set lost"
+        await bus_write(ctx, block.bus, status.offset, capacity.mask)
+        assert not await bus_read(ctx, block.bus, status.offset) & capacity.mask, "not cleared"
+
+    run(block, testbench)
+
+
+def test_write_strobe_pulses_once_and_reads_zero():
+    block = make_block()
+    ctrl = block.regmap["CTRL"]
+    apply = block.field("CTRL", "APPLY")
+
+    async def testbench(ctx):
+        await bus_write(ctx, block.bus, ctrl.offset, ctrl.field("APPLY").mask)
+        assert ctx.get(apply) == 1, "APPLY did not pulse the cycle after the write"
+        await ctx.tick()
+        assert ctx.get(apply) == 0, "APPLY lasted more than one cycle"
+        assert not await bus_read(ctx, block.bus, ctrl.offset) & ctrl.field("APPLY").mask
+
+    run(block, testbench)
+
+
+def test_lock_freezes_region_registers_until_reset():
+    block = make_block()
+    ctrl, base = block.regmap["CTRL"], block.regmap["R1_BASE_LO"]
+    lock = ctrl.field("LOCK").mask
+
+    async def testbench(ctx):
+        await bus_write(ctx, block.bus, base.offset, 0x1000)
+        await bus_write(ctx, block.bus, ctrl.offset, lock)
+        await bus_write(ctx, block.bus, ctrl.offset, 0)                # 0 does not unlock
+        assert await bus_read(ctx, block.bus, ctrl.offset) & lock, "lock cleared by a write"
+        await bus_write(ctx, block.bus, base.offset, 0x2000)
+        assert ctx.get(block.locked_write) == 1, "ignored write not reported"
+        assert await bus_read(ctx, block.bus, base.offset) == 0x1000, "locked register changed"
+        await bus_write(ctx, block.bus, ctrl.offset, lock | ctrl.field("ENABLE").mask)
+        assert await bus_read(ctx, block.bus, ctrl.offset) & ctrl.field("ENABLE").mask, \
+            "CTRL is not a region register and must stay writable"
+        assert ctx.get(block.locked_write) == 0
+
+    run(block, testbench)
+
+
+def test_lock_must_be_a_set_once_field():
+    with pytest.raises(ValueError, match=r"lock field CTRL.ENABLE must be RW1S"):
+        RegisterBlock(register_map(PARAMS), lock=("CTRL", "ENABLE"))
