@@ -132,3 +132,56 @@ class DatapathParams:
     def name(self):
         """Short tag for file and directory names, e.g. ``L512_W4_D3``."""
         return f"L{self.line_bits}_W{self.counter_width}_D{self.latency}"
+
+
+#: Bytes of the control-register window in the device's address space.
+REGISTER_WINDOW_BYTES = 0x1000
+
+
+@dataclass(frozen=True)
+class ControllerParams:
+    """A checked controller configuration.
+
+    Parameters
+    ----------
+    datapath : DatapathParams
+        The aggregation datapath; its ``line_bytes`` is the unit of addresses and alignment.
+    regions : int
+        Programmable regions, 1 to 32.
+    address_bits : int
+        Width of the device's byte address space, 16 to 64.
+    window_base : int or None
+        Byte address of the register window; ``None`` puts it at the top of the address space.
+    """
+
+    datapath: DatapathParams = DatapathParams()
+    regions: int = 8
+    address_bits: int = 40
+    window_base: int = None
+
+    def __post_init__(self):
+        if not isinstance(self.datapath, DatapathParams):
+            raise TypeError(f"datapath must be a DatapathParams, not {self.datapath!r}")
+        if not isinstance(self.regions, int) or not 1 <= self.regions <= 32:
+            raise ValueError(f"regions must be an integer from 1 to 32, not {self.regions!r}")
+        if not isinstance(self.address_bits, int) or not 16 <= self.address_bits <= 64:
+            raise ValueError(f"address_bits must be an integer from 16 to 64, "
+                             f"not {self.address_bits!r}")
+        if self.window_base is None:
+            object.__setattr__(self, "window_base",
+                               (1 << self.address_bits) - REGISTER_WINDOW_BYTES)
+        if (not isinstance(self.window_base, int) or self.window_base % REGISTER_WINDOW_BYTES
+                or not 0 <= self.window_base <= (1 << self.address_bits)
+                - REGISTER_WINDOW_BYTES):
+            raise ValueError(f"window_base must be a multiple of {REGISTER_WINDOW_BYTES:#x} "
+                             f"inside the {self.address_bits}-bit address space, "
+                             f"not {self.window_base!r}")
+
+    @property
+    def window_bytes(self):
+        return REGISTER_WINDOW_BYTES
+
+    @property
+    def accumulator_bytes_per_line(self):
+        """Device-memory bytes of accumulator state for each line of an aggregation region."""
+        return self.datapath.state_lines * self.datapath.line_bytes

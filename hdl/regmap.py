@@ -171,7 +171,7 @@ class ConfigError(enum.Enum, shape=4):
     OUT_OF_RANGE = 3        # the region ends beyond the device's address space
     OVERLAP = 4             # two enabled regions share an address
     COVERS_WINDOW = 5       # the region includes the register window
-    THRESHOLD_ZERO = 6      # a G-Ternary region with gate threshold 0
+    BAD_THRESHOLD = 6       # a G-Ternary region with gate threshold 0 or above capacity
     OVER_CAPACITY = 7       # more expected contributors than a line can count
     RESERVED_MODE = 8       # mode code 3
     ACC_MISALIGNED = 9      # accumulator address not a multiple of 64 bytes
@@ -232,7 +232,7 @@ def register_map(params=DatapathParams(), *, regions=8, window_bytes=0x1000):
                  + (Field("CLEAR_BUSY", 16, 1, "R", "a CLEAR is in progress"),
                     Field("CLEAR_DONE", 17, 1, "RW1C", "a CLEAR finished"),
                     Field("APPLY_BUSY", 18, 1, "R", "an APPLY is being validated"))),
-        Register("CFG_ERROR", 0x028, "why the last refused APPLY was refused", (
+        Register("CFG_ERROR", 0x028, "result of the last APPLY (NONE: applied)", (
             Field("REGION", 0, 8, "R", "first region found at fault"),
             Field("REASON", 8, 4, "R", "; ".join(f"{e.value}: {e.name}"
                                                  for e in ConfigError)))),
@@ -263,7 +263,7 @@ def register_map(params=DatapathParams(), *, regions=8, window_bytes=0x1000):
                       f"{Mode.GTERNARY.value}: G-Ternary, {Mode.IDENTITY.value}: identity")),
                 lockable=True),
             Register(f"R{r}_AGG", base + 0x1C, f"region {r}: aggregation settings", (
-                Field("THRESHOLD", 0, 16, "RW", "G-Ternary gate threshold T (>= 1)", 1),
+                Field("THRESHOLD", 0, 16, "RW", "G-Ternary gate threshold T, 1 to capacity", 1),
                 Field("EXPECTED", 16, 16, "RW", "expected contributors (<= capacity)")),
                 lockable=True),
         ]

@@ -1,0 +1,240 @@
+"""The controller's control registers: the register block plus what the registers do.
+
+- ``CTRL.APPLY`` validates the staged region registers, one region pair per clock (``regions**2``
+  cycles, ``STATUS.APPLY_BUSY`` meanwhile), in the order of :func:`golden.config.validate`. On
+  success the staged regions become the applied table; on the first fault ``STATUS.CFG_ERROR``
+  is set, ``CFG_ERROR`` says which region and why, ``CNT_CFG_ERRORS`` counts it, and the
+  previous table stays in force.
+- Event strobes from the datapath side set the sticky ``STATUS`` flags and count the
+  ``CNT_*`` counters.
+- ``CTRL.CLEAR`` starts the clear engine on ``CTRL.CLEAR_REGION``.
+"""
+
+from amaranth import Cat, Module, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .csr import RegisterBlock, csr_bus_signature
+from .params import ControllerParams, Mode
+from .regmap import COUNTERS, STATUS_FLAGS, ConfigError, register_map
+
+__all__ = ["region_layout", "event_layout", "ControlRegisters"]
+
+_ADDRESS = 65          # bits of a 64-bit register address plus a 64-bit size, without overflow
+
+
+def region_layout(params):
+    """An applied region: the controller's decode reads ``base <= address < end``."""
+    return data.StructLayout({
+        "enable": 1,
+        "mode": Mode,
+        "base": unsigned(params.address_bits),
+        "end": unsigned(params.address_bits + 1),
+        "acc": unsigned(params.address_bits),
+        "threshold": unsigned(params.datapath.counter_width),
+        "expected": unsigned(params.datapath.counter_width),
+    })
+
+
+def event_layout():
+    """One strobe per event the controller reports; each sets its flag or counts."""
+    names = {name.lower() for name, _ in STATUS_FLAGS if name != "CFG_ERROR"
+             and name != "LOCKED_WRITE"}
+    names |= {name.lower() for name, _ in COUNTERS if name != "CFG_ERRORS"}
+    return data.StructLayout({name: 1 for name in sorted(names)})
+
+
+class _Staged:
+    """A staged (register-file) region with full 64-bit values. ``index`` is a region number,
+    or a signal that selects one."""
+
+    def __init__(self, m, block, params, index, name):
+        def pick(reg, field):
+            values = [block.field(f"R{r}_{reg}", field) for r in range(params.regions)]
+            if isinstance(index, int):
+                return values[index]
+            out = Signal(len(values[0]), name=f"{name}_{reg.lower()}_{field.lower()}")
+            with m.Switch(index):
+                for r, value in enumerate(values):
+                    with m.Case(r):
+                        m.d.comb += out.eq(value)
+            return out
+
+        self.base = Cat(pick("BASE_LO", "ADDR"), pick("BASE_HI", "ADDR"))
+        self.size = Cat(pick("SIZE_LO", "BYTES"), pick("SIZE_HI", "BYTES"))
+        self.acc = Cat(pick("ACC_LO", "ADDR"), pick("ACC_HI", "ADDR"))
+        self.enable = pick("CFG", "ENABLE")
+        self.mode = pick("CFG", "MODE")
+        self.threshold = pick("AGG", "THRESHOLD")
+        self.expected = pick("AGG", "EXPECTED")
+        self.end = (self.base + self.size)[:_ADDRESS]
+        lines = self.size >> (params.datapath.line_bytes.bit_length() - 1)
+        self.acc_end = (self.acc + lines * params.accumulator_bytes_per_line)[:_ADDRESS + 8]
+        self.aggregating = (self.mode == Mode.GBINARY) | (self.mode == Mode.GTERNARY)
+
+
+def _overlap(a_start, a_end, b_start, b_end):
+    return (a_start < b_end) & (b_start < a_end)
+
+
+class ControlRegisters(wiring.Component):
+    """Control registers of the controller (contract section 8).
+
+    Parameters
+    ----------
+    params : ControllerParams
+
+    Members
+    -------
+    bus : In(csr_bus_signature(...))
+        The plain CSR bus (the CXL.mem register window drives it too).
+    enable : Out(1)
+        ``CTRL.ENABLE``: applied regions are in force.
+    regions : Out(data.ArrayLayout(region_layout(params), params.regions))
+        The applied region table.
+    events : In(event_layout())
+    clear_start : Out(1)
+        One-cycle pulse: clear the accumulators of region ``clear_region``.
+    clear_region : Out(5)
+    clear_busy : In(1)
+    clear_done : In(1)
+        One-cycle pulse when a clear finishes.
+    """
+
+    def __init__(self, params=ControllerParams()):
+        if not isinstance(params, ControllerParams):
+            raise TypeError(f"params must be a ControllerParams, not {params!r}")
+        self._params = params
+        self._regmap = register_map(params.datapath, regions=params.regions,
+                                    window_bytes=params.window_bytes)
+        self._block = RegisterBlock(self._regmap, lock=("CTRL", "LOCK"))
+        super().__init__({
+            "bus": In(csr_bus_signature(len(self._block.bus.addr))),
+            "enable": Out(1),
+            "regions": Out(data.ArrayLayout(region_layout(params), params.regions)),
+            "events": In(event_layout()),
+            "clear_start": Out(1),
+            "clear_region": Out(5),
+            "clear_busy": In(1),
+            "clear_done": In(1),
+        })
+
+    @property
+    def regmap(self):
+        return self._regmap
+
+    @property
+    def apply_cycles(self):
+        """Cycles an APPLY takes to validate, at most."""
+        return self._params.regions ** 2
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        m.submodules.block = block = self._block
+        wiring.connect(m, wiring.flipped(self.bus), block.bus)
+
+        m.d.comb += [
+            self.enable.eq(block.field("CTRL", "ENABLE")),
+            self.clear_start.eq(block.field("CTRL", "CLEAR")),
+            self.clear_region.eq(block.field("CTRL", "CLEAR_REGION")),
+            block.field("STATUS", "CLEAR_BUSY").eq(self.clear_busy),
+            block.set_strobe("STATUS", "CLEAR_DONE").eq(self.clear_done),
+            block.set_strobe("STATUS", "LOCKED_WRITE").eq(block.locked_write),
+        ]
+        for name, _ in STATUS_FLAGS:
+            if name not in ("CFG_ERROR", "LOCKED_WRITE"):
+                m.d.comb += block.set_strobe("STATUS", name).eq(self.events[name.lower()])
+        counted = {"CFG_ERRORS": Signal(name="cfg_error_event")}
+        for name, _ in COUNTERS:
+            count = block.field(f"CNT_{name}", "COUNT")
+            strobe = counted.get(name)
+            if strobe is None:
+                strobe = self.events[name.lower()]
+            with m.If(strobe):
+                m.d.sync += count.eq(count + 1)
+
+        self._elaborate_apply(m, block, counted["CFG_ERRORS"])
+        return m
+
+    def _elaborate_apply(self, m, block, cfg_error_event):
+        p = self._params
+        space = 1 << p.address_bits
+        window_start, window_end = p.window_base, p.window_base + p.window_bytes
+        line_mask = p.datapath.line_bytes - 1
+        last = p.regions - 1
+
+        i = Signal(range(p.regions))
+        j = Signal(range(p.regions))
+        busy = block.field("STATUS", "APPLY_BUSY")
+        a = _Staged(m, block, p, i, "region_i")
+        b = _Staged(m, block, p, j, "region_j")
+
+        own_checks = [
+            (a.mode == 3, ConfigError.RESERVED_MODE),
+            (((a.base | a.size) & line_mask) != 0, ConfigError.MISALIGNED),
+            (a.size == 0, ConfigError.ZERO_SIZE),
+            (a.end > space, ConfigError.OUT_OF_RANGE),
+            (_overlap(a.base, a.end, window_start, window_end), ConfigError.COVERS_WINDOW),
+            ((a.mode == Mode.GTERNARY) & ((a.threshold == 0)
+                                          | (a.threshold > p.datapath.capacity)),
+             ConfigError.BAD_THRESHOLD),
+            (a.aggregating & (a.expected > p.datapath.capacity), ConfigError.OVER_CAPACITY),
+            (a.aggregating & ((a.acc & line_mask) != 0), ConfigError.ACC_MISALIGNED),
+            (a.aggregating & (a.acc_end > space), ConfigError.OUT_OF_RANGE),
+            (a.aggregating & _overlap(a.acc, a.acc_end, window_start, window_end),
+             ConfigError.ACC_OVERLAP),
+        ]
+        pair_checks = [
+            ((i != j) & _overlap(a.base, a.end, b.base, b.end), ConfigError.OVERLAP),
+            (a.aggregating & (_overlap(a.acc, a.acc_end, b.base, b.end)
+                              | ((i != j) & b.aggregating
+                                 & _overlap(a.acc, a.acc_end, b.acc, b.acc_end))),
+             ConfigError.ACC_OVERLAP),
+        ]
+        fault = Signal(ConfigError)
+        with m.If(a.enable):
+            with m.If(j == 0):
+                self._first_fault(m, fault, own_checks + [(c & b.enable, e)
+                                                          for c, e in pair_checks])
+            with m.Else():
+                self._first_fault(m, fault, [(c & b.enable, e) for c, e in pair_checks])
+
+        with m.If(~busy):
+            with m.If(block.field("CTRL", "APPLY")):
+                m.d.sync += [busy.eq(1), i.eq(0), j.eq(0)]
+        with m.Elif(fault != ConfigError.NONE):
+            m.d.sync += [
+                busy.eq(0),
+                block.field("CFG_ERROR", "REGION").eq(i),
+                block.field("CFG_ERROR", "REASON").eq(fault),
+            ]
+            m.d.comb += [block.set_strobe("STATUS", "CFG_ERROR").eq(1),
+                         cfg_error_event.eq(1)]
+        with m.Elif((i == last) & (j == last)):
+            m.d.sync += [
+                busy.eq(0),
+                block.field("CFG_ERROR", "REGION").eq(0),
+                block.field("CFG_ERROR", "REASON").eq(ConfigError.NONE),
+            ]
+            for r, region in enumerate(self.regions):
+                staged = _Staged(m, block, p, r, f"apply_{r}")
+                m.d.sync += [
+                    region.enable.eq(staged.enable),
+                    region.mode.eq(staged.mode),
+                    region.base.eq(staged.base),
+                    region.end.eq(staged.end),
+                    region.acc.eq(staged.acc),
+                    region.threshold.eq(staged.threshold),
+                    region.expected.eq(staged.expected),
+                ]
+        with m.Elif(j == last):
+            m.d.sync += [i.eq(i + 1), j.eq(0)]
+        with m.Else():
+            m.d.sync += j.eq(j + 1)
+
+    @staticmethod
+    def _first_fault(m, fault, checks):
+        for k, (failed, error) in enumerate(checks):
+            with (m.If if k == 0 else m.Elif)(failed):
+                m.d.comb += fault.eq(error)
