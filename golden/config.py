@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from hdl.params import Mode
 from hdl.regmap import ConfigError
 
-__all__ = ["Region", "validate"]
+__all__ = ["Region", "validate", "decode"]
 
 
 @dataclass(frozen=True)
@@ -76,3 +76,18 @@ def validate(params, regions):
                         and _overlap(*acc_range(r), *acc_range(other)))):
                 return ConfigError.ACC_OVERLAP, i
     return ConfigError.NONE, 0
+
+
+def decode(params, regions, enable, address):
+    """``(window, region, mode, state_address)`` of a byte address, as
+    :class:`hdl.decode.AddressDecoder` decodes it against an applied table."""
+    if params.window_base <= address < params.window_base + params.window_bytes:
+        return True, 0, Mode.IDENTITY.value, 0
+    if enable:
+        for index, r in enumerate(regions):
+            if r.enable and r.base <= address < r.base + r.size:
+                line = (address - r.base) // params.datapath.line_bytes
+                state = (r.acc + line * params.accumulator_bytes_per_line) \
+                    % (1 << params.address_bits)
+                return False, index, r.mode, state
+    return False, 0, Mode.IDENTITY.value, 0

@@ -8,6 +8,7 @@ import pytest
 from amaranth.back import verilog as amaranth_verilog
 
 from hdl.control import ControlRegisters
+from hdl.decode import AddressDecoder
 from hdl.generate import write_datapath
 from hdl.params import ControllerParams, DatapathParams
 from verif.simulators import BUILD, LINT_WAIVERS
@@ -29,9 +30,11 @@ def test_datapath_lints_clean(params):
     lint(write_datapath(params, BUILD / "lint" / params.name))
 
 
-def test_control_registers_lint_clean():
-    path = BUILD / "lint" / "nf_control_registers.v"
+@pytest.mark.parametrize("component", [ControlRegisters, AddressDecoder],
+                         ids=lambda c: c.__name__)
+def test_controller_parts_lint_clean(component):
+    path = BUILD / "lint" / f"{component.__name__}.v"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(amaranth_verilog.convert(ControlRegisters(ControllerParams()),
-                                             name="nf_control_registers", emit_src=False))
+    path.write_text(amaranth_verilog.convert(component(ControllerParams()),
+                                             name=component.__name__, emit_src=False))
     lint(path)
