@@ -18,7 +18,7 @@ from amaranth.back import verilog
 from amaranth.lib import data
 
 from .datapath import AggregationDatapath
-from .params import DatapathParams, Mode, Reason
+from .params import Mode, Reason, add_datapath_arguments, datapath_from_arguments
 from .regmap import register_map
 
 __all__ = ["DATAPATH_TOP", "datapath_facts", "write_datapath", "write_register_map"]
@@ -122,17 +122,10 @@ def write_register_map(params, out_dir, *, regions=8):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    defaults = DatapathParams()
     parser.add_argument("--out", default="build/verilog", help="output folder")
-    parser.add_argument("--line-bits", type=int, default=defaults.line_bits)
-    parser.add_argument("--counter-width", type=int, default=defaults.counter_width)
-    parser.add_argument("--latency", type=int, default=defaults.latency)
+    add_datapath_arguments(parser)
     args = parser.parse_args(argv)
-    try:
-        params = DatapathParams(line_bits=args.line_bits, counter_width=args.counter_width,
-                                latency=args.latency)
-    except ValueError as error:
-        parser.error(str(error))
+    params = datapath_from_arguments(parser, args)
     path = write_datapath(params, Path(args.out) / params.name)
     write_register_map(params, path.parent)
     print(f"wrote {path} (+ .vh, .json, .md beside it) and the register map nf_regs.py, "

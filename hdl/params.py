@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from amaranth.lib import enum
 
-__all__ = ["Mode", "Reason", "DatapathParams", "LINE_BITS_CHOICES", "LATENCY_CHOICES"]
+__all__ = ["Mode", "Reason", "DatapathParams", "ControllerParams", "LINE_BITS_CHOICES",
+           "LATENCY_CHOICES", "add_datapath_arguments", "datapath_from_arguments"]
 
 #: Line widths the generator accepts. 512 is the CXL.mem line; the smaller ones exist for fast
 #: tests and area sweeps.
@@ -185,3 +186,22 @@ class ControllerParams:
     def accumulator_bytes_per_line(self):
         """Device-memory bytes of accumulator state for each line of an aggregation region."""
         return self.datapath.state_lines * self.datapath.line_bytes
+
+
+def add_datapath_arguments(parser):
+    """Add ``--line-bits``, ``--counter-width`` and ``--latency`` (defaults from
+    :class:`DatapathParams`) to an ``argparse`` parser."""
+    defaults = DatapathParams()
+    parser.add_argument("--line-bits", type=int, default=defaults.line_bits)
+    parser.add_argument("--counter-width", type=int, default=defaults.counter_width)
+    parser.add_argument("--latency", type=int, default=defaults.latency)
+
+
+def datapath_from_arguments(parser, args):
+    """The :class:`DatapathParams` of parsed arguments; a bad value exits through
+    ``parser.error`` with the parameter's message."""
+    try:
+        return DatapathParams(line_bits=args.line_bits, counter_width=args.counter_width,
+                              latency=args.latency)
+    except ValueError as error:
+        parser.error(str(error))

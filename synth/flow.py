@@ -24,7 +24,7 @@ from pathlib import Path
 from amaranth.back import verilog as amaranth_verilog
 
 from hdl.datapath import AggregationDatapath
-from hdl.params import DatapathParams
+from hdl.params import add_datapath_arguments, datapath_from_arguments
 
 __all__ = ["DEVICE", "synthesize", "place_and_route", "run_design", "main"]
 
@@ -145,19 +145,12 @@ def markdown(report):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    defaults = DatapathParams()
-    parser.add_argument("--line-bits", type=int, default=defaults.line_bits)
-    parser.add_argument("--counter-width", type=int, default=defaults.counter_width)
-    parser.add_argument("--latency", type=int, default=defaults.latency)
+    add_datapath_arguments(parser)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--freq", type=float, default=250.0, help="constraint, MHz")
     parser.add_argument("--out", default="build/reports")
     args = parser.parse_args(argv)
-    try:
-        params = DatapathParams(line_bits=args.line_bits, counter_width=args.counter_width,
-                                latency=args.latency)
-    except ValueError as error:
-        parser.error(str(error))
+    params = datapath_from_arguments(parser, args)
     out = Path(args.out)
     designs = [run_design("datapath", "nf_datapath", AggregationDatapath(params), params.name,
                           out, args.seeds, args.freq)]

@@ -3,13 +3,12 @@ the applied table, the lock, sticky flags, counters and the clear command."""
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
 from golden.config import Region, validate
 from hdl.control import ControlRegisters
 from hdl.params import ControllerParams, DatapathParams, Mode
 from hdl.regmap import ConfigError
-from verif.test_csr import bus_read, bus_write
+from verif.test_csr import bus_read, bus_write, run
 
 PARAMS = ControllerParams(datapath=DatapathParams(line_bits=64, counter_width=3),
                           regions=4, address_bits=20)
@@ -89,13 +88,6 @@ def applied_table(ctx, dut):
 def expected_table(regions):
     return [(int(r.enable), Mode(r.mode) if r.mode != 3 else 3, r.base, r.base + r.size, r.acc)
             for r in regions]
-
-
-def run(dut, testbench):
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
 
 
 def test_good_configuration_is_applied():
