@@ -245,15 +245,20 @@ class ReadBack(_CombStage):
             majority = Cat(counts[k] > control.half_n for k in bits)
             gated = Cat(self._gate(sums[k // 2], control) for k in bits[::2])
             line = out.line[bits.start:bits.stop]
-            with m.Switch(control.mode):
-                with m.Case(Mode.IDENTITY):
-                    m.d.comb += line.eq(work.data[bits.start:bits.stop])
-                with m.Case(Mode.GBINARY):
-                    m.d.comb += line.eq(majority)
-                with m.Case(Mode.GTERNARY):
-                    m.d.comb += line.eq(gated)
-                with m.Default():        # the reserved mode code reads back all zero
+            # A two-level mux on the mode code's bits (IDENTITY 00, GBINARY 01, GTERNARY 10,
+            # reserved 11 reads zero): no decoded select nets between the compares and the
+            # output register.
+            code = control.mode.as_value()
+            ternary_or_reserved, odd_code = code[1], code[0]
+            with m.If(ternary_or_reserved):
+                with m.If(odd_code):
                     m.d.comb += line.eq(0)
+                with m.Else():
+                    m.d.comb += line.eq(gated)
+            with m.Elif(odd_code):
+                m.d.comb += line.eq(majority)
+            with m.Else():
+                m.d.comb += line.eq(work.data[bits.start:bits.stop])
 
     def _gate(self, stored_sum, control):
         total = stored_sum[:self._params.counter_width + 1].as_signed()
