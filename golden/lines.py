@@ -7,6 +7,8 @@ A line is held as a ``(N, line_bytes)`` ``uint8`` array, little-endian: bit ``i`
 
 import numpy as np
 
+from hdl.params import TERNARY_INVALID, TERNARY_MINUS, TERNARY_PLUS, TERNARY_ZERO
+
 __all__ = [
     "TERNARY_ZERO", "TERNARY_PLUS", "TERNARY_INVALID", "TERNARY_MINUS",
     "bits_to_lines", "lines_to_bits", "fields_to_bits", "bits_to_fields",
@@ -15,11 +17,6 @@ __all__ = [
     "ternary_codes_to_values", "lines_to_ints", "ints_to_lines", "bits_to_ints", "ints_to_bits",
 ]
 
-# G-Ternary lane codes: bit 0 is the "non-zero" gate, bit 1 the sign.
-TERNARY_ZERO = 0b00
-TERNARY_PLUS = 0b01
-TERNARY_INVALID = 0b10
-TERNARY_MINUS = 0b11
 
 
 def bits_to_lines(bits):

@@ -15,15 +15,13 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .params import DatapathParams, Mode, Reason
+from .params import TERNARY_INVALID, TERNARY_MINUS, TERNARY_PLUS, DatapathParams, Mode, Reason
 from .pipeline import PipelineRegister
 
 __all__ = ["state_layout", "request_layout", "work_layout", "response_layout",
            "gbinary_lanes", "gternary_lanes", "Decode", "Add", "ReadBack",
            "AggregationDatapath"]
 
-# G-Ternary read-back lane codes (contract section 4): bit 0 = non-zero gate, bit 1 = sign.
-_TERNARY_PLUS, _TERNARY_MINUS = 0b01, 0b11
 
 
 def state_layout(params):
@@ -165,7 +163,7 @@ class Decode(_CombStage):
         accepted = ~(bad_mode | partial | full)
         adding = contribution & accepted
         codes = data.ArrayLayout(2, p.gternary_lanes)(req.data)
-        any_invalid = Cat(code == 0b10 for code in codes).any()
+        any_invalid = Cat(code == TERNARY_INVALID for code in codes).any()
 
         m.d.comb += [
             out.data.eq(req.data),
@@ -262,8 +260,8 @@ class ReadBack(_CombStage):
 
     def _gate(self, stored_sum, control):
         total = stored_sum[:self._params.counter_width + 1].as_signed()
-        return Mux(total >= control.threshold, _TERNARY_PLUS,
-                   Mux(total <= control.neg_threshold, _TERNARY_MINUS, 0))[:2]
+        return Mux(total >= control.threshold, TERNARY_PLUS,
+                   Mux(total <= control.neg_threshold, TERNARY_MINUS, 0))[:2]
 
 
 class AggregationDatapath(wiring.Component):

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from amaranth.lib import enum
 
-__all__ = ["Mode", "Reason", "DatapathParams", "ControllerParams", "LINE_BITS_CHOICES",
+__all__ = ["TERNARY_ZERO", "TERNARY_PLUS", "TERNARY_INVALID", "TERNARY_MINUS",
+           "Mode", "Reason", "DatapathParams", "ControllerParams", "LINE_BITS_CHOICES",
            "LATENCY_CHOICES", "add_datapath_arguments", "datapath_from_arguments"]
 
 #: Line widths the generator accepts. 512 is the CXL.mem line; the smaller ones exist for fast
@@ -26,6 +27,10 @@ MAX_COUNTER_WIDTH = 16
 #: registers keeps every control net local to its lanes, which is what lets a 512-bit datapath
 #: close timing on an FPGA.
 CONTROL_COPY_BITS = 32
+
+
+#: G-Ternary lane codes (contract section 4): bit 0 is the non-zero gate, bit 1 the sign.
+TERNARY_ZERO, TERNARY_PLUS, TERNARY_INVALID, TERNARY_MINUS = 0b00, 0b01, 0b10, 0b11
 
 
 class Mode(enum.Enum, shape=2):
