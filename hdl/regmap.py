@@ -17,7 +17,7 @@ from amaranth.lib import enum
 from .params import DatapathParams, Mode
 
 __all__ = ["ACCESS_TYPES", "Field", "Register", "RegisterMap", "register_map", "ID_MAGIC",
-           "VERSION", "REGION_STRIDE", "REGION_BASE", "ConfigError"]
+           "VERSION", "REGION_STRIDE", "REGION_BASE", "ConfigError", "CONFIG_ERROR_HELP"]
 
 ACCESS_TYPES = ("R", "RW", "RW1C", "RW1S", "WS")
 
@@ -178,14 +178,33 @@ class ConfigError(enum.Enum, shape=4):
     ACC_OVERLAP = 10        # accumulators overlap a region, other accumulators or the window
 
 
+#: What to do about each :class:`ConfigError`, for drivers and documentation.
+CONFIG_ERROR_HELP = {
+    ConfigError.NONE: "the configuration was applied",
+    ConfigError.MISALIGNED: "base and size must be multiples of the line size",
+    ConfigError.ZERO_SIZE: "an enabled region needs a non-zero size",
+    ConfigError.OUT_OF_RANGE: "the region or its accumulators end beyond the address space",
+    ConfigError.OVERLAP: "two enabled regions share addresses; move or shrink one",
+    ConfigError.COVERS_WINDOW: "the region covers the register window; move it",
+    ConfigError.BAD_THRESHOLD: "a G-Ternary gate threshold must be from 1 to the capacity",
+    ConfigError.OVER_CAPACITY: "more expected contributors than a line can count (CAP_LIMITS)",
+    ConfigError.RESERVED_MODE: "mode code 3 is reserved",
+    ConfigError.ACC_MISALIGNED: "the accumulator address must be a multiple of the line size",
+    ConfigError.ACC_OVERLAP: "the accumulators overlap a region, other accumulators or the "
+                             "register window",
+}
+
+
 STATUS_FLAGS = (
     ("CFG_ERROR", "an APPLY was refused; the previous configuration stays in force"),
     ("CAPACITY", "a contribution was rejected because its line held capacity contributions"),
     ("INVALID_CODE", "a G-Ternary contribution held an invalid lane code (counted as 0)"),
     ("PARTIAL", "a contribution to an aggregation region lacked byte enables; rejected"),
     ("BAD_OPCODE", "a request with an unsupported opcode was answered without effect"),
-    ("POISON", "a poisoned write was dropped"),
+    ("POISON", "a poisoned write was completed and dropped; memory is unchanged"),
     ("LOCKED_WRITE", "a write to region configuration after LOCK was ignored"),
+    ("BAD_ADDRESS", "a request beyond the device's address space was answered without effect"),
+    ("MEM_ERROR", "device memory answered an access with an error response"),
 )
 
 COUNTERS = (

@@ -82,12 +82,14 @@ class StreamSink(_Port):
     """Collects payload ints from a DUT's stream source port.
 
     ``stall`` yields one bool per cycle: true holds ``ready`` low that cycle. ``received`` holds
-    the payloads in arrival order and ``times`` the simulation time (ns) of each transfer's edge.
+    the payloads in arrival order and ``times`` the simulation time (ns) of each transfer's edge;
+    ``on_receive``, if given, is called with each payload as it arrives.
     """
 
-    def __init__(self, dut, prefix, clock, stall=None):
+    def __init__(self, dut, prefix, clock, stall=None, on_receive=None):
         super().__init__(dut, prefix, clock)
         self.stall = stall or never()
+        self.on_receive = on_receive
         self.received = []
         self.times = []
         self.ready.value = 0
@@ -99,6 +101,8 @@ class StreamSink(_Port):
             if taken is not None:
                 self.received.append(taken)
                 self.times.append(get_sim_time("ns"))
+                if self.on_receive:
+                    self.on_receive(taken)
             ready = not next(self.stall)
             self.ready.value = int(ready)
             await ReadOnly()

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 from hdl.datapath import request_layout, response_layout
-from hdl.generate import DATAPATH_TOP, main
-from hdl.params import DatapathParams, Mode, Reason
+from hdl.generate import CONTROLLER_TOP, DATAPATH_TOP, controller_params, main
+from hdl.params import ControllerParams, DatapathParams, Mode, Reason
 
 
 def test_generate_writes_verilog_and_field_maps(tmp_path, capsys):
@@ -35,6 +35,18 @@ def test_generate_writes_verilog_and_field_maps(tmp_path, capsys):
     assert f"localparam NF_REQUEST_PAYLOAD_STATE_OFFSET = {state.offset};" in header
     assert f"localparam NF_REASON_CAPACITY = {Reason.CAPACITY.value};" in header
     assert "| capacity | 3 |" in (folder / f"{DATAPATH_TOP}.md").read_text()
+
+    assert f"module {CONTROLLER_TOP}(" in (folder / f"{CONTROLLER_TOP}.v").read_text()
+    controller = json.loads((folder / f"{CONTROLLER_TOP}.json").read_text())
+    assert controller_params(controller) == ControllerParams(params), controller
+    assert controller["derived"]["state_lines"] == params.state_lines
+
+
+def test_generate_refuses_too_narrow_controller_lines():
+    result = subprocess.run([sys.executable, "-m", "hdl.generate", "--line-bits", "16"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "the controller needs lines of at least 32 bits" in result.stderr
 
 
 def test_generate_refuses_bad_parameters():

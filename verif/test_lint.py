@@ -5,13 +5,10 @@ import subprocess
 
 import pytest
 
-from amaranth.back import verilog as amaranth_verilog
-
-from hdl.control import ControlRegisters
-from hdl.decode import AddressDecoder
-from hdl.generate import write_datapath
-from hdl.params import ControllerParams, DatapathParams
+from hdl.generate import write_controller, write_datapath
+from hdl.params import DatapathParams
 from verif.simulators import BUILD, LINT_WAIVERS
+from verif.test_controller_cocotb import CONFIGS as CONTROLLER_CONFIGS
 
 
 def lint(path):
@@ -30,11 +27,6 @@ def test_datapath_lints_clean(params):
     lint(write_datapath(params, BUILD / "lint" / params.name))
 
 
-@pytest.mark.parametrize("component", [ControlRegisters, AddressDecoder],
-                         ids=lambda c: c.__name__)
-def test_controller_parts_lint_clean(component):
-    path = BUILD / "lint" / f"{component.__name__}.v"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(amaranth_verilog.convert(component(ControllerParams()),
-                                             name=component.__name__, emit_src=False))
-    lint(path)
+@pytest.mark.parametrize("params", CONTROLLER_CONFIGS, ids=lambda p: p.datapath.name)
+def test_controller_lints_clean(params):
+    lint(write_controller(params, BUILD / "lint" / f"controller_{params.datapath.name}"))

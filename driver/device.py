@@ -1,0 +1,199 @@
+"""Host driver for a NEURON-Fabric device: program regions, clear, read status and counters.
+
+The driver speaks to the control registers through the device's CXL.mem register window, over
+any *transport* that reads and writes whole lines::
+
+    class Transport:
+        async def read_line(self, address: int) -> bytes: ...
+        async def write_line(self, address: int, data: bytes, byte_enable: int) -> None: ...
+
+(``verif.cxl_host.CxlHost`` is one, over cocotb.) Register offsets and fields come from
+:func:`hdl.regmap.register_map`, the same description the RTL is generated from.
+"""
+
+from golden.config import Region
+from golden.datapath import unpack_state
+from hdl.params import Mode
+from hdl.regmap import CONFIG_ERROR_HELP, COUNTERS, ID_MAGIC, STATUS_FLAGS, ConfigError, \
+    register_map
+
+__all__ = ["DeviceError", "ConfigurationError", "NeuronFabric"]
+
+#: Register polls before a busy bit that does not clear is reported as an error.
+MAX_POLLS = 10_000
+
+
+class DeviceError(Exception):
+    """The device did not do what was asked; the message says what and what to check."""
+
+
+class ConfigurationError(DeviceError):
+    """``CTRL.APPLY`` refused the regions; ``region`` and ``reason`` say which and why."""
+
+    def __init__(self, region, reason):
+        self.region, self.reason = region, reason
+        super().__init__(f"APPLY refused region {region}: {reason.name} "
+                         f"({CONFIG_ERROR_HELP[reason]}); the previous configuration stays "
+                         f"in force")
+
+
+class NeuronFabric:
+    """One device.
+
+    Parameters
+    ----------
+    transport
+        Reads and writes lines of the device (see the module docstring).
+    params : ControllerParams
+        The device's generator parameters (checked against its capability registers by
+        :meth:`identify`).
+    """
+
+    def __init__(self, transport, params):
+        self.transport = transport
+        self.params = params
+        self.regmap = register_map(params.datapath, regions=params.regions,
+                                   window_bytes=params.window_bytes)
+        self._line_bytes = params.datapath.line_bytes
+
+    # Registers.
+    def _locate(self, name):
+        """``(line address, byte in line)`` of register ``name``."""
+        offset = self.regmap[name].offset
+        return (self.params.window_base + offset - offset % self._line_bytes,
+                offset % self._line_bytes)
+
+    async def read(self, name):
+        """The 32-bit value of register ``name``."""
+        line, byte = self._locate(name)
+        data = await self.transport.read_line(line)
+        return int.from_bytes(data[byte:byte + 4], "little")
+
+    async def write(self, name, value):
+        """Write the 32-bit ``value`` to register ``name`` (a partial write of its 4 bytes)."""
+        if not 0 <= value < 1 << 32:
+            raise ValueError(f"register {name} takes 32-bit values, not {value!r}")
+        line, byte = self._locate(name)
+        data = bytearray(self._line_bytes)
+        data[byte:byte + 4] = value.to_bytes(4, "little")
+        await self.transport.write_line(line, bytes(data), 0xF << byte)
+
+    async def field(self, reg, name):
+        f = self.regmap[reg].field(name)
+        return (await self.read(reg) >> f.offset) & ((1 << f.width) - 1)
+
+    def _value(self, reg, **fields):
+        value = 0
+        for name, v in fields.items():
+            f = self.regmap[reg].field(name)
+            if not 0 <= v < 1 << f.width:
+                raise ValueError(f"{reg}.{name} is {f.width} bits wide; {v!r} does not fit")
+            value |= v << f.offset
+        return value
+
+    async def _poll(self, reg, name, until, what):
+        for _ in range(MAX_POLLS):
+            if await self.field(reg, name) == until:
+                return
+        raise DeviceError(f"{what}: {reg}.{name} did not become {until} within {MAX_POLLS} "
+                          f"reads; is the device clocked and out of reset?")
+
+    # Operations.
+    async def identify(self):
+        """The capability fields; raises :class:`DeviceError` if the device is not a
+        NEURON-Fabric or was generated with other parameters than ``params``."""
+        magic = await self.read("ID")
+        if magic != ID_MAGIC:
+            raise DeviceError(f"ID reads {magic:#010x}, not {ID_MAGIC:#010x} (\"NFAB\"): wrong "
+                              f"window base {self.params.window_base:#x}?")
+        caps = {}
+        for reg in ("CAP_LINE", "CAP_LANES", "CAP_LIMITS"):
+            value = await self.read(reg)
+            for f in self.regmap[reg].fields:
+                caps[f"{reg}.{f.name}"] = (value >> f.offset) & ((1 << f.width) - 1)
+                if caps[f"{reg}.{f.name}"] != f.reset:
+                    raise DeviceError(f"{reg}.{f.name} reads {caps[f'{reg}.{f.name}']}, but "
+                                      f"the driver was made for {f.reset}: pass the device's "
+                                      f"own ControllerParams")
+        return caps
+
+    async def configure(self, regions):
+        """Program ``regions`` (a list of :class:`golden.config.Region`, index = region
+        number; missing ones are disabled) and apply them. Raises
+        :class:`ConfigurationError` when the device refuses them."""
+        if len(regions) > self.params.regions:
+            raise ValueError(f"the device has {self.params.regions} regions, "
+                             f"not {len(regions)}")
+        regions = list(regions) + [Region()] * (self.params.regions - len(regions))
+        for index, r in enumerate(regions):
+            for reg, value in (("BASE", r.base), ("SIZE", r.size), ("ACC", r.acc)):
+                await self.write(f"R{index}_{reg}_LO", value & 0xFFFF_FFFF)
+                await self.write(f"R{index}_{reg}_HI", value >> 32)
+            await self.write(f"R{index}_CFG", self._value(f"R{index}_CFG",
+                                                          ENABLE=int(r.enable), MODE=r.mode))
+            await self.write(f"R{index}_AGG", self._value(f"R{index}_AGG",
+                                                          THRESHOLD=r.threshold,
+                                                          EXPECTED=r.expected))
+        await self._ctrl(APPLY=1)
+        await self._poll("STATUS", "APPLY_BUSY", 0, "APPLY")
+        reason = ConfigError(await self.field("CFG_ERROR", "REASON"))
+        if reason != ConfigError.NONE:
+            raise ConfigurationError(await self.field("CFG_ERROR", "REGION"), reason)
+
+    async def _ctrl(self, **strobes):
+        """Write CTRL keeping ENABLE and CLEAR_REGION, adding one-shot ``strobes``."""
+        ctrl = await self.read("CTRL")
+        keep = ctrl & (self.regmap["CTRL"].field("ENABLE").mask
+                       | self.regmap["CTRL"].field("CLEAR_REGION").mask)
+        await self.write("CTRL", keep | self._value("CTRL", **strobes))
+
+    async def enable(self, on=True):
+        """Set ``CTRL.ENABLE``: applied regions aggregate (``False``: everything is identity)."""
+        keep = await self.read("CTRL") & self.regmap["CTRL"].field("CLEAR_REGION").mask
+        await self.write("CTRL", keep | self._value("CTRL", ENABLE=int(on)))
+
+    async def lock(self):
+        """Make the region configuration read-only until the device is reset."""
+        await self._ctrl(LOCK=1)
+
+    async def clear(self, region):
+        """Zero the accumulators of ``region`` and wait until the device reports done."""
+        if not 0 <= region < self.params.regions:
+            raise ValueError(f"region must be 0 to {self.params.regions - 1}, not {region!r}")
+        done = self.regmap["STATUS"].field("CLEAR_DONE").mask
+        await self.write("STATUS", done)
+        ctrl = await self.read("CTRL") & self.regmap["CTRL"].field("ENABLE").mask
+        await self.write("CTRL", ctrl | self._value("CTRL", CLEAR=1, CLEAR_REGION=region))
+        await self._poll("STATUS", "CLEAR_DONE", 1, f"CLEAR of region {region}")
+        await self.write("STATUS", done)
+
+    async def status(self):
+        """The sticky flags, by name, and the busy bits."""
+        value = await self.read("STATUS")
+        return {f.name: bool(value >> f.offset & 1) for f in self.regmap["STATUS"].fields}
+
+    async def clear_status(self, *names):
+        """Clear sticky flags ``names`` (all of them when none are named)."""
+        names = names or [name for name, _ in STATUS_FLAGS]
+        await self.write("STATUS", sum(self.regmap["STATUS"].field(n).mask for n in names))
+
+    async def counters(self):
+        """The event counters, by name."""
+        return {name: await self.read(f"CNT_{name}") for name, _ in COUNTERS}
+
+    async def read_state(self, region, line):
+        """``(lanes, n)`` of line number ``line`` of ``region`` (a :class:`golden.config.Region`):
+        counts ``c`` (G-Binary) or sums ``s`` (G-Ternary) per lane, read from the raw
+        accumulator lines in device memory."""
+        if region.mode not in (Mode.GBINARY.value, Mode.GTERNARY.value):
+            raise ValueError(f"region mode {region.mode} keeps no accumulator state")
+        if not 0 <= line < region.size // self._line_bytes:
+            raise ValueError(f"line {line} is outside the region's "
+                             f"{region.size // self._line_bytes} lines")
+        start = region.acc + line * self.params.accumulator_bytes_per_line
+        raw = b"".join([await self.transport.read_line(start + i * self._line_bytes)
+                        for i in range(self.params.datapath.state_lines)])
+        state_bytes = -(-self.params.datapath.state_bits // 8)
+        lanes, n = unpack_state(self.params.datapath, Mode(region.mode),
+                                [list(raw[:state_bytes])])
+        return lanes[0], int(n[0])

@@ -1,0 +1,126 @@
+"""Golden model of the whole device as a host sees it: requests in, responses and memory out.
+
+It models :class:`hdl.controller.CxlMemController` one request at a time, in the order given:
+identity reads and writes (byte enables honoured), contributions (read state, run the datapath,
+write the state back when accepted), aggregation reads, poison, out-of-range addresses and the
+clear command. Device memory is a dict of lines; never-written lines read as zero.
+"""
+
+import numpy as np
+
+from hdl.params import Mode, Reason
+
+from .config import decode
+from .datapath import DatapathRequests, run_datapath
+
+__all__ = ["DeviceModel"]
+
+
+class DeviceModel:
+    """The device with an applied region table.
+
+    Parameters
+    ----------
+    params : ControllerParams
+    regions : list of golden.config.Region
+        The applied table (already validated).
+    enable : bool
+        ``CTRL.ENABLE``.
+    """
+
+    def __init__(self, params, regions=(), enable=True):
+        self.params = params
+        self.regions = list(regions)
+        self.enable = enable
+        self.memory = {}
+        self.events = {"accepted": 0, "rejected": 0, "invalid_lines": 0, "capacity": 0,
+                       "partial": 0, "poison": 0, "bad_address": 0}
+
+    @property
+    def _line_bytes(self):
+        return self.params.datapath.line_bytes
+
+    def line(self, address):
+        """The stored bytes of the line at byte ``address``."""
+        return self.memory.get(address, np.zeros(self._line_bytes, np.uint8)).copy()
+
+    def _in_range(self, address):
+        return address < 1 << self.params.address_bits
+
+    def state(self, state_address):
+        """The packed accumulator state stored at ``state_address``."""
+        lines = [self.line(state_address + i * self._line_bytes)
+                 for i in range(self.params.datapath.state_lines)]
+        state = np.concatenate(lines)
+        return state[:-(-self.params.datapath.state_bits // 8)]
+
+    def _store_state(self, state_address, state):
+        padded = np.zeros(self.params.accumulator_bytes_per_line, np.uint8)
+        padded[:len(state)] = state
+        for i in range(self.params.datapath.state_lines):
+            self.memory[state_address + i * self._line_bytes] = \
+                padded[i * self._line_bytes:(i + 1) * self._line_bytes]
+
+    def _run(self, address, data, contribute):
+        _, region, mode, state_address = decode(self.params, self.regions, self.enable, address)
+        p = self.params.datapath
+        request = DatapathRequests(
+            mode=np.array([mode]), contribute=np.array([contribute]),
+            data=np.asarray(data, np.uint8).reshape(1, -1),
+            byte_enable=np.ones((1, p.line_bytes), bool),
+            state=self.state(state_address).reshape(1, -1),
+            threshold=np.array([self.regions[region].threshold]), user=np.array([0]))
+        return run_datapath(p, request), state_address
+
+    def mode(self, address):
+        return decode(self.params, self.regions, self.enable, address)[2]
+
+    def read(self, address):
+        """``(data, nxm)`` of a MemRd of the line at byte ``address``."""
+        if not self._in_range(address):
+            self.events["bad_address"] += 1
+            return np.zeros(self._line_bytes, np.uint8), True
+        if self.mode(address) == Mode.IDENTITY.value:
+            return self.line(address), False
+        result, _ = self._run(address, np.zeros(self._line_bytes, np.uint8), False)
+        return result.line[0], False
+
+    def write(self, address, data, byte_enable=None, poison=False):
+        """A MemWr (``byte_enable`` None) or MemWrPtl of the line at byte ``address``; returns
+        the :class:`hdl.params.Reason` of a contribution, ``None`` for other writes."""
+        data = np.asarray(data, np.uint8)
+        enables = (np.ones(self._line_bytes, bool) if byte_enable is None
+                   else np.asarray(byte_enable, bool))
+        if not self._in_range(address):
+            self.events["bad_address"] += 1
+            return None
+        if poison:
+            self.events["poison"] += 1
+            return None
+        if self.mode(address) == Mode.IDENTITY.value:
+            self.memory[address] = np.where(enables, data, self.line(address))
+            return None
+        if not enables.all():
+            self.events["rejected"] += 1
+            self.events["partial"] += 1
+            return Reason.PARTIAL
+        result, state_address = self._run(address, data, True)
+        if not result.accepted[0]:
+            self.events["rejected"] += 1
+            self.events["capacity"] += 1
+            return Reason(int(result.reason[0]))
+        self.events["accepted"] += 1
+        self.events["invalid_lines"] += int(result.invalid[0])
+        self._store_state(state_address, result.state[0])
+        return Reason.NONE
+
+    def clear(self, index):
+        """``CTRL.CLEAR`` of region ``index``: its accumulator lines become zero."""
+        if index >= len(self.regions):
+            return
+        r = self.regions[index]
+        if not (r.enable and r.aggregating):
+            return
+        for line in range(r.size // self._line_bytes):
+            self._store_state(r.acc + line * self.params.accumulator_bytes_per_line,
+                              np.zeros(self.params.accumulator_bytes_per_line, np.uint8))

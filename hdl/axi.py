@@ -1,0 +1,149 @@
+"""AXI4 master toward device memory, moving whole lines.
+
+The port uses the AXI4 signal names (``awaddr``, ``wdata``, ``rready``, ...), so a vendor wrapper
+or cocotbext-axi's ``AxiBus.from_prefix(dut, "axi", bus_separator="__")`` binds it directly.
+"""
+
+from amaranth import Module, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["axi4_signature", "line_command_layout", "AxiLineMaster"]
+
+#: AXI4 ``xBURST`` code of an incrementing burst and ``xRESP`` of a good response.
+BURST_INCR = 0b01
+RESP_OKAY = 0b00
+
+
+def axi4_signature(*, address_bits, data_bits, id_bits):
+    """An AXI4 manager port (the subset of signals a memory needs)."""
+    return wiring.Signature({
+        "awaddr": Out(address_bits), "awid": Out(id_bits), "awlen": Out(8), "awsize": Out(3),
+        "awburst": Out(2), "awvalid": Out(1), "awready": In(1),
+        "wdata": Out(data_bits), "wstrb": Out(data_bits // 8), "wlast": Out(1),
+        "wvalid": Out(1), "wready": In(1),
+        "bid": In(id_bits), "bresp": In(2), "bvalid": In(1), "bready": Out(1),
+        "araddr": Out(address_bits), "arid": Out(id_bits), "arlen": Out(8), "arsize": Out(3),
+        "arburst": Out(2), "arvalid": Out(1), "arready": In(1),
+        "rdata": In(data_bits), "rid": In(id_bits), "rresp": In(2), "rlast": In(1),
+        "rvalid": In(1), "rready": Out(1),
+    })
+
+
+def line_command_layout(address_bits):
+    """``beats`` consecutive lines starting at line-aligned byte ``address``."""
+    return data.StructLayout({"address": unsigned(address_bits),
+                              "beats": unsigned(address_bits)})
+
+
+class AxiLineMaster(wiring.Component):
+    """Reads and writes runs of consecutive lines through an AXI4 port.
+
+    Every line is its own single-beat transaction (``xLEN = 0``, full-width ``xSIZE``), all with
+    ID 0, so the memory returns read data and write responses in issue order, and no transaction
+    ever crosses a 4 KiB boundary whatever the run's alignment. Addresses are issued as fast as
+    the memory takes them.
+
+    - ``read_command``: issues one read per line; the lines come back, in order, on
+      ``read_data`` (``error`` when the memory answered anything but OKAY). Take a new command
+      only after the previous one's data has been taken. Both commands need ``beats`` >= 1.
+    - ``write_command``: issues one write per line; the owner supplies the lines on
+      ``write_data`` in order. ``write_done`` pulses once, after the last write response, with
+      ``write_error`` set if any response was not OKAY. ``write_busy`` is high from the
+      command to ``write_done``; a new command is taken only when it is low.
+
+    Parameters
+    ----------
+    line_bits : int
+        Data width of the port and of a line.
+    address_bits : int
+    id_bits : int
+
+    Members
+    -------
+    axi : Out(axi4_signature(...))
+    read_command, write_command : In(stream.Signature(line_command_layout(address_bits)))
+    read_data : Out(stream.Signature({"data": line_bits, "error": 1}))
+    write_data : In(stream.Signature({"data": line_bits, "strobe": line_bits // 8}))
+    write_busy, write_done, write_error : Out(1)
+    """
+
+    def __init__(self, *, line_bits, address_bits, id_bits=8):
+        for name, value, low in (("line_bits", line_bits, 8), ("address_bits", address_bits, 8),
+                                 ("id_bits", id_bits, 1)):
+            if not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer of at least {low}, not {value!r}")
+        if line_bits & (line_bits - 1) or line_bits > 1024:
+            raise ValueError(f"line_bits must be a power of two up to 1024 (the widest AXI4 "
+                             f"transfer), not {line_bits}")
+        self._line_bits = line_bits
+        command = line_command_layout(address_bits)
+        super().__init__({
+            "axi": Out(axi4_signature(address_bits=address_bits, data_bits=line_bits,
+                                      id_bits=id_bits)),
+            "read_command": In(stream.Signature(command)),
+            "read_data": Out(stream.Signature(data.StructLayout({"data": line_bits,
+                                                                   "error": 1}))),
+            "write_command": In(stream.Signature(command)),
+            "write_data": In(stream.Signature(data.StructLayout({"data": line_bits,
+                                                                  "strobe": line_bits // 8}))),
+            "write_busy": Out(1),
+            "write_done": Out(1),
+            "write_error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        axi = self.axi
+        line_bytes = self._line_bits // 8
+        size = line_bytes.bit_length() - 1
+        m.d.comb += [axi.awsize.eq(size), axi.arsize.eq(size), axi.awburst.eq(BURST_INCR),
+                     axi.arburst.eq(BURST_INCR), axi.wlast.eq(1)]
+
+        # Read: one address per line while lines remain; data streams straight through.
+        ar_left = Signal.like(self.read_command.payload.beats)
+        m.d.comb += [
+            self.read_command.ready.eq(ar_left == 0),
+            axi.arvalid.eq(ar_left != 0),
+            self.read_data.valid.eq(axi.rvalid),
+            self.read_data.payload.data.eq(axi.rdata),
+            self.read_data.payload.error.eq(axi.rresp != RESP_OKAY),
+            axi.rready.eq(self.read_data.ready),
+        ]
+        with m.If(self.read_command.valid & self.read_command.ready):
+            m.d.sync += [axi.araddr.eq(self.read_command.payload.address),
+                         ar_left.eq(self.read_command.payload.beats)]
+        with m.Elif(axi.arvalid & axi.arready):
+            m.d.sync += [axi.araddr.eq(axi.araddr + line_bytes), ar_left.eq(ar_left - 1)]
+
+        # Write: addresses and data move independently; count the responses back.
+        aw_left = Signal.like(ar_left)
+        w_left = Signal.like(ar_left)
+        b_left = Signal.like(ar_left)
+        m.d.comb += [
+            self.write_busy.eq(b_left != 0),
+            self.write_command.ready.eq(b_left == 0),
+            axi.awvalid.eq(aw_left != 0),
+            axi.wvalid.eq((w_left != 0) & self.write_data.valid),
+            self.write_data.ready.eq((w_left != 0) & axi.wready),
+            axi.wdata.eq(self.write_data.payload.data),
+            axi.wstrb.eq(self.write_data.payload.strobe),
+            axi.bready.eq(b_left != 0),
+        ]
+        with m.If(self.write_command.valid & self.write_command.ready):
+            beats = self.write_command.payload.beats
+            m.d.sync += [axi.awaddr.eq(self.write_command.payload.address),
+                         aw_left.eq(beats), w_left.eq(beats), b_left.eq(beats),
+                         self.write_error.eq(0)]
+        with m.If(axi.awvalid & axi.awready):
+            m.d.sync += [axi.awaddr.eq(axi.awaddr + line_bytes), aw_left.eq(aw_left - 1)]
+        with m.If(axi.wvalid & axi.wready):
+            m.d.sync += w_left.eq(w_left - 1)
+        m.d.sync += self.write_done.eq(0)
+        with m.If(axi.bvalid & axi.bready):
+            m.d.sync += b_left.eq(b_left - 1)
+            with m.If(axi.bresp != RESP_OKAY):
+                m.d.sync += self.write_error.eq(1)
+            with m.If(b_left == 1):
+                m.d.sync += self.write_done.eq(1)
+        return m

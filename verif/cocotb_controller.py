@@ -1,0 +1,558 @@
+"""cocotb system regression of the generated ``nf_controller`` against :mod:`golden.device`.
+
+Run through :mod:`verif.test_controller_cocotb` (pytest), which builds the Verilog and passes:
+
+- ``NF_FACTS``: path of the generated ``nf_controller.json`` (the controller's parameters);
+- ``NF_SYSTEM_LINES``: lines per aggregation region in the system test (default 6; raise it for
+  a soak); ``NF_IDENTITY_OPS``: identity operations per worker (default 12).
+
+Device memory is cocotbext-axi's ``AxiRam``; the host is :class:`verif.cxl_host.CxlHost`, and
+registers are reached through the register window with :class:`driver.NeuronFabric`. The seed
+is cocotb's ``COCOTB_RANDOM_SEED`` and is logged by every test.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.utils import get_sim_time
+from cocotb.triggers import ClockCycles, Combine, ReadOnly, RisingEdge
+from cocotbext.axi import AxiBus, AxiRam
+
+from driver import ConfigurationError, NeuronFabric
+from golden.config import Region
+from golden.datapath import unpack_state
+from golden.device import DeviceModel
+from golden.lines import ternary_to_lines
+from hdl.cxl import DevLoad, DRSOpcode, MetaField, NDROpcode, ReqOpcode, RwDOpcode
+from hdl.generate import controller_params
+from hdl.params import Mode, Reason
+from hdl.regmap import ConfigError
+from verif.cxl_host import CxlHost
+from verif.streams import never, randomly
+
+CLOCK_NS = 10
+
+TRAFFIC = {   # host idle, host response stall, pause on every AXI channel
+    "full_rate": (0.0, 0.0, 0.0),
+    "host_idle_and_backpressure": (0.3, 0.4, 0.0),
+    "memory_latency_and_backpressure": (0.0, 0.0, 0.5),
+    "everything_random": (0.3, 0.3, 0.3),
+}
+
+
+class ControllerBench:
+    """Clock, reset, ``AxiRam`` device memory, the CXL.mem host and the driver."""
+
+    def __init__(self, dut, rng, traffic="full_rate"):
+        facts = json.loads(Path(os.environ["NF_FACTS"]).read_text())
+        self.params = controller_params(facts)
+        self.dut = dut
+        host_idle, host_stall, self._memory_pause = TRAFFIC[traffic]
+        self._rng = rng
+        self.ram = None
+        self.host = CxlHost(dut, dut.clk, self.params.datapath.line_bits,
+                            idle=(randomly(rng, host_idle), randomly(rng, host_idle)),
+                            stall=(randomly(rng, host_stall), randomly(rng, host_stall)))
+        self.device = NeuronFabric(self.host, self.params)
+        self.line_bytes = self.params.datapath.line_bytes
+        self.where = (f"{self.params.datapath.name} regions={self.params.regions}, {traffic}, "
+                      f"COCOTB_RANDOM_SEED={os.environ.get('COCOTB_RANDOM_SEED', '?')}")
+        dut._log.info("%s", self.where)
+
+    async def start(self):
+        cocotb.start_soon(Clock(self.dut.clk, CLOCK_NS, unit="ns").start())
+        self.dut.csr__r_stb.value = 0
+        self.dut.csr__w_stb.value = 0
+        self.dut.rst.value = 1
+        await ClockCycles(self.dut.clk, 2)
+        self.dut.rst.value = 0
+        # The memory model samples every handshake from its first clock; outputs decoded from
+        # the engine state are defined from the second clock after reset (see hdl.controller).
+        await ClockCycles(self.dut.clk, 2)
+        self.ram = AxiRam(AxiBus.from_prefix(self.dut, "axi", bus_separator="__"), self.dut.clk,
+                          self.dut.rst, size=1 << self.params.address_bits)
+        if self._memory_pause:
+            for channel in (self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
+                            self.ram.write_if.b_channel, self.ram.read_if.ar_channel,
+                            self.ram.read_if.r_channel):
+                channel.set_pause_generator(randomly(self._rng, self._memory_pause))
+        self.host.start(cocotb.start_soon)
+        await self.device.identify()
+
+    def regions(self, rng, lines):
+        """A G-Binary, a G-Ternary and an identity region of ``lines`` lines each."""
+        cap = self.params.datapath.capacity
+        size = lines * self.line_bytes
+        return [
+            Region(True, Mode.GBINARY.value, 0x10_0000, size, 0x40_0000, 1, cap),
+            Region(True, Mode.GTERNARY.value, 0x20_0000, size, 0x80_0000,
+                   int(rng.integers(1, cap + 1)), cap),
+            Region(True, Mode.IDENTITY.value, 0x30_0000, size),
+        ]
+
+    async def configure(self, regions):
+        await self.device.configure(regions)
+        await self.device.enable()
+        return DeviceModel(self.params, regions)
+
+    async def finish(self, model=None):
+        """Wait for silence; check no stray responses and, with ``model``, the counters and
+        flags against the model's events."""
+        await ClockCycles(self.dut.clk, 20)
+        assert self.host.idle, f"{self.where}: requests still unanswered: {self.host.pending}"
+        assert not self.host.errors, f"{self.where}: " + "; ".join(self.host.errors)
+        if model is None:
+            return
+        counters = await self.device.counters()
+        for name in ("accepted", "rejected", "invalid_lines"):
+            assert counters[name.upper()] == model.events[name], (
+                f"{self.where}: CNT_{name.upper()} reads {counters[name.upper()]}, "
+                f"golden {model.events[name]}")
+        status = await self.device.status()
+        for name in ("capacity", "partial", "poison", "bad_address"):
+            assert status[name.upper()] == bool(model.events[name]), (
+                f"{self.where}: STATUS.{name.upper()} is {status[name.upper()]}, golden has "
+                f"{model.events[name]} such events")
+        assert status["INVALID_CODE"] == bool(model.events["invalid_lines"]), \
+            f"{self.where}: STATUS.INVALID_CODE disagrees with {model.events['invalid_lines']}"
+
+    def check_line(self, what, address, got, expected):
+        got, expected = np.frombuffer(bytes(got), np.uint8), np.asarray(expected, np.uint8)
+        differ = np.flatnonzero(got != expected)
+        assert not len(differ), (
+            f"{self.where}: {what} at {address:#x}: bytes {differ[:8].tolist()} differ; "
+            f"got {got[differ[:8]].tolist()}, golden {expected[differ[:8]].tolist()}")
+
+    async def read_ok(self, address):
+        response = await self.host.read(address)
+        assert (response.channel, response.opcode, response.poison) == \
+            ("drs", DRSOpcode.MEM_DATA.value, 0), f"{self.where}: read {address:#x}: {response}"
+        return response.data
+
+    async def write_ok(self, address, data, byte_enable=None):
+        response = await self.host.write(address, data, byte_enable=byte_enable)
+        assert (response.channel, response.opcode) == ("ndr", NDROpcode.CMP.value), \
+            f"{self.where}: write {address:#x}: {response}"
+
+
+def _contribution(rng, params, mode):
+    """A random full contribution line of ``mode`` (ternary lines hold no invalid code)."""
+    p = params.datapath
+    if mode == Mode.GBINARY.value:
+        return rng.integers(0, 256, p.line_bytes, dtype=np.uint8)
+    return ternary_to_lines(rng.integers(-1, 2, (1, p.gternary_lanes)))[0]
+
+
+async def _worker_contributions(bench, model, rng, regions, lines, worker):
+    """One worker: a contribution to every line of the aggregation regions, in random order."""
+    targets = [(r, line) for r in regions if r.aggregating for line in range(lines)]
+    for index in rng.permutation(len(targets)):
+        region, line = targets[index]
+        address = region.base + line * bench.line_bytes
+        data = _contribution(rng, bench.params, region.mode)
+        await bench.write_ok(address, data.tobytes())
+        assert model.write(address, data) == Reason.NONE, \
+            f"{bench.where}: worker {worker}: golden refused a contribution to {address:#x}"
+
+
+async def _worker_identity(bench, model, rng, addresses, operations, worker):
+    """One worker: random full and partial writes and read-backs of its own identity lines."""
+    for _ in range(operations):
+        address = int(rng.choice(addresses))
+        if rng.random() < 0.4:
+            got = await bench.read_ok(address)
+            bench.check_line(f"worker {worker} identity read", address, got, model.line(address))
+            continue
+        data = rng.integers(0, 256, bench.line_bytes, dtype=np.uint8)
+        enables = None if rng.random() < 0.5 else rng.random(bench.line_bytes) < 0.5
+        await bench.write_ok(address, data.tobytes(), None if enables is None else _mask(enables))
+        model.write(address, data, enables)
+
+
+def _mask(enables):
+    """Byte-enable mask int of a bool array (bit i = byte i)."""
+    return int.from_bytes(np.packbits(enables, bitorder="little").tobytes(), "little")
+
+
+@cocotb.test()
+@cocotb.parametrize(traffic=list(TRAFFIC))
+async def system_vs_golden(dut, traffic):
+    """N workers (N = capacity) contribute to every line of a G-Binary and a G-Ternary region in
+    random interleaving, while others do identity writes and reads; then every result line and
+    raw state is read and compared with golden, with the counters and flags."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, list(TRAFFIC).index(traffic)])
+    bench = ControllerBench(dut, rng, traffic)
+    await bench.start()
+    lines = int(os.environ.get("NF_SYSTEM_LINES", "6"))
+    regions = bench.regions(rng, lines)
+    model = await bench.configure(regions)
+    workers = bench.params.datapath.capacity
+    identity = [regions[2].base + i * bench.line_bytes for i in range(lines)] + \
+        [i * bench.line_bytes for i in range(2 * lines)]
+    operations = int(os.environ.get("NF_IDENTITY_OPS", "12"))
+    tasks = [cocotb.start_soon(_worker_contributions(bench, model, np.random.default_rng(
+        [cocotb.RANDOM_SEED, w]), regions, lines, w)) for w in range(workers)]
+    tasks += [cocotb.start_soon(_worker_identity(bench, model, np.random.default_rng(
+        [cocotb.RANDOM_SEED, 100 + k]), identity[k::2], operations, k)) for k in range(2)]
+    await Combine(*tasks)
+
+    for region in regions[:2]:
+        for line in range(lines):
+            address = region.base + line * bench.line_bytes
+            got = await bench.read_ok(address)
+            bench.check_line(f"{Mode(region.mode).name} result", address, got,
+                             model.read(address)[0])
+            lanes, n = await bench.device.read_state(region, line)
+            state_address = region.acc + line * bench.params.accumulator_bytes_per_line
+            want, want_n = unpack_state(bench.params.datapath, Mode(region.mode),
+                                        model.state(state_address).reshape(1, -1))
+            assert n == want_n[0] == workers, \
+                f"{bench.where}: {address:#x}: n = {n}, golden {want_n[0]}, workers {workers}"
+            differ = np.flatnonzero(lanes != want[0])
+            assert not len(differ), (f"{bench.where}: {address:#x}: state lanes "
+                                     f"{differ[:8].tolist()} differ")
+    for address in identity:
+        bench.check_line("identity read-back", address, await bench.read_ok(address),
+                         model.line(address))
+    await bench.finish(model)
+    dut._log.info("%s: %d contributions and %d identity operations matched golden",
+                  traffic, workers * 2 * lines, 2 * operations)
+
+
+@cocotb.test()
+@cocotb.parametrize(traffic=["host_idle_and_backpressure", "everything_random"])
+async def hammer_one_line(dut, traffic):
+    """``capacity`` workers write the same G-Binary and G-Ternary lines back to back, interleaved
+    with reads of other lines: every contribution is counted once (``n`` = capacity, lanes =
+    golden). One more contribution is rejected whole: state unchanged, CAPACITY flagged."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, 7])
+    bench = ControllerBench(dut, rng, traffic)
+    await bench.start()
+    regions = bench.regions(rng, 2)
+    model = await bench.configure(regions)
+    cap = bench.params.datapath.capacity
+    targets = [regions[0].base + bench.line_bytes, regions[1].base]
+
+    async def worker(w):
+        wrng = np.random.default_rng([cocotb.RANDOM_SEED, 7, w])
+        for address, region in zip(targets, regions):
+            data = _contribution(wrng, bench.params, region.mode)
+            await bench.write_ok(address, data.tobytes())
+            model.write(address, data)
+            await bench.read_ok(regions[2].base)
+
+    await Combine(*[cocotb.start_soon(worker(w)) for w in range(cap)])
+    for address, region in zip(targets, regions):
+        line = (address - region.base) // bench.line_bytes
+        before = await bench.device.read_state(region, line)
+        assert before[1] == cap, f"{bench.where}: {address:#x}: n = {before[1]}, expected {cap}"
+        extra = _contribution(rng, bench.params, region.mode)
+        await bench.write_ok(address, extra.tobytes())
+        assert model.write(address, extra) == Reason.CAPACITY
+        after = await bench.device.read_state(region, line)
+        assert after[1] == cap and (after[0] == before[0]).all(), \
+            f"{bench.where}: {address:#x}: a rejected contribution changed the state"
+        golden_lanes, _ = unpack_state(bench.params.datapath, Mode(region.mode), model.state(
+            region.acc + line * bench.params.accumulator_bytes_per_line).reshape(1, -1))
+        differ = np.flatnonzero(after[0] != golden_lanes[0])
+        assert not len(differ), f"{bench.where}: {address:#x}: lanes {differ[:8].tolist()} differ"
+        bench.check_line("result", address, await bench.read_ok(address), model.read(address)[0])
+    await bench.finish(model)
+    dut._log.info("%s: %d contributions to each of 2 lines counted exactly once; the next one "
+                  "rejected", traffic, cap)
+
+
+@cocotb.test()
+async def bad_input_outcomes(dut):
+    """Every bad input of the contract gets its documented answer, and nothing else changes."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, 11])
+    bench = ControllerBench(dut, rng, "host_idle_and_backpressure")
+    await bench.start()
+    host, device, where = bench.host, bench.device, bench.where
+    regions = bench.regions(rng, 2)
+    model = await bench.configure(regions)
+    gb, gt, ident = regions
+    keep = rng.integers(0, 256, bench.line_bytes, dtype=np.uint8)
+    await bench.write_ok(ident.base, keep.tobytes())
+    model.write(ident.base, keep)
+
+    async def expect_flag(name):
+        status = await device.status()
+        assert status[name], f"{where}: STATUS.{name} not set"
+        await device.clear_status(name)
+        assert not (await device.status())[name], f"{where}: STATUS.{name} did not clear"
+
+    # A bad configuration is refused with its reason, and the old one stays in force.
+    overlapping = [gb, gt, Region(True, Mode.IDENTITY.value, gb.base, bench.line_bytes)]
+    try:
+        await device.configure(overlapping)
+    except ConfigurationError as error:
+        assert (error.region, error.reason) == (0, ConfigError.OVERLAP), f"{where}: {error}"
+    else:
+        raise AssertionError(f"{where}: APPLY accepted overlapping regions")
+    await expect_flag("CFG_ERROR")
+    assert (await device.counters())["CFG_ERRORS"] == 1, f"{where}: CNT_CFG_ERRORS"
+
+    # Partial contribution: rejected, flagged, state unchanged.
+    line = _contribution(rng, bench.params, gb.mode)
+    response = await host.write(gb.base, line.tobytes(), byte_enable=1)
+    assert response.opcode == NDROpcode.CMP.value, f"{where}: partial contribution: {response}"
+    assert model.write(gb.base, line, np.arange(bench.line_bytes) == 0) == Reason.PARTIAL
+    await expect_flag("PARTIAL")
+    assert (await device.read_state(gb, 0))[1] == 0, f"{where}: partial contribution counted"
+
+    # Invalid ternary codes: counted as 0, the rest of the line accepted, flagged and counted.
+    codes = np.zeros(bench.params.datapath.gternary_lanes, np.int64)
+    codes[1] = 1
+    line = ternary_to_lines(codes[None])[0]
+    line[0] |= 0b10                                             # lane 0 holds the invalid code
+    await bench.write_ok(gt.base, line.tobytes())
+    assert model.write(gt.base, line) == Reason.NONE
+    lanes, n = await device.read_state(gt, 0)
+    assert (n, lanes[0], lanes[1]) == (1, 0, 1), f"{where}: invalid code: n={n}, {lanes[:2]}"
+    await expect_flag("INVALID_CODE")
+
+    # Poison: completed, dropped, flagged.
+    response = await host.write(ident.base, bytes(bench.line_bytes), poison=True)
+    assert response.opcode == NDROpcode.CMP.value, f"{where}: poisoned write: {response}"
+    model.write(ident.base, np.zeros(bench.line_bytes, np.uint8), poison=True)
+    await expect_flag("POISON")
+    bench.check_line("after a poisoned write", ident.base, await bench.read_ok(ident.base), keep)
+
+    # Unsupported opcodes: Cmp without effect; MemInv: Cmp; MemSpecRd: no answer.
+    for opcode in (ReqOpcode.MEM_RD_FWD, ReqOpcode.MEM_WR_FWD, 0b0101, 0b1111):
+        response = await host.request(opcode, ident.base, expect="ndr")
+        assert response.opcode == NDROpcode.CMP.value, f"{where}: Req {opcode}: {response}"
+        await expect_flag("BAD_OPCODE")
+    response = await host.write(ident.base, bytes(bench.line_bytes), opcode=0b0000)
+    assert response.opcode == NDROpcode.CMP.value, f"{where}: RwD opcode 0: {response}"
+    await expect_flag("BAD_OPCODE")
+    for opcode in (ReqOpcode.MEM_INV, ReqOpcode.MEM_INV_NT):
+        response = await host.request(opcode, ident.base, expect="ndr")
+        assert response.opcode == NDROpcode.CMP.value, f"{where}: {opcode}: {response}"
+    host.send_without_answer(ReqOpcode.MEM_SPEC_RD, ident.base)
+    bench.check_line("MemRdData", ident.base,
+                     (await host.read(ident.base, opcode=ReqOpcode.MEM_RD_DATA)).data, keep)
+
+    # Beyond the address space: MemData-NXM for reads, Cmp for writes, both flagged.
+    beyond = 1 << bench.params.address_bits
+    response = await host.read(beyond)
+    assert (response.opcode, response.data) == (DRSOpcode.MEM_DATA_NXM.value,
+                                                bytes(bench.line_bytes)), \
+        f"{where}: read beyond the address space: {response}"
+    response = await host.write(beyond, keep.tobytes())
+    assert response.opcode == NDROpcode.CMP.value, f"{where}: write beyond: {response}"
+    await expect_flag("BAD_ADDRESS")
+    bench.check_line("after bad requests", ident.base, await bench.read_ok(ident.base), keep)
+
+    # Lock: region registers read-only, attempts flagged, the configuration stays in force.
+    await device.lock()
+    await device.write("R0_BASE_LO", 0)
+    assert await device.read("R0_BASE_LO") == gb.base & 0xFFFF_FFFF, \
+        f"{where}: a locked region register changed"
+    await expect_flag("LOCKED_WRITE")
+    for flag in ("CAPACITY", "MEM_ERROR"):
+        assert not (await device.status())[flag], f"{where}: STATUS.{flag} set unexpectedly"
+    await bench.finish()
+
+
+@cocotb.test()
+async def clear_engine(dut):
+    """CTRL.CLEAR zeroes one region's accumulators in device memory, with busy and done; a
+    contribution sent during the clear is served after it; other regions and identity data
+    stay as they were."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, 13])
+    bench = ControllerBench(dut, rng, "memory_latency_and_backpressure")
+    await bench.start()
+    lines = 4
+    regions = bench.regions(rng, lines)
+    model = await bench.configure(regions)
+    gb, gt, ident = regions
+    for region in (gb, gt):
+        for line in range(lines):
+            data = _contribution(rng, bench.params, region.mode)
+            await bench.write_ok(region.base + line * bench.line_bytes, data.tobytes())
+            model.write(region.base + line * bench.line_bytes, data)
+    keep = rng.integers(0, 256, bench.line_bytes, dtype=np.uint8)
+    await bench.write_ok(ident.base, keep.tobytes())
+
+    ctrl = bench.device.regmap["CTRL"]
+    await bench.device.write("CTRL", ctrl.field("ENABLE").mask | ctrl.field("CLEAR").mask
+                             | 1 << ctrl.field("CLEAR_REGION").offset)     # region 1: G-Ternary
+    during = _contribution(rng, bench.params, gt.mode)
+    busy_seen = (await bench.device.status())["CLEAR_BUSY"]
+    await bench.write_ok(gt.base, during.tobytes())
+    model.clear(1)
+    model.write(gt.base, during)
+    status = await bench.device.status()
+    assert status["CLEAR_DONE"] and not status["CLEAR_BUSY"], f"{bench.where}: {status}"
+    dut._log.info("CLEAR_BUSY seen while clearing: %s", busy_seen)
+    await bench.device.clear(0)                                  # the driver's way, region 0
+    model.clear(0)
+    for region in (gb, gt):
+        for line in range(lines):
+            lanes, n = await bench.device.read_state(region, line)
+            want = 1 if (region is gt and line == 0) else 0
+            assert n == want, f"{bench.where}: {Mode(region.mode).name} line {line}: n = {n}"
+            address = region.base + line * bench.line_bytes
+            bench.check_line("after clear", address, await bench.read_ok(address),
+                             model.read(address)[0])
+    bench.check_line("identity after clear", ident.base, await bench.read_ok(ident.base), keep)
+    await bench.finish()
+
+
+@cocotb.test()
+async def devload_follows_queue_occupancy(dut):
+    """With responses held back the ingress queues fill and DevLoad reads Severe; as they
+    drain it steps down through the documented limits to Light."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, 17])
+    bench = ControllerBench(dut, rng)
+    await bench.start()
+    host = bench.host
+    host.ndr.stall = host.drs.stall = iter(lambda: True, None)
+    count = bench.params.queue_depth + 2
+    line = bytes(bench.line_bytes)
+    first = len(host.arrivals)
+    tasks = [cocotb.start_soon(host.read(i * bench.line_bytes)) for i in range(count)]
+    tasks += [cocotb.start_soon(host.write(i * bench.line_bytes, line)) for i in range(count)]
+    await ClockCycles(dut.clk, 8 * count)
+    host.ndr.stall = host.drs.stall = never()
+    await Combine(*tasks)
+    loads = [response.dev_load for response in host.arrivals[first:]]
+    assert loads[0] == DevLoad.SEVERE.value, f"{bench.where}: first DevLoad {loads}"
+    assert loads[-1] == DevLoad.LIGHT.value, f"{bench.where}: last DevLoad {loads}"
+    assert loads == sorted(loads, reverse=True), \
+        f"{bench.where}: DevLoad rose while the queues drained: {loads}"
+    assert set(loads) == {d.value for d in DevLoad}, f"{bench.where}: levels seen {loads}"
+    await bench.finish()
+
+
+@cocotb.test()
+async def csr_port_shares_the_registers(dut):
+    """The plain CSR port reads and writes the same registers as the window, and wins when
+    both access them in the same cycle."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, 19])
+    bench = ControllerBench(dut, rng)
+    await bench.start()
+    regmap = bench.device.regmap
+    window_reads = [cocotb.start_soon(bench.device.read("ID")) for _ in range(4)]
+    for reg, value in (("R1_BASE_LO", 0x1234_5640), ("R1_SIZE_LO", 0x40)):
+        await RisingEdge(dut.clk)
+        dut.csr__addr.value = regmap[reg].offset // 4
+        dut.csr__w_data.value = value
+        dut.csr__w_stb.value = 1
+        await RisingEdge(dut.clk)
+        dut.csr__w_stb.value = 0
+    for _ in range(8):
+        await RisingEdge(dut.clk)
+        dut.csr__addr.value = regmap["ID"].offset // 4
+        dut.csr__r_stb.value = 1
+        await RisingEdge(dut.clk)
+        dut.csr__r_stb.value = 0
+        await ReadOnly()
+        assert dut.csr__r_data.value.to_unsigned() == regmap["ID"].field("MAGIC").reset, \
+            f"{bench.where}: CSR port read of ID gave {dut.csr__r_data.value}"
+    for task in window_reads:
+        assert await task == regmap["ID"].field("MAGIC").reset, f"{bench.where}: window ID"
+    assert await bench.device.read("R1_BASE_LO") == 0x1234_5640, f"{bench.where}: R1_BASE_LO"
+    assert await bench.device.read("R1_SIZE_LO") == 0x40, f"{bench.where}: R1_SIZE_LO"
+    await bench.finish()
+
+
+class AxiCounter:
+    """Counts handshakes on the AXI address channels and times the last read's round trip."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.reads = self.writes = 0
+        self.memory_cycles = []          # AR handshake to R handshake, per read
+
+    async def run(self):
+        dut, started = self.dut, []
+        while True:
+            await RisingEdge(dut.clk)
+            await ReadOnly()
+            now = get_sim_time("ns") // CLOCK_NS
+            if dut.axi__arvalid.value and dut.axi__arready.value:
+                self.reads += 1
+                started.append(now)
+            if dut.axi__awvalid.value and dut.axi__awready.value:
+                self.writes += 1
+            if dut.axi__rvalid.value and dut.axi__rready.value:
+                self.memory_cycles.append(now - started.pop(0))
+
+
+@cocotb.test()
+async def latency_and_throughput(dut):
+    """Measures, with AxiRam at full speed: cycles from request to response per path, device
+    memory lines read and written per request, and accepted contributions per cycle with 8
+    workers streaming. Checks the line counts against the state size; logs every figure."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, 23])
+    bench = ControllerBench(dut, rng)
+    await bench.start()
+    counter = AxiCounter(dut)
+    cocotb.start_soon(counter.run())
+    regions = bench.regions(rng, 64)
+    await bench.configure(regions)
+    gb, gt, ident = regions
+    host, p = bench.host, bench.params.datapath
+    figures = {}
+
+    async def measure(name, operation, reads, writes):
+        before = (counter.reads, counter.writes)
+        start = get_sim_time("ns")
+        await operation
+        cycles = (get_sim_time("ns") - start) // CLOCK_NS
+        lines = (counter.reads - before[0], counter.writes - before[1])
+        assert lines == (reads, writes), \
+            f"{bench.where}: {name}: device-memory lines read/written {lines}, " \
+            f"expected {(reads, writes)}"
+        figures[name] = cycles
+
+    line = bytes(bench.line_bytes)
+    contribution = _contribution(rng, bench.params, gt.mode).tobytes()
+    await measure("identity write", host.write(ident.base, line), 0, 1)
+    await measure("identity read", host.read(ident.base), 1, 0)
+    await measure("G-Binary contribution", host.write(gb.base, line), p.state_lines,
+                  p.state_lines)
+    await measure("G-Ternary contribution", host.write(gt.base, contribution), p.state_lines,
+                  p.state_lines)
+    await measure("G-Binary read", host.read(gb.base), p.state_lines, 0)
+    await measure("G-Ternary read", host.read(gt.base), p.state_lines, 0)
+    memory = min(counter.memory_cycles)
+
+    workers, per_worker = 8, 8
+    lines_per_worker = min(per_worker, p.capacity)
+
+    async def stream(w):
+        for k in range(lines_per_worker):
+            await bench.write_ok(gb.base + ((w * lines_per_worker + k) % 64) * bench.line_bytes,
+                                 rng.integers(0, 256, bench.line_bytes, np.uint8).tobytes())
+
+    first = len(host.req.fire_times) + len(host.rwd.fire_times)
+    start = get_sim_time("ns")
+    await Combine(*[cocotb.start_soon(stream(w)) for w in range(workers)])
+    cycles = (get_sim_time("ns") - start) // CLOCK_NS
+    total = workers * lines_per_worker
+    accepted = (await bench.device.counters())["ACCEPTED"] - 2
+    assert accepted == total, f"{bench.where}: {accepted} of {total} streamed contributions " \
+                              f"accepted"
+    for name, value in figures.items():
+        dut._log.info("latency %-24s %3d cycles (request in to response out)", name, value)
+    dut._log.info("AxiRam read round trip: %d cycles; device-memory lines per contribution: "
+                  "%d read + %d written", memory, p.state_lines, p.state_lines)
+    dut._log.info("8 workers streaming: %d contributions in %d cycles = %.4f accepted per "
+                  "cycle", total, cycles, total / cycles)
+    out = os.environ.get("NF_FIGURES")
+    if out:
+        Path(out).write_text(json.dumps({
+            "configuration": bench.where, "latency_cycles": figures,
+            "memory_round_trip_cycles": int(memory),
+            "lines_per_contribution": {"read": p.state_lines, "written": p.state_lines},
+            "streaming": {"workers": workers, "contributions": total, "cycles": int(cycles),
+                          "accepted_per_cycle": total / cycles}}, indent=2) + "\n")
+    await bench.finish()

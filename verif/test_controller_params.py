@@ -1,0 +1,45 @@
+"""Controller and AXI master parameters: bad values refused with the value in the message."""
+
+import pytest
+
+from hdl.axi import AxiLineMaster
+from hdl.controller import CxlMemController
+from hdl.params import ControllerParams, DatapathParams
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"datapath": DatapathParams(line_bits=16)},
+     "the controller needs lines of at least 32 bits (one register of the window), not 16"),
+    ({"regions": 0}, "regions must be an integer from 1 to 32, not 0"),
+    ({"address_bits": 70}, "address_bits must be an integer from 16 to 64, not 70"),
+    ({"window_base": 0x800}, "window_base must be a multiple of 0x1000 inside the 40-bit "
+                             "address space, not 2048"),
+    ({"queue_depth": 6}, "queue_depth must be a power of two from 2 to 64, not 6"),
+    ({"axi_id_bits": 0}, "axi_id_bits must be an integer from 1 to 16, not 0"),
+])
+def test_controller_params_refused(kwargs, message):
+    with pytest.raises(ValueError) as error:
+        ControllerParams(**kwargs)
+    assert str(error.value) == message
+
+
+def test_devload_limits_are_quarters_of_the_queues():
+    assert ControllerParams(queue_depth=8).devload_limits == (4, 8, 12)
+
+
+def test_controller_refuses_other_params():
+    with pytest.raises(TypeError, match="params must be a ControllerParams, not 3"):
+        CxlMemController(3)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"line_bits": 4, "address_bits": 32}, "line_bits must be an integer of at least 8, not 4"),
+    ({"line_bits": 96, "address_bits": 32},
+     "line_bits must be a power of two up to 1024 (the widest AXI4 transfer), not 96"),
+    ({"line_bits": 512, "address_bits": 32, "id_bits": 0},
+     "id_bits must be an integer of at least 1, not 0"),
+])
+def test_axi_master_params_refused(kwargs, message):
+    with pytest.raises(ValueError) as error:
+        AxiLineMaster(**kwargs)
+    assert str(error.value) == message
