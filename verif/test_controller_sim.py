@@ -1,0 +1,139 @@
+"""Device-memory error responses (which AxiRam never gives), in ``amaranth.sim``: a read error
+answers the host with poisoned data, a write error still completes, and both set
+``STATUS.MEM_ERROR``; a contribution whose state read failed changes nothing."""
+
+from amaranth.sim import Simulator
+
+from hdl.axi import RESP_OKAY
+from hdl.controller import CxlMemController
+from hdl.cxl import DRSOpcode, NDROpcode, ReqOpcode, RwDOpcode
+from hdl.params import ControllerParams, DatapathParams
+
+PARAMS = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=1), regions=2,
+                          address_bits=16)
+SLVERR = 0b10
+FAILING_LINE = 0x40          # device memory answers SLVERR for this byte address
+
+
+def _run(testbench):
+    dut = CxlMemController(PARAMS)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    writes = []
+
+    async def memory(ctx):
+        """Always ready; one R beat per AR and one B per W, in order."""
+        axi = dut.axi
+        for ready in (axi.arready, axi.awready, axi.wready):
+            ctx.set(ready, 1)
+        reads, responses = [], []
+        rvalid = bvalid = False                  # what this process drove for the last edge
+        async for _, _, arvalid, araddr, awvalid, awaddr, wvalid, wdata, rready, bready in \
+                ctx.tick().sample(axi.arvalid, axi.araddr, axi.awvalid, axi.awaddr, axi.wvalid,
+                                  axi.wdata, axi.rready, axi.bready):
+            if rvalid and rready:
+                reads.pop(0)
+            if bvalid and bready:
+                responses.pop(0)
+            if arvalid:
+                reads.append(araddr)
+            if awvalid:
+                responses.append(awaddr)
+            if wvalid:
+                writes.append(wdata)
+            rvalid, bvalid = bool(reads), bool(responses)
+            ctx.set(axi.rvalid, rvalid)
+            ctx.set(axi.rresp, SLVERR if reads and reads[0] == FAILING_LINE else RESP_OKAY)
+            ctx.set(axi.bvalid, bvalid)
+            ctx.set(axi.bresp, SLVERR if responses and responses[0] == FAILING_LINE
+                    else RESP_OKAY)
+
+    async def host(ctx):
+        await testbench(ctx, dut, writes)
+
+    sim.add_process(memory)
+    sim.add_testbench(host)
+    sim.run()
+
+
+async def _send(ctx, channel, **fields):
+    for name, value in fields.items():
+        ctx.set(getattr(channel.payload, name), value)
+    ctx.set(channel.valid, 1)
+    await ctx.tick().until(channel.ready)
+    ctx.set(channel.valid, 0)
+
+
+async def _receive(ctx, channel):
+    ctx.set(channel.ready, 1)
+    payload, = await ctx.tick().sample(channel.payload).until(channel.valid)
+    ctx.set(channel.ready, 0)
+    return payload
+
+
+async def _status(ctx, dut):
+    ctx.set(dut.csr.addr, dut.regmap["STATUS"].offset // 4)
+    ctx.set(dut.csr.r_stb, 1)
+    await ctx.tick()
+    ctx.set(dut.csr.r_stb, 0)
+    return ctx.get(dut.csr.r_data)
+
+
+def _mem_error(dut, status):
+    return bool(status & dut.regmap["STATUS"].field("MEM_ERROR").mask)
+
+
+def test_read_error_answers_poisoned_data():
+    async def testbench(ctx, dut, writes):
+        await _send(ctx, dut.m2s_req, opcode=ReqOpcode.MEM_RD, tag=7,
+                    address=FAILING_LINE // PARAMS.datapath.line_bytes << 1)
+        drs = await _receive(ctx, dut.s2m_drs)
+        assert (drs.opcode, drs.poison, drs.tag) == (DRSOpcode.MEM_DATA.value, 1, 7), drs
+        assert _mem_error(dut, await _status(ctx, dut)), "STATUS.MEM_ERROR not set"
+    _run(testbench)
+
+
+def test_write_error_still_completes():
+    async def testbench(ctx, dut, writes):
+        await _send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=9, byte_enable=0xFF,
+                    address=FAILING_LINE // PARAMS.datapath.line_bytes, data=0x1234)
+        ndr = await _receive(ctx, dut.s2m_ndr)
+        assert (ndr.opcode, ndr.tag) == (NDROpcode.CMP.value, 9), ndr
+        assert writes == [0x1234], writes
+        assert _mem_error(dut, await _status(ctx, dut)), "STATUS.MEM_ERROR not set"
+    _run(testbench)
+
+
+def test_fine_accesses_leave_mem_error_clear():
+    async def testbench(ctx, dut, writes):
+        await _send(ctx, dut.m2s_req, opcode=ReqOpcode.MEM_RD, tag=1, address=0)
+        drs = await _receive(ctx, dut.s2m_drs)
+        assert (drs.opcode, drs.poison) == (DRSOpcode.MEM_DATA.value, 0), drs
+        assert not _mem_error(dut, await _status(ctx, dut)), "STATUS.MEM_ERROR set"
+    _run(testbench)
+
+
+async def _csr_write(ctx, dut, reg, value):
+    ctx.set(dut.csr.addr, dut.regmap[reg].offset // 4)
+    ctx.set(dut.csr.w_data, value)
+    ctx.set(dut.csr.w_stb, 1)
+    await ctx.tick()
+    ctx.set(dut.csr.w_stb, 0)
+
+
+def test_contribution_with_failed_state_read_changes_nothing():
+    async def testbench(ctx, dut, writes):
+        ctrl, cfg = dut.regmap["CTRL"], dut.regmap["R0_CFG"]
+        for reg, value in (("R0_BASE_LO", 0x1000), ("R0_SIZE_LO", 0x40),
+                           ("R0_ACC_LO", FAILING_LINE), ("R0_AGG", 1 | 3 << 16),
+                           ("R0_CFG", cfg.field("ENABLE").mask | 1 << cfg.field("MODE").offset),
+                           ("CTRL", ctrl.field("APPLY").mask | ctrl.field("ENABLE").mask)):
+            await _csr_write(ctx, dut, reg, value)
+        await ctx.tick().repeat(PARAMS.regions ** 2 + 4)
+        await _send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=3, byte_enable=0xFF,
+                    address=0x1000 // PARAMS.datapath.line_bytes, data=0xFF)
+        ndr = await _receive(ctx, dut.s2m_ndr)
+        assert (ndr.opcode, ndr.tag) == (NDROpcode.CMP.value, 3), ndr
+        assert writes == [], f"the state was written back: {writes}"
+        assert _mem_error(dut, await _status(ctx, dut)), "STATUS.MEM_ERROR not set"
+    _run(testbench)
