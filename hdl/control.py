@@ -130,7 +130,6 @@ class ControlRegisters(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        p = self._params
         m.submodules.block = block = self._block
         wiring.connect(m, wiring.flipped(self.bus), block.bus)
 

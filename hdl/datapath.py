@@ -11,7 +11,7 @@ and writes it into ``control_copies`` identical copies, each serving ``CONTROL_C
 bits, so that after a register no control net spans the whole line.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth import Cat, Const, Module, Mux, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -1,6 +1,6 @@
 """Address decode: which path a host address takes, and where its accumulator state lives."""
 
-from amaranth import Module, Mux, Signal, unsigned
+from amaranth import Module, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 

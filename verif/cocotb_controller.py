@@ -17,134 +17,18 @@ from pathlib import Path
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, gather
 from cocotb.utils import get_sim_time
-from cocotb.triggers import ClockCycles, Combine, ReadOnly, RisingEdge
-from cocotbext.axi import AxiBus, AxiRam
 
-from driver import ConfigurationError, NeuronFabric
+from driver import ConfigurationError
 from golden.config import Region
 from golden.datapath import unpack_state
-from golden.device import DeviceModel
 from golden.lines import ternary_to_lines
-from hdl.cxl import DevLoad, DRSOpcode, MetaField, NDROpcode, ReqOpcode, RwDOpcode
-from hdl.generate import controller_params
+from hdl.cxl import DevLoad, DRSOpcode, NDROpcode, ReqOpcode
 from hdl.params import Mode, Reason
 from hdl.regmap import ConfigError
-from verif.cxl_host import CxlHost
-from verif.streams import never, randomly
-
-CLOCK_NS = 10
-
-TRAFFIC = {   # host idle, host response stall, pause on every AXI channel
-    "full_rate": (0.0, 0.0, 0.0),
-    "host_idle_and_backpressure": (0.3, 0.4, 0.0),
-    "memory_latency_and_backpressure": (0.0, 0.0, 0.5),
-    "everything_random": (0.3, 0.3, 0.3),
-}
-
-
-class ControllerBench:
-    """Clock, reset, ``AxiRam`` device memory, the CXL.mem host and the driver."""
-
-    def __init__(self, dut, rng, traffic="full_rate"):
-        facts = json.loads(Path(os.environ["NF_FACTS"]).read_text())
-        self.params = controller_params(facts)
-        self.dut = dut
-        host_idle, host_stall, self._memory_pause = TRAFFIC[traffic]
-        self._rng = rng
-        self.ram = None
-        self.host = CxlHost(dut, dut.clk, self.params.datapath.line_bits,
-                            idle=(randomly(rng, host_idle), randomly(rng, host_idle)),
-                            stall=(randomly(rng, host_stall), randomly(rng, host_stall)))
-        self.device = NeuronFabric(self.host, self.params)
-        self.line_bytes = self.params.datapath.line_bytes
-        self.where = (f"{self.params.datapath.name} regions={self.params.regions}, {traffic}, "
-                      f"COCOTB_RANDOM_SEED={os.environ.get('COCOTB_RANDOM_SEED', '?')}")
-        dut._log.info("%s", self.where)
-
-    async def start(self):
-        cocotb.start_soon(Clock(self.dut.clk, CLOCK_NS, unit="ns").start())
-        self.dut.csr__r_stb.value = 0
-        self.dut.csr__w_stb.value = 0
-        self.dut.rst.value = 1
-        await ClockCycles(self.dut.clk, 2)
-        self.dut.rst.value = 0
-        # The memory model samples every handshake from its first clock; outputs decoded from
-        # the engine state are defined from the second clock after reset (see hdl.controller).
-        await ClockCycles(self.dut.clk, 2)
-        self.ram = AxiRam(AxiBus.from_prefix(self.dut, "axi", bus_separator="__"), self.dut.clk,
-                          self.dut.rst, size=1 << self.params.address_bits)
-        if self._memory_pause:
-            for channel in (self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
-                            self.ram.write_if.b_channel, self.ram.read_if.ar_channel,
-                            self.ram.read_if.r_channel):
-                channel.set_pause_generator(randomly(self._rng, self._memory_pause))
-        self.host.start(cocotb.start_soon)
-        await self.device.identify()
-
-    def regions(self, rng, lines):
-        """A G-Binary, a G-Ternary and an identity region of ``lines`` lines each."""
-        cap = self.params.datapath.capacity
-        size = lines * self.line_bytes
-        return [
-            Region(True, Mode.GBINARY.value, 0x10_0000, size, 0x40_0000, 1, cap),
-            Region(True, Mode.GTERNARY.value, 0x20_0000, size, 0x80_0000,
-                   int(rng.integers(1, cap + 1)), cap),
-            Region(True, Mode.IDENTITY.value, 0x30_0000, size),
-        ]
-
-    async def configure(self, regions):
-        await self.device.configure(regions)
-        await self.device.enable()
-        return DeviceModel(self.params, regions)
-
-    async def finish(self, model=None):
-        """Wait for silence; check no stray responses and, with ``model``, the counters and
-        flags against the model's events."""
-        await ClockCycles(self.dut.clk, 20)
-        assert self.host.idle, f"{self.where}: requests still unanswered: {self.host.pending}"
-        assert not self.host.errors, f"{self.where}: " + "; ".join(self.host.errors)
-        if model is None:
-            return
-        counters = await self.device.counters()
-        for name in ("accepted", "rejected", "invalid_lines"):
-            assert counters[name.upper()] == model.events[name], (
-                f"{self.where}: CNT_{name.upper()} reads {counters[name.upper()]}, "
-                f"golden {model.events[name]}")
-        status = await self.device.status()
-        for name in ("capacity", "partial", "poison", "bad_address"):
-            assert status[name.upper()] == bool(model.events[name]), (
-                f"{self.where}: STATUS.{name.upper()} is {status[name.upper()]}, golden has "
-                f"{model.events[name]} such events")
-        assert status["INVALID_CODE"] == bool(model.events["invalid_lines"]), \
-            f"{self.where}: STATUS.INVALID_CODE disagrees with {model.events['invalid_lines']}"
-
-    def check_line(self, what, address, got, expected):
-        got, expected = np.frombuffer(bytes(got), np.uint8), np.asarray(expected, np.uint8)
-        differ = np.flatnonzero(got != expected)
-        assert not len(differ), (
-            f"{self.where}: {what} at {address:#x}: bytes {differ[:8].tolist()} differ; "
-            f"got {got[differ[:8]].tolist()}, golden {expected[differ[:8]].tolist()}")
-
-    async def read_ok(self, address):
-        response = await self.host.read(address)
-        assert (response.channel, response.opcode, response.poison) == \
-            ("drs", DRSOpcode.MEM_DATA.value, 0), f"{self.where}: read {address:#x}: {response}"
-        return response.data
-
-    async def write_ok(self, address, data, byte_enable=None):
-        response = await self.host.write(address, data, byte_enable=byte_enable)
-        assert (response.channel, response.opcode) == ("ndr", NDROpcode.CMP.value), \
-            f"{self.where}: write {address:#x}: {response}"
-
-
-def _contribution(rng, params, mode):
-    """A random full contribution line of ``mode`` (ternary lines hold no invalid code)."""
-    p = params.datapath
-    if mode == Mode.GBINARY.value:
-        return rng.integers(0, 256, p.line_bytes, dtype=np.uint8)
-    return ternary_to_lines(rng.integers(-1, 2, (1, p.gternary_lanes)))[0]
+from verif.controller_bench import CLOCK_NS, TRAFFIC, AxiCounter, ControllerBench, contribution
+from verif.streams import never
 
 
 async def _worker_contributions(bench, model, rng, regions, lines, worker):
@@ -153,7 +37,7 @@ async def _worker_contributions(bench, model, rng, regions, lines, worker):
     for index in rng.permutation(len(targets)):
         region, line = targets[index]
         address = region.base + line * bench.line_bytes
-        data = _contribution(rng, bench.params, region.mode)
+        data = contribution(rng, bench.params, region.mode)
         await bench.write_ok(address, data.tobytes())
         assert model.write(address, data) == Reason.NONE, \
             f"{bench.where}: worker {worker}: golden refused a contribution to {address:#x}"
@@ -194,11 +78,11 @@ async def system_vs_golden(dut, traffic):
     identity = [regions[2].base + i * bench.line_bytes for i in range(lines)] + \
         [i * bench.line_bytes for i in range(2 * lines)]
     operations = int(os.environ.get("NF_IDENTITY_OPS", "12"))
-    tasks = [cocotb.start_soon(_worker_contributions(bench, model, np.random.default_rng(
-        [cocotb.RANDOM_SEED, w]), regions, lines, w)) for w in range(workers)]
-    tasks += [cocotb.start_soon(_worker_identity(bench, model, np.random.default_rng(
-        [cocotb.RANDOM_SEED, 100 + k]), identity[k::2], operations, k)) for k in range(2)]
-    await Combine(*tasks)
+    await gather(
+        *[_worker_contributions(bench, model, np.random.default_rng([cocotb.RANDOM_SEED, w]),
+                                regions, lines, w) for w in range(workers)],
+        *[_worker_identity(bench, model, np.random.default_rng([cocotb.RANDOM_SEED, 100 + k]),
+                           identity[k::2], operations, k) for k in range(2)])
 
     for region in regions[:2]:
         for line in range(lines):
@@ -240,17 +124,17 @@ async def hammer_one_line(dut, traffic):
     async def worker(w):
         wrng = np.random.default_rng([cocotb.RANDOM_SEED, 7, w])
         for address, region in zip(targets, regions):
-            data = _contribution(wrng, bench.params, region.mode)
+            data = contribution(wrng, bench.params, region.mode)
             await bench.write_ok(address, data.tobytes())
             model.write(address, data)
             await bench.read_ok(regions[2].base)
 
-    await Combine(*[cocotb.start_soon(worker(w)) for w in range(cap)])
+    await gather(*[worker(w) for w in range(cap)])
     for address, region in zip(targets, regions):
         line = (address - region.base) // bench.line_bytes
         before = await bench.device.read_state(region, line)
         assert before[1] == cap, f"{bench.where}: {address:#x}: n = {before[1]}, expected {cap}"
-        extra = _contribution(rng, bench.params, region.mode)
+        extra = contribution(rng, bench.params, region.mode)
         await bench.write_ok(address, extra.tobytes())
         assert model.write(address, extra) == Reason.CAPACITY
         after = await bench.device.read_state(region, line)
@@ -298,7 +182,7 @@ async def bad_input_outcomes(dut):
     assert (await device.counters())["CFG_ERRORS"] == 1, f"{where}: CNT_CFG_ERRORS"
 
     # Partial contribution: rejected, flagged, state unchanged.
-    line = _contribution(rng, bench.params, gb.mode)
+    line = contribution(rng, bench.params, gb.mode)
     response = await host.write(gb.base, line.tobytes(), byte_enable=1)
     assert response.opcode == NDROpcode.CMP.value, f"{where}: partial contribution: {response}"
     assert model.write(gb.base, line, np.arange(bench.line_bytes) == 0) == Reason.PARTIAL
@@ -374,7 +258,7 @@ async def clear_engine(dut):
     gb, gt, ident = regions
     for region in (gb, gt):
         for line in range(lines):
-            data = _contribution(rng, bench.params, region.mode)
+            data = contribution(rng, bench.params, region.mode)
             await bench.write_ok(region.base + line * bench.line_bytes, data.tobytes())
             model.write(region.base + line * bench.line_bytes, data)
     keep = rng.integers(0, 256, bench.line_bytes, dtype=np.uint8)
@@ -383,7 +267,7 @@ async def clear_engine(dut):
     ctrl = bench.device.regmap["CTRL"]
     await bench.device.write("CTRL", ctrl.field("ENABLE").mask | ctrl.field("CLEAR").mask
                              | 1 << ctrl.field("CLEAR_REGION").offset)     # region 1: G-Ternary
-    during = _contribution(rng, bench.params, gt.mode)
+    during = contribution(rng, bench.params, gt.mode)
     busy_seen = (await bench.device.status())["CLEAR_BUSY"]
     await bench.write_ok(gt.base, during.tobytes())
     model.clear(1)
@@ -421,7 +305,7 @@ async def devload_follows_queue_occupancy(dut):
     tasks += [cocotb.start_soon(host.write(i * bench.line_bytes, line)) for i in range(count)]
     await ClockCycles(dut.clk, 8 * count)
     host.ndr.stall = host.drs.stall = never()
-    await Combine(*tasks)
+    await gather(*tasks)
     loads = [response.dev_load for response in host.arrivals[first:]]
     assert loads[0] == DevLoad.SEVERE.value, f"{bench.where}: first DevLoad {loads}"
     assert loads[-1] == DevLoad.LIGHT.value, f"{bench.where}: last DevLoad {loads}"
@@ -463,29 +347,6 @@ async def csr_port_shares_the_registers(dut):
     await bench.finish()
 
 
-class AxiCounter:
-    """Counts handshakes on the AXI address channels and times the last read's round trip."""
-
-    def __init__(self, dut):
-        self.dut = dut
-        self.reads = self.writes = 0
-        self.memory_cycles = []          # AR handshake to R handshake, per read
-
-    async def run(self):
-        dut, started = self.dut, []
-        while True:
-            await RisingEdge(dut.clk)
-            await ReadOnly()
-            now = get_sim_time("ns") // CLOCK_NS
-            if dut.axi__arvalid.value and dut.axi__arready.value:
-                self.reads += 1
-                started.append(now)
-            if dut.axi__awvalid.value and dut.axi__awready.value:
-                self.writes += 1
-            if dut.axi__rvalid.value and dut.axi__rready.value:
-                self.memory_cycles.append(now - started.pop(0))
-
-
 @cocotb.test()
 async def latency_and_throughput(dut):
     """Measures, with AxiRam at full speed: cycles from request to response per path, device
@@ -514,12 +375,12 @@ async def latency_and_throughput(dut):
         figures[name] = cycles
 
     line = bytes(bench.line_bytes)
-    contribution = _contribution(rng, bench.params, gt.mode).tobytes()
+    ternary_line = contribution(rng, bench.params, gt.mode).tobytes()
     await measure("identity write", host.write(ident.base, line), 0, 1)
     await measure("identity read", host.read(ident.base), 1, 0)
     await measure("G-Binary contribution", host.write(gb.base, line), p.state_lines,
                   p.state_lines)
-    await measure("G-Ternary contribution", host.write(gt.base, contribution), p.state_lines,
+    await measure("G-Ternary contribution", host.write(gt.base, ternary_line), p.state_lines,
                   p.state_lines)
     await measure("G-Binary read", host.read(gb.base), p.state_lines, 0)
     await measure("G-Ternary read", host.read(gt.base), p.state_lines, 0)
@@ -533,9 +394,8 @@ async def latency_and_throughput(dut):
             await bench.write_ok(gb.base + ((w * lines_per_worker + k) % 64) * bench.line_bytes,
                                  rng.integers(0, 256, bench.line_bytes, np.uint8).tobytes())
 
-    first = len(host.req.fire_times) + len(host.rwd.fire_times)
     start = get_sim_time("ns")
-    await Combine(*[cocotb.start_soon(stream(w)) for w in range(workers)])
+    await gather(*[stream(w) for w in range(workers)])
     cycles = (get_sim_time("ns") - start) // CLOCK_NS
     total = workers * lines_per_worker
     accepted = (await bench.device.counters())["ACCEPTED"] - 2

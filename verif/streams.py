@@ -9,10 +9,20 @@ when ``valid`` and ``ready`` are both high before a rising edge, on any simulato
 import itertools
 from collections import deque
 
-from cocotb.triggers import ReadOnly, RisingEdge
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
-__all__ = ["StreamSource", "StreamSink", "always", "never", "randomly"]
+__all__ = ["StreamSource", "StreamSink", "always", "never", "randomly", "clock_and_reset"]
+
+
+async def clock_and_reset(dut, period_ns, cycles=2):
+    """Start ``dut.clk`` with ``period_ns`` and hold ``dut.rst`` high for ``cycles`` clocks."""
+    cocotb.start_soon(Clock(dut.clk, period_ns, unit="ns").start())
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, cycles)
+    dut.rst.value = 0
 
 
 def always():
