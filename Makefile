@@ -32,7 +32,7 @@ verilog: $(STAMP)
 	@$(VENV_PY) -m hdl.generate --out $(BUILD)/verilog $(GEN_ARGS) $(REGION_ARGS)
 
 report: $(STAMP)
-	$(VENV_PY) -m synth.flow --out $(BUILD)/reports $(GEN_ARGS) $(REPORT_ARGS)
+	$(VENV_PY) -m synth.flow --out $(BUILD)/reports $(GEN_ARGS) $(REGION_ARGS) $(REPORT_ARGS)
 
 paper: $(STAMP) tools
 	$(VENV_PY) -m scripts.paper --out $(BUILD)/reports $(GEN_ARGS) $(REGION_ARGS) $(PAPER_ARGS)

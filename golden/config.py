@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from hdl.params import Mode
 from hdl.regmap import ConfigError
 
-__all__ = ["Region", "validate", "decode"]
+__all__ = ["Region", "validate", "state_offset", "decode"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,12 @@ def validate(params, regions):
                         and _overlap(*acc_range(r), *acc_range(other)))):
                 return ConfigError.ACC_OVERLAP, i
     return ConfigError.NONE, 0
+
+
+def state_offset(params, region):
+    """The applied table's ``state_offset`` of ``region``: the state of line address ``x`` sits
+    at ``x * state_lines + state_offset`` modulo the address space."""
+    return (region.acc - region.base * params.datapath.state_lines) % (1 << params.address_bits)
 
 
 def decode(params, regions, enable, address):

@@ -1,8 +1,8 @@
 """The controller's control registers: the register block plus what the registers do.
 
-- ``CTRL.APPLY`` validates the staged region registers, one region pair per clock (``regions**2``
-  cycles, ``STATUS.APPLY_BUSY`` meanwhile), in the order of :func:`golden.config.validate`. On
-  success the staged regions become the applied table; on the first fault ``STATUS.CFG_ERROR``
+- ``CTRL.APPLY`` validates the staged region registers, one region pair per three clocks
+  (``3 * regions**2`` cycles, ``STATUS.APPLY_BUSY`` meanwhile), in the order of
+  :func:`golden.config.validate`. On success the staged regions become the applied table; on the first fault ``STATUS.CFG_ERROR``
   is set, ``CFG_ERROR`` says which region and why, ``CNT_CFG_ERRORS`` counts it, and the
   previous table stays in force.
 - Event strobes from the datapath side set the sticky ``STATUS`` flags and count the
@@ -15,6 +15,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .csr import RegisterBlock, csr_bus_signature
+from .arith import times_constant
 from .params import ControllerParams, Mode
 from .regmap import COUNTERS, STATUS_FLAGS, ConfigError, register_map
 
@@ -31,6 +32,9 @@ def region_layout(params):
         "base": unsigned(params.address_bits),
         "end": unsigned(params.address_bits + 1),
         "acc": unsigned(params.address_bits),
+        # acc - base * state_lines modulo 2**address_bits: the state of line address x sits
+        # at x * state_lines + state_offset (see hdl.decode)
+        "state_offset": unsigned(params.address_bits),
         "threshold": unsigned(params.datapath.counter_width),
         "expected": unsigned(params.datapath.counter_width),
     })
@@ -46,19 +50,27 @@ def event_layout():
 
 class _Staged:
     """A staged (register-file) region with full 64-bit values. ``index`` is a region number,
-    or a signal that selects one."""
+    or a signal that selects one. ``registered`` puts a register after the selection and another
+    after the sums, so the values are those of ``index`` two clocks earlier."""
 
-    def __init__(self, m, block, params, index, name):
+    def __init__(self, m, block, params, index, name, *, registered=False):
+        def stage(value, what):
+            if not registered:
+                return value
+            out = Signal(len(value), name=f"{name}_{what}_q")
+            m.d.sync += out.eq(value)
+            return out
+
         def pick(reg, field):
             values = [block.field(f"R{r}_{reg}", field) for r in range(params.regions)]
             if isinstance(index, int):
-                return values[index]
+                return stage(values[index], f"{reg.lower()}_{field.lower()}")
             out = Signal(len(values[0]), name=f"{name}_{reg.lower()}_{field.lower()}")
             with m.Switch(index):
                 for r, value in enumerate(values):
                     with m.Case(r):
                         m.d.comb += out.eq(value)
-            return out
+            return stage(out, f"{reg.lower()}_{field.lower()}")
 
         self.base = Cat(pick("BASE_LO", "ADDR"), pick("BASE_HI", "ADDR"))
         self.size = Cat(pick("SIZE_LO", "BYTES"), pick("SIZE_HI", "BYTES"))
@@ -67,10 +79,18 @@ class _Staged:
         self.mode = pick("CFG", "MODE")
         self.threshold = pick("AGG", "THRESHOLD")
         self.expected = pick("AGG", "EXPECTED")
-        self.end = (self.base + self.size)[:_ADDRESS]
+        self.end = stage((self.base + self.size)[:_ADDRESS], "end")
         lines = self.size >> (params.datapath.line_bytes.bit_length() - 1)
-        self.acc_end = (self.acc + lines * params.accumulator_bytes_per_line)[:_ADDRESS + 8]
+        self.acc_end = stage((self.acc + times_constant(lines, params.accumulator_bytes_per_line))
+                             [:_ADDRESS + 8], "acc_end")
+        if registered:      # the raw values of the same clock as the sums
+            for field in ("base", "size", "acc", "enable", "mode", "threshold", "expected"):
+                setattr(self, field, stage(getattr(self, field), f"{field}_d"))
         self.aggregating = (self.mode == Mode.GBINARY) | (self.mode == Mode.GTERNARY)
+        # The state of line address ``x`` of the region sits at
+        # ``x * state_lines + state_offset`` (modulo the address space).
+        self.state_offset = (self.acc - times_constant(self.base, params.datapath.state_lines))[
+            :params.address_bits]
 
 
 def _overlap(a_start, a_end, b_start, b_end):
@@ -126,7 +146,7 @@ class ControlRegisters(wiring.Component):
     @property
     def apply_cycles(self):
         """Cycles an APPLY takes to validate, at most."""
-        return self._params.regions ** 2
+        return 3 * self._params.regions ** 2
 
     def elaborate(self, platform):
         m = Module()
@@ -166,8 +186,11 @@ class ControlRegisters(wiring.Component):
         i = Signal(range(p.regions))
         j = Signal(range(p.regions))
         busy = block.field("STATUS", "APPLY_BUSY")
-        a = _Staged(m, block, p, i, "region_i")
-        b = _Staged(m, block, p, j, "region_j")
+        a = _Staged(m, block, p, i, "region_i", registered=True)
+        b = _Staged(m, block, p, j, "region_j", registered=True)
+        # The checks see region pair (i, j) two clocks after it is selected.
+        settle = Signal(range(3))
+        settled = settle == 2
 
         own_checks = [
             (a.mode == 3, ConfigError.RESERVED_MODE),
@@ -192,7 +215,7 @@ class ControlRegisters(wiring.Component):
              ConfigError.ACC_OVERLAP),
         ]
         fault = Signal(ConfigError)
-        with m.If(a.enable):
+        with m.If(settled & a.enable):
             with m.If(j == 0):
                 self._first_fault(m, fault, own_checks + [(c & b.enable, e)
                                                           for c, e in pair_checks])
@@ -201,7 +224,9 @@ class ControlRegisters(wiring.Component):
 
         with m.If(~busy):
             with m.If(block.field("CTRL", "APPLY")):
-                m.d.sync += [busy.eq(1), i.eq(0), j.eq(0)]
+                m.d.sync += [busy.eq(1), i.eq(0), j.eq(0), settle.eq(0)]
+        with m.Elif(~settled):
+            m.d.sync += settle.eq(settle + 1)
         with m.Elif(fault != ConfigError.NONE):
             m.d.sync += [
                 busy.eq(0),
@@ -224,13 +249,14 @@ class ControlRegisters(wiring.Component):
                     region.base.eq(staged.base),
                     region.end.eq(staged.end),
                     region.acc.eq(staged.acc),
+                    region.state_offset.eq(staged.state_offset),
                     region.threshold.eq(staged.threshold),
                     region.expected.eq(staged.expected),
                 ]
         with m.Elif(j == last):
-            m.d.sync += [i.eq(i + 1), j.eq(0)]
+            m.d.sync += [i.eq(i + 1), j.eq(0), settle.eq(0)]
         with m.Else():
-            m.d.sync += j.eq(j + 1)
+            m.d.sync += [j.eq(j + 1), settle.eq(0)]
 
     @staticmethod
     def _first_fault(m, fault, checks):

@@ -8,6 +8,7 @@ from amaranth import C, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .arith import times_constant
 from .axi import AxiLineMaster, axi4_signature
 from .control import ControlRegisters
 from .csr import csr_bus_signature
@@ -108,7 +109,9 @@ class CxlMemController(wiring.Component):
         current = Signal(_request_layout(params))
         m.d.comb += [decoder.address.eq(current.address), decoder.enable.eq(control.enable),
                      decoder.regions.eq(control.regions)]
-        decoded = decoder.decoded
+        # The decoded address, registered once per request (state DECODE): the path and state
+        # address stay those of the table when the request began.
+        decoded = Signal.like(decoder.decoded)
         events = control.events
 
         # Register window: the engine shares the control registers' bus with the csr port.
@@ -203,6 +206,10 @@ class CxlMemController(wiring.Component):
                     m.next = "CLEAR"
                 with m.Else():
                     self._accept(m, params, req_queue, rwd_queue, current)
+
+            with m.State("DECODE"):
+                m.d.sync += decoded.eq(decoder.decoded)
+                m.next = "DISPATCH"
 
             with m.State("DISPATCH"):
                 self._dispatch(m, current, decoded, memory, events, reply_nxm, reply_data)
@@ -307,13 +314,14 @@ class CxlMemController(wiring.Component):
                     m.next = "IDLE"
 
             with m.State("CLEAR"):
-                region = control.regions[clear_region[:len(decoder.decoded.region)]]
+                region = control.regions[clear_region[:len(decoded.region)]]
                 lines = (region.end - region.base)[p.line_bytes.bit_length() - 1:]
                 aggregating = (region.mode == Mode.GBINARY) | (region.mode == Mode.GTERNARY)
                 with m.If((clear_region < params.regions) & region.enable & aggregating):
                     m.d.comb += [memory.write_command.valid.eq(1),
                                  memory.write_command.payload.address.eq(region.acc),
-                                 memory.write_command.payload.beats.eq(lines * p.state_lines)]
+                                 memory.write_command.payload.beats.eq(
+                                     times_constant(lines, p.state_lines))]
                     m.next = "CLEAR_WRITE"
                 with m.Else():
                     m.d.sync += clear_active.eq(0)
@@ -378,7 +386,7 @@ class CxlMemController(wiring.Component):
                 current.poison.eq(0),
                 prefer_rwd.eq(1),
             ]
-            m.next = "DISPATCH"
+            m.next = "DECODE"
         with m.Elif(take_rwd):
             supported = (rwd.opcode == RwDOpcode.MEM_WR) | (rwd.opcode == RwDOpcode.MEM_WR_PTL)
             m.d.comb += rwd_queue.r_en.eq(1)
@@ -395,7 +403,7 @@ class CxlMemController(wiring.Component):
                 current.data.eq(rwd.data),
                 prefer_rwd.eq(0),
             ]
-            m.next = "DISPATCH"
+            m.next = "DECODE"
 
     def _dispatch(self, m, current, decoded, memory, events, reply_nxm, reply_data):
         """Choose the path of the request just accepted, and start it. The memory master is idle

@@ -1,13 +1,15 @@
 """Address decode: which path a host address takes, and where its accumulator state lives."""
 
-from amaranth import Module, unsigned
+from amaranth import Cat, Const, Module, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .arith import times_constant
 from .control import region_layout
 from .params import ControllerParams, Mode
 
 __all__ = ["decoded_layout", "AddressDecoder"]
+
 
 
 def decoded_layout(params):
@@ -53,7 +55,12 @@ class AddressDecoder(wiring.Component):
         m = Module()
         p = self._params
         address, out = self.address, self.decoded
+        # acc + (address - base) / line_bytes * accumulator_bytes_per_line, with the constant
+        # part precomputed at APPLY (region_layout's state_offset): one shared multiply by a
+        # constant, one adder after the region mux.
         line_shift = p.datapath.line_bytes.bit_length() - 1
+        line_address = Cat(Const(0, line_shift), address[line_shift:])
+        scaled = times_constant(line_address, p.datapath.state_lines)[:p.address_bits]
         window = ((address >= p.window_base)
                   & (address < p.window_base + p.window_bytes))
         m.d.comb += [out.window.eq(window), out.mode.eq(Mode.IDENTITY)]
@@ -62,12 +69,10 @@ class AddressDecoder(wiring.Component):
         with m.If(self.enable & ~window):
             for index, (hit, region) in enumerate(zip(hits, self.regions)):
                 with (m.If if index == 0 else m.Elif)(hit):
-                    line = (address - region.base)[line_shift:]
                     m.d.comb += [
                         out.region.eq(index),
                         out.mode.eq(region.mode),
-                        out.state_address.eq(region.acc
-                                             + line * p.accumulator_bytes_per_line),
+                        out.state_address.eq(scaled + region.state_offset),
                         out.threshold.eq(region.threshold),
                         out.expected.eq(region.expected),
                     ]

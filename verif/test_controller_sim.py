@@ -129,7 +129,7 @@ def test_contribution_with_failed_state_read_changes_nothing():
                            ("R0_CFG", cfg.field("ENABLE").mask | 1 << cfg.field("MODE").offset),
                            ("CTRL", ctrl.field("APPLY").mask | ctrl.field("ENABLE").mask)):
             await _csr_write(ctx, dut, reg, value)
-        await ctx.tick().repeat(PARAMS.regions ** 2 + 4)
+        await ctx.tick().repeat(3 * PARAMS.regions ** 2 + 4)
         await _send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=3, byte_enable=0xFF,
                     address=0x1000 // PARAMS.datapath.line_bytes, data=0xFF)
         ndr = await _receive(ctx, dut.s2m_ndr)

@@ -3,7 +3,7 @@
 import numpy as np
 from amaranth.sim import Simulator
 
-from golden.config import decode
+from golden.config import decode, state_offset
 from hdl.decode import AddressDecoder
 from hdl.params import Mode
 from verif.test_control import PARAMS, good_regions
@@ -31,6 +31,7 @@ def test_random_and_edge_addresses_match_golden():
             ctx.set(view.base, region.base)
             ctx.set(view.end, region.base + region.size)
             ctx.set(view.acc, region.acc)
+            ctx.set(view.state_offset, state_offset(PARAMS, region))
             ctx.set(view.threshold, region.threshold)
             ctx.set(view.expected, region.expected)
         for enable in (1, 0):

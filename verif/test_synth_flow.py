@@ -2,27 +2,49 @@
 
 import json
 
-from synth.flow import main
+from synth.flow import breakdown, main, sweep_chart
 
 
 def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
-    main(["--line-bits", "16", "--counter-width", "1", "--latency", "1", "--seeds", "1", "2",
-          "--freq", "100", "--out", str(tmp_path)])
+    main(["--line-bits", "32", "--counter-width", "1", "--latency", "1", "--regions", "1",
+          "--seeds", "1", "2", "--freq", "100", "--controller-freq", "50",
+          "--out", str(tmp_path)])
     report = json.loads((tmp_path / "synth.json").read_text())
-    (design,) = report["designs"]
-    folder = tmp_path / "datapath" / "L16_W1_D1"
+    datapath, controller = report["designs"]
+    for design, folder, freq in ((datapath, tmp_path / "datapath" / "L32_W1_D1", 100),
+                                 (controller, tmp_path / "controller" / "L32_W1_D1_R1", 50)):
+        cells = json.loads((folder / "stat.json").read_text())["design"]["num_cells_by_type"]
+        assert design["cells"]["lut4"] == cells["LUT4"] > 0, design["design"]
+        assert design["cells"]["ff"] == cells["TRELLIS_FF"] > 0, design["design"]
+        cmos = json.loads((folder / "cmos.json").read_text())["design"]
+        assert design["cells"]["generic_transistors"] == cmos["estimated_num_transistors"]
+        for run in design["pnr"]:
+            pnr = json.loads((folder / f"pnr_seed{run['seed']}.json").read_text())
+            assert run["fmax_mhz"] == pnr["fmax"]["clk"]["achieved"] > 0, \
+                f"{design['design']} seed {run['seed']}"
+            assert run["constraint_mhz"] == pnr["fmax"]["clk"]["constraint"] == freq
+        assert [r["seed"] for r in design["pnr"]] == [1, 2]
 
-    cells = json.loads((folder / "stat.json").read_text())["design"]["num_cells_by_type"]
-    assert design["cells"]["lut4"] == cells["LUT4"] > 0
-    assert design["cells"]["ff"] == cells["TRELLIS_FF"] > 0
-    cmos = json.loads((folder / "cmos.json").read_text())["design"]
-    assert design["cells"]["generic_transistors"] == cmos["estimated_num_transistors"]
-
-    for run in design["pnr"]:
-        pnr = json.loads((folder / f"pnr_seed{run['seed']}.json").read_text())
-        assert run["fmax_mhz"] == pnr["fmax"]["clk"]["achieved"] > 0, f"seed {run['seed']}"
-        assert run["constraint_mhz"] == pnr["fmax"]["clk"]["constraint"] == 100
-    assert [r["seed"] for r in design["pnr"]] == [1, 2]
+    registers = json.loads((tmp_path / "registers" / "L32_W1_D1_R1" / "stat.json").read_text())
+    parts = report["breakdown"]
+    assert parts["register block"]["lut4"] == registers["design"]["num_cells_by_type"]["LUT4"]
     table = (tmp_path / "synth.md").read_text()
-    assert f"| datapath | L16_W1_D1 | {cells['LUT4']:,} | {cells['TRELLIS_FF']:,} |" in table
+    assert f"| datapath | L32_W1_D1 | {datapath['cells']['lut4']:,} |" in table
+    assert "| register block |" in table
     assert "wrote" in capsys.readouterr().out
+
+
+def test_breakdown_is_the_rest_after_datapath_and_registers():
+    cells = dict.fromkeys(("lut4", "ff", "carry_ccu2c", "lutram_dpr16x4", "block_ram_dp16kd",
+                           "dsp_mult18"), 0)
+    whole, datapath, registers = dict(cells, lut4=10, ff=7), dict(cells, lut4=6), dict(cells, ff=2)
+    parts = breakdown(whole, datapath, registers)
+    assert parts["AXI/CXL plumbing (rest)"]["lut4"] == 4
+    assert parts["AXI/CXL plumbing (rest)"]["ff"] == 5
+
+
+def test_sweep_chart_is_a_png(tmp_path):
+    entries = [{"config": f"L{b}_W4_D3", "cells": {"lut4": b * 10, "ff": b * 16},
+                "fmax_median_mhz": 150.0 - b / 10} for b in (128, 256)]
+    sweep_chart(entries, tmp_path / "sweep.png")
+    assert (tmp_path / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
