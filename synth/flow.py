@@ -1,8 +1,8 @@
 """Synthesis and out-of-context place-and-route of NEURON-Fabric designs, with parsed reports.
 
     python -m synth.flow [--line-bits B] [--counter-width W] [--latency D] [--regions R]
-                         [--seeds 1 2 3] [--freq MHZ] [--controller-freq MHZ] [--jobs N]
-                         [--sweep] [--out build/reports]
+                         [--seeds 1 2 3] [--freq MHZ] [--controller-seeds ...]
+                         [--controller-freq MHZ] [--jobs N] [--sweep] [--out build/reports]
 
 The designs are the datapath alone and the whole controller. The controller's area is broken
 down into the datapath, the register block (``ControlRegisters`` synthesized alone) and the rest
@@ -144,9 +144,9 @@ def run_design(name, top, elaboratable, config, out, seeds, freq_mhz, jobs=1):
     fmax = [r["fmax_mhz"] for r in runs]
     return {
         "design": name, "top": top, "config": config, "device": DEVICE,
-        "cells": cells, "synth_seconds": synth_seconds, "pnr": runs,
-        "fmax_median_mhz": statistics.median(fmax),
-        "fmax_min_mhz": min(fmax), "fmax_max_mhz": max(fmax),
+        "cells": cells, "synth_seconds": synth_seconds, "pnr": runs, "constraint_mhz": freq_mhz,
+        "fmax_median_mhz": statistics.median(fmax) if fmax else None,
+        "fmax_min_mhz": min(fmax, default=None), "fmax_max_mhz": max(fmax, default=None),
     }
 
 
@@ -203,11 +203,11 @@ def markdown(report):
            "constraint MHz | Fmax median (min-max) MHz |", "|---" * 10 + "|"]
     for d in report["designs"] + report.get("sweep", []):
         c = d["cells"]
+        fmax = (f"{d['fmax_median_mhz']:.1f} ({d['fmax_min_mhz']:.1f}-{d['fmax_max_mhz']:.1f})"
+                if d["pnr"] else "not placed (see --controller-seeds)")
         out.append(f"| {d['design']} | {d['config']} | {c['lut4']:,} | {c['ff']:,} | "
                    f"{c['carry_ccu2c']:,} | {c['lutram_dpr16x4']} | {c['block_ram_dp16kd']} | "
-                   f"{c['generic_transistors']} | {d['pnr'][0]['constraint_mhz']:g} | "
-                   f"{d['fmax_median_mhz']:.1f} "
-                   f"({d['fmax_min_mhz']:.1f}-{d['fmax_max_mhz']:.1f}) |")
+                   f"{c['generic_transistors']} | {d['constraint_mhz']:g} | {fmax} |")
     if "breakdown" in report:
         out += ["", "Where the controller's area goes (the rest is the controller's count minus "
                 "the datapath and the register block, each synthesized alone; the register "
@@ -233,6 +233,9 @@ def main(argv=None):
                         help="datapath constraint, MHz")
     parser.add_argument("--controller-freq", type=float, default=150.0,
                         help="controller constraint, MHz")
+    parser.add_argument("--controller-seeds", type=int, nargs="*", default=[],
+                        help="placement seeds for the controller (none by default: its "
+                             "routing does not converge within the report's time budget yet)")
     parser.add_argument("--jobs", type=int, default=2, help="place-and-route runs at once")
     parser.add_argument("--sweep", action="store_true",
                         help="also sweep the datapath over line bits x counter width")
@@ -248,7 +251,7 @@ def main(argv=None):
     datapath = run_design("datapath", "nf_datapath", AggregationDatapath(params), params.name,
                           out, args.seeds, args.freq, args.jobs)
     whole = run_design("controller", "nf_controller", CxlMemController(controller), config,
-                       out, args.seeds, args.controller_freq, args.jobs)
+                       out, args.controller_seeds, args.controller_freq, args.jobs)
     registers = synthesize(_generate("registers", "nf_control_registers",
                                      ControlRegisters(controller), config, out),
                            "nf_control_registers")

@@ -2,12 +2,13 @@
 
 import json
 
-from synth.flow import breakdown, main, sweep_chart
+from synth.flow import breakdown, main, markdown, sweep_chart
 
 
 def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
     main(["--line-bits", "32", "--counter-width", "1", "--latency", "1", "--regions", "1",
           "--seeds", "1", "2", "--freq", "100", "--controller-freq", "50",
+          "--controller-seeds", "1", "2",
           "--out", str(tmp_path)])
     report = json.loads((tmp_path / "synth.json").read_text())
     datapath, controller = report["designs"]
@@ -48,3 +49,13 @@ def test_sweep_chart_is_a_png(tmp_path):
                 "fmax_median_mhz": 150.0 - b / 10} for b in (128, 256)]
     sweep_chart(entries, tmp_path / "sweep.png")
     assert (tmp_path / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_unplaced_design_is_reported_as_such():
+    cells = {"lut4": 1, "ff": 2, "carry_ccu2c": 3, "lutram_dpr16x4": 0, "block_ram_dp16kd": 0,
+             "generic_transistors": 40}
+    report = {"seeds": [], "tools": {"yosys": "y", "nextpnr-ecp5": "n"}, "designs": [
+        {"design": "controller", "config": "c", "cells": cells, "pnr": [],
+         "constraint_mhz": 150.0}]}
+    assert "| controller | c | 1 | 2 | 3 | 0 | 0 | 40 | 150 | not placed (see " \
+           "--controller-seeds) |" in markdown(report)
