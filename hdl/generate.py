@@ -21,8 +21,8 @@ from amaranth.lib import data
 
 from .controller import CxlMemController
 from .datapath import AggregationDatapath
-from .params import (ControllerParams, DatapathParams, Mode, Reason, add_datapath_arguments,
-                     datapath_from_arguments)
+from .params import (ControllerParams, DatapathParams, Mode, Reason, add_controller_arguments,
+                     controller_from_arguments)
 from .regmap import register_map
 
 __all__ = ["DATAPATH_TOP", "CONTROLLER_TOP", "datapath_facts", "write_datapath",
@@ -166,18 +166,13 @@ def write_register_map(params, out_dir, *, regions=8):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="build/verilog", help="output folder")
-    add_datapath_arguments(parser)
-    parser.add_argument("--regions", type=int, default=ControllerParams().regions,
-                        help="programmable regions of the controller")
+    add_controller_arguments(parser)
     args = parser.parse_args(argv)
-    params = datapath_from_arguments(parser, args)
-    try:
-        controller = ControllerParams(params, regions=args.regions)
-    except ValueError as error:
-        parser.error(str(error))
+    controller = controller_from_arguments(parser, args)
+    params = controller.datapath
     path = write_datapath(params, Path(args.out) / params.name)
     write_controller(controller, path.parent)
-    write_register_map(params, path.parent, regions=args.regions)
+    write_register_map(params, path.parent, regions=controller.regions)
     print(f"wrote {path} (+ .vh, .json, .md beside it), {CONTROLLER_TOP}.v (+ .json) and the "
           f"register map nf_regs.py, nf_regs.h, nf_regs.md")
 

@@ -200,6 +200,11 @@ class ControllerParams:
                              f"not {self.axi_id_bits!r}")
 
     @property
+    def name(self):
+        """Short tag for file and directory names, e.g. ``L512_W4_D3_R8``."""
+        return f"{self.datapath.name}_R{self.regions}"
+
+    @property
     def window_bytes(self):
         return REGISTER_WINDOW_BYTES
 
@@ -232,5 +237,22 @@ def datapath_from_arguments(parser, args):
     try:
         return DatapathParams(line_bits=args.line_bits, counter_width=args.counter_width,
                               latency=args.latency)
+    except ValueError as error:
+        parser.error(str(error))
+
+
+def add_controller_arguments(parser):
+    """Add the datapath arguments and ``--regions`` (defaults from :class:`ControllerParams`)."""
+    add_datapath_arguments(parser)
+    parser.add_argument("--regions", type=int, default=ControllerParams().regions,
+                        help="programmable regions of the controller")
+
+
+def controller_from_arguments(parser, args):
+    """The :class:`ControllerParams` of parsed arguments; a bad value exits through
+    ``parser.error`` with the parameter's message."""
+    datapath = datapath_from_arguments(parser, args)
+    try:
+        return ControllerParams(datapath, regions=args.regions)
     except ValueError as error:
         parser.error(str(error))

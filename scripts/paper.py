@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from hdl.generate import CONTROLLER_TOP, write_controller
-from hdl.params import ControllerParams, add_datapath_arguments, datapath_from_arguments
+from hdl.params import add_controller_arguments, controller_from_arguments
 
 from . import traffic
 
@@ -128,8 +128,7 @@ def report(params, hw, overhead, traffic_rows, args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_datapath_arguments(parser)
-    parser.add_argument("--regions", type=int, default=ControllerParams().regions)
+    add_controller_arguments(parser)
     parser.add_argument("--simulator", default="verilator", choices=["verilator", "icarus"])
     parser.add_argument("--clock-mhz", type=float, default=400.0,
                         help="device clock for converting cycles to ns")
@@ -144,10 +143,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--out", default="build/reports")
     args = parser.parse_args(argv)
-    try:
-        params = ControllerParams(datapath_from_arguments(parser, args), regions=args.regions)
-    except ValueError as error:
-        parser.error(str(error))
+    params = controller_from_arguments(parser, args)
     if args.clock_mhz <= 0 or min(args.load_to_use) <= 0 or args.interval < 1:
         parser.error("--clock-mhz and --load-to-use must be positive, --interval at least 1")
     out = Path(args.out)

@@ -34,8 +34,7 @@ from amaranth.back import verilog as amaranth_verilog
 from hdl.control import ControlRegisters
 from hdl.controller import CxlMemController
 from hdl.datapath import AggregationDatapath
-from hdl.params import (ControllerParams, DatapathParams, add_datapath_arguments,
-                        datapath_from_arguments)
+from hdl.params import DatapathParams, add_controller_arguments, controller_from_arguments
 
 __all__ = ["DEVICE", "synthesize", "place_and_route", "run_design", "main"]
 
@@ -226,8 +225,7 @@ def markdown(report):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_datapath_arguments(parser)
-    parser.add_argument("--regions", type=int, default=ControllerParams().regions)
+    add_controller_arguments(parser)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--freq", type=float, default=250.0,
                         help="datapath constraint, MHz")
@@ -241,13 +239,10 @@ def main(argv=None):
                         help="also sweep the datapath over line bits x counter width")
     parser.add_argument("--out", default="build/reports")
     args = parser.parse_args(argv)
-    params = datapath_from_arguments(parser, args)
-    try:
-        controller = ControllerParams(params, regions=args.regions)
-    except ValueError as error:
-        parser.error(str(error))
+    controller = controller_from_arguments(parser, args)
+    params = controller.datapath
     out = Path(args.out)
-    config = f"{params.name}_R{args.regions}"
+    config = controller.name
     datapath = run_design("datapath", "nf_datapath", AggregationDatapath(params), params.name,
                           out, args.seeds, args.freq, args.jobs)
     whole = run_design("controller", "nf_controller", CxlMemController(controller), config,

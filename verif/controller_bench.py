@@ -79,6 +79,28 @@ class ControllerBench:
         self.host.start(cocotb.start_soon)
         await self.device.identify()
 
+    async def csr_write(self, name, value):
+        """Write register ``name`` through the plain CSR port (not the window)."""
+        dut = self.dut
+        await RisingEdge(dut.clk)
+        dut.csr__addr.value = self.device.regmap[name].offset // 4
+        dut.csr__w_data.value = value
+        dut.csr__w_stb.value = 1
+        await RisingEdge(dut.clk)
+        dut.csr__w_stb.value = 0
+
+    async def csr_read(self, name):
+        """Read register ``name`` through the plain CSR port: it answers at once, even while
+        the engine is busy (a clear, say), which the window cannot."""
+        dut = self.dut
+        await RisingEdge(dut.clk)
+        dut.csr__addr.value = self.device.regmap[name].offset // 4
+        dut.csr__r_stb.value = 1
+        await RisingEdge(dut.clk)
+        dut.csr__r_stb.value = 0
+        await ReadOnly()
+        return dut.csr__r_data.value.to_unsigned()
+
     def regions(self, rng, lines):
         """A G-Binary, a G-Ternary and an identity region of ``lines`` lines each."""
         cap = self.params.datapath.capacity

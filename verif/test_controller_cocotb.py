@@ -15,15 +15,11 @@ CONFIGS = [
 ]
 
 
-def _name(params):
-    return f"{params.datapath.name}_R{params.regions}"
-
-
 @pytest.mark.cocotb
-@pytest.mark.parametrize("params", CONFIGS, ids=_name)
+@pytest.mark.parametrize("params", CONFIGS, ids=lambda p: p.name)
 @pytest.mark.parametrize("simulator", SIMULATORS)
 def test_controller(simulator, params):
-    out = BUILD / "sim" / "controller" / _name(params) / simulator
+    out = BUILD / "sim" / "controller" / params.name / simulator
     verilog = write_controller(params, out / "rtl")
     run_cocotb(simulator, sources=[verilog], top=CONTROLLER_TOP,
                test_module="verif.cocotb_controller", build_dir=out,
