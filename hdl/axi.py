@@ -42,7 +42,9 @@ class AxiLineMaster(wiring.Component):
     Every line is its own single-beat transaction (``xLEN = 0``, full-width ``xSIZE``), all with
     ID 0, so the memory returns read data and write responses in issue order, and no transaction
     ever crosses a 4 KiB boundary whatever the run's alignment. Addresses are issued as fast as
-    the memory takes them.
+    the memory takes them. Each command waits one clock in a one-entry register on its way in
+    (its ``ready`` is that register being empty), so no path runs from the owner's command
+    logic to the address counters.
 
     - ``read_command``: issues one read per line; the lines come back, in order, on
       ``read_data`` (``error`` when the memory answered anything but OKAY). Take a new command
@@ -50,7 +52,7 @@ class AxiLineMaster(wiring.Component):
     - ``write_command``: issues one write per line; the owner supplies the lines on
       ``write_data`` in order. ``write_done`` pulses once, after the last write response, with
       ``write_error`` set if any response was not OKAY. ``write_busy`` is high from the
-      command to ``write_done``; a new command is taken only when it is low.
+      command to ``write_done``; a new command waits until it is low.
 
     Parameters
     ----------
@@ -101,49 +103,79 @@ class AxiLineMaster(wiring.Component):
                      axi.arburst.eq(BURST_INCR), axi.wlast.eq(1)]
 
         # Read: one address per line while lines remain; data streams straight through.
-        ar_left = Signal.like(self.read_command.payload.beats)
+        width = len(self.read_command.payload.beats)
+        ar = _Countdown(width, "ar")
+        read = _CommandRegister(m, self.read_command, "read_command")
         m.d.comb += [
-            self.read_command.ready.eq(ar_left == 0),
-            axi.arvalid.eq(ar_left != 0),
+            read.take.eq(read.valid & ~ar.more),
+            axi.arvalid.eq(ar.more),
             self.read_data.valid.eq(axi.rvalid),
             self.read_data.payload.data.eq(axi.rdata),
             self.read_data.payload.error.eq(axi.rresp != RESP_OKAY),
             axi.rready.eq(self.read_data.ready),
         ]
-        with m.If(self.read_command.valid & self.read_command.ready):
-            m.d.sync += [axi.araddr.eq(self.read_command.payload.address),
-                         ar_left.eq(self.read_command.payload.beats)]
+        with m.If(read.take):
+            m.d.sync += [axi.araddr.eq(read.payload.address), *ar.load(read.payload.beats)]
         with m.Elif(axi.arvalid & axi.arready):
-            m.d.sync += [axi.araddr.eq(axi.araddr + line_bytes), ar_left.eq(ar_left - 1)]
+            m.d.sync += [axi.araddr.eq(axi.araddr + line_bytes), *ar.step()]
 
         # Write: addresses and data move independently; count the responses back.
-        aw_left = Signal.like(ar_left)
-        w_left = Signal.like(ar_left)
-        b_left = Signal.like(ar_left)
+        aw, w, b = _Countdown(width, "aw"), _Countdown(width, "w"), _Countdown(width, "b")
+        write = _CommandRegister(m, self.write_command, "write_command")
         m.d.comb += [
-            self.write_busy.eq(b_left != 0),
-            self.write_command.ready.eq(b_left == 0),
-            axi.awvalid.eq(aw_left != 0),
-            axi.wvalid.eq((w_left != 0) & self.write_data.valid),
-            self.write_data.ready.eq((w_left != 0) & axi.wready),
+            write.take.eq(write.valid & ~b.more),
+            self.write_busy.eq(write.valid | b.more),
+            axi.awvalid.eq(aw.more),
+            axi.wvalid.eq(w.more & self.write_data.valid),
+            self.write_data.ready.eq(w.more & axi.wready),
             axi.wdata.eq(self.write_data.payload.data),
             axi.wstrb.eq(self.write_data.payload.strobe),
-            axi.bready.eq(b_left != 0),
+            axi.bready.eq(b.more),
         ]
-        with m.If(self.write_command.valid & self.write_command.ready):
-            beats = self.write_command.payload.beats
-            m.d.sync += [axi.awaddr.eq(self.write_command.payload.address),
-                         aw_left.eq(beats), w_left.eq(beats), b_left.eq(beats),
+        with m.If(write.take):
+            beats = write.payload.beats
+            m.d.sync += [axi.awaddr.eq(write.payload.address),
+                         *aw.load(beats), *w.load(beats), *b.load(beats),
                          self.write_error.eq(0)]
         with m.If(axi.awvalid & axi.awready):
-            m.d.sync += [axi.awaddr.eq(axi.awaddr + line_bytes), aw_left.eq(aw_left - 1)]
+            m.d.sync += [axi.awaddr.eq(axi.awaddr + line_bytes), *aw.step()]
         with m.If(axi.wvalid & axi.wready):
-            m.d.sync += w_left.eq(w_left - 1)
+            m.d.sync += w.step()
         m.d.sync += self.write_done.eq(0)
         with m.If(axi.bvalid & axi.bready):
-            m.d.sync += b_left.eq(b_left - 1)
+            m.d.sync += b.step()
             with m.If(axi.bresp != RESP_OKAY):
                 m.d.sync += self.write_error.eq(1)
-            with m.If(b_left == 1):
+            with m.If(b.left == 1):
                 m.d.sync += self.write_done.eq(1)
         return m
+
+
+class _CommandRegister:
+    """A one-entry register in front of the command stream ``command``: ``command.ready`` while
+    it is empty. ``valid`` and ``payload`` are the held command; ``take`` empties it."""
+
+    def __init__(self, m, command, name):
+        self.valid = Signal(name=f"{name}_held")
+        self.payload = Signal(command.payload.shape(), name=f"{name}_payload")
+        self.take = Signal(name=f"{name}_take")
+        m.d.comb += command.ready.eq(~self.valid)
+        with m.If(~self.valid):
+            m.d.sync += [self.valid.eq(command.valid), self.payload.eq(command.payload)]
+        with m.Elif(self.take):
+            m.d.sync += self.valid.eq(0)
+
+
+class _Countdown:
+    """Lines left of a run, with ``more`` (``left != 0``) in a register of its own: handshakes
+    see one flip-flop instead of a wide compare."""
+
+    def __init__(self, width, name):
+        self.left = Signal(width, name=f"{name}_left")
+        self.more = Signal(name=f"{name}_more")
+
+    def load(self, beats):
+        return [self.left.eq(beats), self.more.eq(beats != 0)]
+
+    def step(self):
+        return [self.left.eq(self.left - 1), self.more.eq(self.left != 1)]

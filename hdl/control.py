@@ -1,10 +1,12 @@
 """The controller's control registers: the register block plus what the registers do.
 
-- ``CTRL.APPLY`` validates the staged region registers, one region pair per three clocks
-  (``3 * regions**2`` cycles, ``STATUS.APPLY_BUSY`` meanwhile), in the order of
-  :func:`golden.config.validate`. On success the staged regions become the applied table; on the first fault ``STATUS.CFG_ERROR``
-  is set, ``CFG_ERROR`` says which region and why, ``CNT_CFG_ERRORS`` counts it, and the
-  previous table stays in force.
+- ``CTRL.APPLY`` validates the staged region registers, one region pair at a time, in the
+  order of :func:`golden.config.validate`, then copies them into the applied table one region
+  at a time (:attr:`ControlRegisters.apply_cycles` clocks in all, ``STATUS.APPLY_BUSY``
+  meanwhile; writes to the region registers are ignored and flagged ``LOCKED_WRITE`` while it
+  runs, and ``table_ready`` is low while the copy runs). On the first fault
+  ``STATUS.CFG_ERROR`` is set, ``CFG_ERROR`` says which region and why, ``CNT_CFG_ERRORS``
+  counts it, and the previous table stays in force.
 - Event strobes from the datapath side set the sticky ``STATUS`` flags and count the
   ``CNT_*`` counters.
 - ``CTRL.CLEAR`` starts the clear engine on ``CTRL.CLEAR_REGION``.
@@ -49,48 +51,50 @@ def event_layout():
 
 
 class _Staged:
-    """A staged (register-file) region with full 64-bit values. ``index`` is a region number,
-    or a signal that selects one. ``registered`` puts a register after the selection and another
-    after the sums, so the values are those of ``index`` two clocks earlier."""
+    """The staged (register-file) region selected by the signal ``index``, with full 64-bit
+    values and the sums the checks and the applied table need, through three registers: the
+    selection, the products (``end``, ``base * state_lines``, the accumulator span), then
+    ``acc_end`` and ``state_offset``. The values are those of ``index`` three clocks earlier,
+    with no more than one adder between two registers."""
 
-    def __init__(self, m, block, params, index, name, *, registered=False):
+    STAGES = 3
+
+    def __init__(self, m, block, params, index, name):
         def stage(value, what):
-            if not registered:
-                return value
-            out = Signal(len(value), name=f"{name}_{what}_q")
+            out = Signal(len(value), name=f"{name}_{what}")
             m.d.sync += out.eq(value)
             return out
 
         def pick(reg, field):
             values = [block.field(f"R{r}_{reg}", field) for r in range(params.regions)]
-            if isinstance(index, int):
-                return stage(values[index], f"{reg.lower()}_{field.lower()}")
             out = Signal(len(values[0]), name=f"{name}_{reg.lower()}_{field.lower()}")
             with m.Switch(index):
                 for r, value in enumerate(values):
                     with m.Case(r):
                         m.d.comb += out.eq(value)
-            return stage(out, f"{reg.lower()}_{field.lower()}")
+            return stage(out, f"{reg.lower()}_{field.lower()}_q")
 
-        self.base = Cat(pick("BASE_LO", "ADDR"), pick("BASE_HI", "ADDR"))
-        self.size = Cat(pick("SIZE_LO", "BYTES"), pick("SIZE_HI", "BYTES"))
-        self.acc = Cat(pick("ACC_LO", "ADDR"), pick("ACC_HI", "ADDR"))
-        self.enable = pick("CFG", "ENABLE")
-        self.mode = pick("CFG", "MODE")
-        self.threshold = pick("AGG", "THRESHOLD")
-        self.expected = pick("AGG", "EXPECTED")
-        self.end = stage((self.base + self.size)[:_ADDRESS], "end")
-        lines = self.size >> (params.datapath.line_bytes.bit_length() - 1)
-        self.acc_end = stage((self.acc + times_constant(lines, params.accumulator_bytes_per_line))
-                             [:_ADDRESS + 8], "acc_end")
-        if registered:      # the raw values of the same clock as the sums
-            for field in ("base", "size", "acc", "enable", "mode", "threshold", "expected"):
-                setattr(self, field, stage(getattr(self, field), f"{field}_d"))
-        self.aggregating = (self.mode == Mode.GBINARY) | (self.mode == Mode.GTERNARY)
+        raw = {"base": Cat(pick("BASE_LO", "ADDR"), pick("BASE_HI", "ADDR")),
+               "size": Cat(pick("SIZE_LO", "BYTES"), pick("SIZE_HI", "BYTES")),
+               "acc": Cat(pick("ACC_LO", "ADDR"), pick("ACC_HI", "ADDR")),
+               "enable": pick("CFG", "ENABLE"), "mode": pick("CFG", "MODE"),
+               "threshold": pick("AGG", "THRESHOLD"), "expected": pick("AGG", "EXPECTED")}
+        lines = raw["size"] >> (params.datapath.line_bytes.bit_length() - 1)
+        end = stage((raw["base"] + raw["size"])[:_ADDRESS], "end_q")
+        span = stage(times_constant(lines, params.accumulator_bytes_per_line)[:_ADDRESS + 8],
+                     "span_q")
+        scaled_base = stage(times_constant(raw["base"], params.datapath.state_lines)
+                            [:params.address_bits], "scaled_base_q")
+        raw = {field: stage(value, f"{field}_d_q") for field, value in raw.items()}
+        self.end = stage(end, "end_d_q")
+        self.acc_end = stage((raw["acc"] + span)[:_ADDRESS + 8], "acc_end_q")
         # The state of line address ``x`` of the region sits at
         # ``x * state_lines + state_offset`` (modulo the address space).
-        self.state_offset = (self.acc - times_constant(self.base, params.datapath.state_lines))[
-            :params.address_bits]
+        self.state_offset = stage((raw["acc"] - scaled_base)[:params.address_bits],
+                                  "state_offset_q")
+        for field, value in raw.items():
+            setattr(self, field, stage(value, f"{field}_d_d_q"))
+        self.aggregating = (self.mode == Mode.GBINARY) | (self.mode == Mode.GTERNARY)
 
 
 def _overlap(a_start, a_end, b_start, b_end):
@@ -119,6 +123,8 @@ class ControlRegisters(wiring.Component):
     clear_busy : In(1)
     clear_done : In(1)
         One-cycle pulse when a clear finishes.
+    table_ready : Out(1)
+        Low while an APPLY copies the staged regions into ``regions`` (a mix of old and new).
     """
 
     def __init__(self, params=ControllerParams()):
@@ -137,6 +143,7 @@ class ControlRegisters(wiring.Component):
             "clear_region": Out(5),
             "clear_busy": In(1),
             "clear_done": In(1),
+            "table_ready": Out(1),
         })
 
     @property
@@ -145,8 +152,9 @@ class ControlRegisters(wiring.Component):
 
     @property
     def apply_cycles(self):
-        """Cycles an APPLY takes to validate, at most."""
-        return 3 * self._params.regions ** 2
+        """Cycles an APPLY takes, at most: every region pair, then every region copied."""
+        regions = self._params.regions
+        return (_Staged.STAGES + 2) * (regions ** 2 + regions)
 
     def elaborate(self, platform):
         m = Module()
@@ -186,11 +194,15 @@ class ControlRegisters(wiring.Component):
         i = Signal(range(p.regions))
         j = Signal(range(p.regions))
         busy = block.field("STATUS", "APPLY_BUSY")
-        a = _Staged(m, block, p, i, "region_i", registered=True)
-        b = _Staged(m, block, p, j, "region_j", registered=True)
-        # The checks see region pair (i, j) two clocks after it is selected.
-        settle = Signal(range(3))
-        settled = settle == 2
+        copying = Signal()                 # validation passed: copying region i
+        m.d.comb += [block.hold.eq(busy), self.table_ready.eq(~copying)]
+        a = _Staged(m, block, p, i, "region_i")
+        b = _Staged(m, block, p, j, "region_j")
+        # i and j hold while the pair's values pass the pipeline and the check results are
+        # registered once more: ``settle_clocks`` clocks per step.
+        settle_clocks = _Staged.STAGES + 1
+        settle = Signal(range(settle_clocks + 1))
+        settled = settle == settle_clocks
 
         own_checks = [
             (a.mode == 3, ConfigError.RESERVED_MODE),
@@ -214,19 +226,35 @@ class ControlRegisters(wiring.Component):
                                  & _overlap(a.acc, a.acc_end, b.acc, b.acc_end))),
              ConfigError.ACC_OVERLAP),
         ]
+        checks = [(c & (j == 0), e) for c, e in own_checks] + \
+                 [(c & b.enable, e) for c, e in pair_checks]
+        failed = [Signal(name=f"failed_{k}") for k in range(len(checks))]
+        m.d.sync += [f.eq(c & a.enable) for f, (c, _) in zip(failed, checks)]
         fault = Signal(ConfigError)
-        with m.If(settled & a.enable):
-            with m.If(j == 0):
-                self._first_fault(m, fault, own_checks + [(c & b.enable, e)
-                                                          for c, e in pair_checks])
-            with m.Else():
-                self._first_fault(m, fault, [(c & b.enable, e) for c, e in pair_checks])
+        self._first_fault(m, fault, [(f, e) for f, (_, e) in zip(failed, checks)])
 
         with m.If(~busy):
             with m.If(block.field("CTRL", "APPLY")):
                 m.d.sync += [busy.eq(1), i.eq(0), j.eq(0), settle.eq(0)]
         with m.Elif(~settled):
             m.d.sync += settle.eq(settle + 1)
+        with m.Elif(copying):
+            for r, region in enumerate(self.regions):
+                with m.If(i == r):
+                    m.d.sync += [
+                        region.enable.eq(a.enable),
+                        region.mode.eq(a.mode),
+                        region.base.eq(a.base),
+                        region.end.eq(a.end),
+                        region.acc.eq(a.acc),
+                        region.state_offset.eq(a.state_offset),
+                        region.threshold.eq(a.threshold),
+                        region.expected.eq(a.expected),
+                    ]
+            with m.If(i == last):
+                m.d.sync += [busy.eq(0), copying.eq(0)]
+            with m.Else():
+                m.d.sync += [i.eq(i + 1), settle.eq(0)]
         with m.Elif(fault != ConfigError.NONE):
             m.d.sync += [
                 busy.eq(0),
@@ -237,22 +265,10 @@ class ControlRegisters(wiring.Component):
                          cfg_error_event.eq(1)]
         with m.Elif((i == last) & (j == last)):
             m.d.sync += [
-                busy.eq(0),
+                copying.eq(1), i.eq(0), j.eq(0), settle.eq(0),
                 block.field("CFG_ERROR", "REGION").eq(0),
                 block.field("CFG_ERROR", "REASON").eq(ConfigError.NONE),
             ]
-            for r, region in enumerate(self.regions):
-                staged = _Staged(m, block, p, r, f"apply_{r}")
-                m.d.sync += [
-                    region.enable.eq(staged.enable),
-                    region.mode.eq(staged.mode),
-                    region.base.eq(staged.base),
-                    region.end.eq(staged.end),
-                    region.acc.eq(staged.acc),
-                    region.state_offset.eq(staged.state_offset),
-                    region.threshold.eq(staged.threshold),
-                    region.expected.eq(staged.expected),
-                ]
         with m.Elif(j == last):
             m.d.sync += [i.eq(i + 1), j.eq(0), settle.eq(0)]
         with m.Else():

@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 from .arith import times_constant
 from .axi import AxiLineMaster, axi4_signature
 from .control import ControlRegisters
-from .csr import csr_bus_signature
+from .csr import READ_LATENCY, csr_bus_signature
 from .cxl import (DevLoad, DRSOpcode, MetaField, NDROpcode, ReqOpcode,
                   RwDOpcode, m2s_req_layout, m2s_rwd_layout, s2m_drs_layout, s2m_ndr_layout)
 from .datapath import AggregationDatapath
@@ -106,24 +106,39 @@ class CxlMemController(wiring.Component):
         wiring.connect(m, memory.axi, wiring.flipped(self.axi))
 
         req_queue, rwd_queue = self._ingress(m)
+        # A request leaves its queue the clock after the engine took it (see _accept).
+        pop_req, pop_rwd = Signal(), Signal()
+        m.d.comb += [req_queue.r_en.eq(pop_req), rwd_queue.r_en.eq(pop_rwd)]
+        m.d.sync += [pop_req.eq(0), pop_rwd.eq(0)]
         current = Signal(_request_layout(params))
         m.d.comb += [decoder.address.eq(current.address), decoder.enable.eq(control.enable),
                      decoder.regions.eq(control.regions)]
         # The decoded address, registered once per request (state DECODE): the path and state
         # address stay those of the table when the request began.
         decoded = Signal.like(decoder.decoded)
+        # The device-memory run of the request (or of a clear): first byte and lines. Set ahead
+        # of the state that issues it, so that a command's payload is a register.
+        run_address = Signal(params.address_bits)
+        run_lines = Signal(params.address_bits)
+        for command in (memory.read_command, memory.write_command):
+            m.d.comb += [command.payload.address.eq(run_address),
+                         command.payload.beats.eq(run_lines)]
+        decode_wait = Signal(range(AddressDecoder.LATENCY + 1))
         events = control.events
 
-        # Register window: the engine shares the control registers' bus with the csr port.
-        csr_read, csr_write = Signal(), Signal()
-        csr_addr = Signal.like(self.csr.addr)
-        csr_wdata = Signal(32)
+        # Register window: the engine shares the control registers' bus with the csr port. Its
+        # accesses wait in registers (``window_*``) until a cycle the csr port leaves free.
+        window_pending = Signal()
+        window_read, window_write = Signal(), Signal()
+        window_addr = Signal.like(self.csr.addr)
+        window_wdata = Signal(32)
         external = self.csr.r_stb | self.csr.w_stb
+        window_fire = window_pending & ~external
         m.d.comb += [
-            control.bus.addr.eq(Mux(external, self.csr.addr, csr_addr)),
-            control.bus.r_stb.eq(self.csr.r_stb | (csr_read & ~external)),
-            control.bus.w_stb.eq(self.csr.w_stb | (csr_write & ~external)),
-            control.bus.w_data.eq(Mux(external, self.csr.w_data, csr_wdata)),
+            control.bus.addr.eq(Mux(external, self.csr.addr, window_addr)),
+            control.bus.r_stb.eq(self.csr.r_stb | (window_fire & window_read)),
+            control.bus.w_stb.eq(self.csr.w_stb | (window_fire & window_write)),
+            control.bus.w_data.eq(Mux(external, self.csr.w_data, window_wdata)),
             self.csr.r_data.eq(control.bus.r_data),
         ]
 
@@ -156,11 +171,17 @@ class CxlMemController(wiring.Component):
         ]
 
         # Accumulator state of the line being served: read from memory beat by beat into the
-        # top, written back from the bottom; both shift down by one line.
+        # top, written back from the bottom; both shift down by one line. Whether a beat moves
+        # is decided by two flags of their own (set when a state read or write-back starts,
+        # cleared after its last beat) and the memory handshake, not by the engine's state.
         state = Signal(p.state_lines * p.line_bits)
+        state_reading, state_sending = Signal(), Signal()
         shift_state = Signal()
+        m.d.comb += shift_state.eq((state_reading & memory.read_data.valid)
+                                   | (state_sending & memory.write_data.ready))
         with m.If(shift_state):
             m.d.sync += state.eq(Cat(state[p.line_bits:], memory.read_data.payload.data))
+
         beats = Signal(range(p.state_lines + 1))
         memory_error = Signal()
         m.d.comb += [
@@ -173,11 +194,16 @@ class CxlMemController(wiring.Component):
             datapath.response.ready.eq(1),
         ]
         result = datapath.response.payload
+        with m.If(datapath.response.valid & ~shift_state):     # only ever in state RESULT
+            m.d.sync += state.eq(result.state)
+
 
         # Clear engine requests, served between host requests.
         clear_pending = Signal()
         clear_region = Signal.like(control.clear_region)
         clear_active = Signal()
+        clear_wanted = Signal()                     # the region exists and aggregates
+        clear_lines = Signal(params.address_bits)   # its lines
         m.d.comb += control.clear_busy.eq(clear_pending | clear_active)
         with m.If(control.clear_start):
             m.d.sync += [clear_pending.eq(1), clear_region.eq(control.clear_region)]
@@ -186,10 +212,20 @@ class CxlMemController(wiring.Component):
         words = p.line_bytes // 4
         issued = Signal(range(words + 1))
         captured = Signal(range(words + 1))
-        capture = Signal()
+        capture = Signal(READ_LATENCY)      # the window's reads in flight, by age
         word = issued[:max(1, (words - 1).bit_length())] if words > 1 else C(0)
-        window_offset = current.address[:params.window_bytes.bit_length() - 1]
-        word_enabled = current.byte_enable.word_select(word, 4).all()
+        window_word = current.address[2:params.window_bytes.bit_length() - 1]
+
+        # The read reply, loaded from whichever source has it; every condition is a register or
+        # a memory handshake (no decode of the engine's state but IDLE's), since reply_data
+        # is a whole line of flip-flops. IDLE zeroes it: the data of a MemData-NXM.
+        line_reading = Signal()           # an identity read's line is on its way
+        with m.If(capture[-1]):
+            m.d.sync += reply_data.eq(Cat(reply_data[32:], control.bus.r_data))
+        with m.Elif(line_reading & memory.read_data.valid):
+            m.d.sync += reply_data.eq(memory.read_data.payload.data)
+        with m.Elif(datapath.response.valid):
+            m.d.sync += reply_data.eq(result.line)
 
         with m.FSM(name="engine"):
             with m.State("START"):
@@ -200,45 +236,68 @@ class CxlMemController(wiring.Component):
 
             with m.State("IDLE"):
                 m.d.sync += [memory_error.eq(0), beats.eq(0), issued.eq(0), captured.eq(0),
-                             reply_poison.eq(0), reply_nxm.eq(0)]
-                with m.If(clear_pending):
+                             reply_poison.eq(0), reply_nxm.eq(0), decode_wait.eq(0),
+                             reply_data.eq(0)]
+                with m.If(~control.table_ready):
+                    pass            # an APPLY is copying the region table: wait for all of it
+                with m.Elif(clear_pending):
                     m.d.sync += [clear_pending.eq(0), clear_active.eq(1)]
                     m.next = "CLEAR"
                 with m.Else():
-                    self._accept(m, params, req_queue, rwd_queue, current)
+                    self._accept(m, params, req_queue, rwd_queue, current, pop_req, pop_rwd)
 
             with m.State("DECODE"):
-                m.d.sync += decoded.eq(decoder.decoded)
-                m.next = "DISPATCH"
+                # The decoder needs its inputs steady for LATENCY clocks: count them again
+                # whenever an APPLY copies the table meanwhile.
+                with m.If(~control.table_ready):
+                    m.d.sync += decode_wait.eq(0)
+                with m.Elif(decode_wait == AddressDecoder.LATENCY):
+                    state_path = ((decoder.decoded.mode == Mode.GBINARY)
+                                  | (decoder.decoded.mode == Mode.GTERNARY))
+                    m.d.sync += [
+                        decoded.eq(decoder.decoded),
+                        run_address.eq(Mux(state_path, decoder.decoded.state_address,
+                                           current.address)),
+                        run_lines.eq(Mux(state_path, p.state_lines, 1)),
+                    ]
+                    m.next = "DISPATCH"
+                with m.Else():
+                    m.d.sync += decode_wait.eq(decode_wait + 1)
 
             with m.State("DISPATCH"):
-                self._dispatch(m, current, decoded, memory, events, reply_nxm, reply_data)
+                self._dispatch(m, current, decoded, memory, events, reply_nxm, state_reading,
+                               line_reading)
 
             with m.State("WINDOW"):
+                # Loads word ``issued`` into the window registers whenever they are free or
+                # being issued; a register read returns its data READ_LATENCY clocks after it
+                # is issued.
                 reading = current.operation == Operation.READ
                 more = issued != words
-                go = more & ~external
-                with m.If(reading):
-                    m.d.comb += csr_read.eq(go)
-                with m.Else():
-                    m.d.comb += csr_write.eq(go & word_enabled)
-                m.d.comb += [csr_addr.eq((window_offset >> 2) + issued),
-                             csr_wdata.eq(current.data.word_select(word, 32))]
-                with m.If(go):
-                    m.d.sync += issued.eq(issued + 1)
-                m.d.sync += capture.eq(go & reading)
-                with m.If(capture):
-                    m.d.sync += [reply_data.eq(Cat(reply_data[32:], control.bus.r_data)),
-                                 captured.eq(captured + 1)]
+                with m.If(more & (~window_pending | window_fire)):
+                    m.d.sync += [
+                        window_pending.eq(1),
+                        window_read.eq(reading),
+                        window_write.eq(~reading
+                                        & current.byte_enable.word_select(word, 4).all()),
+                        window_addr.eq(window_word + issued),
+                        window_wdata.eq(current.data.word_select(word, 32)),
+                        issued.eq(issued + 1),
+                    ]
+                with m.Elif(window_fire):
+                    m.d.sync += window_pending.eq(0)
+                m.d.sync += capture.eq(Cat(window_fire & window_read, capture[:-1]))
+                with m.If(capture[-1]):
+                    m.d.sync += captured.eq(captured + 1)
                 with m.If(reading & (captured == words)):
                     m.next = "REPLY_DATA"
-                with m.Elif(~reading & ~more):
+                with m.Elif(~reading & ~more & ~window_pending):
                     m.next = "REPLY_DONE"
 
             with m.State("LINE_READ"):
                 m.d.comb += memory.read_data.ready.eq(1)
                 with m.If(memory.read_data.valid):
-                    m.d.sync += [reply_data.eq(memory.read_data.payload.data),
+                    m.d.sync += [line_reading.eq(0),
                                  reply_poison.eq(memory.read_data.payload.error)]
                     m.d.comb += events.mem_error.eq(memory.read_data.payload.error)
                     m.next = "REPLY_DATA"
@@ -252,13 +311,13 @@ class CxlMemController(wiring.Component):
                     m.next = "REPLY_DONE"
 
             with m.State("STATE_READ"):
-                m.d.comb += [memory.read_data.ready.eq(1),
-                             shift_state.eq(memory.read_data.valid)]
+                m.d.comb += memory.read_data.ready.eq(1)
                 with m.If(memory.read_data.valid):
                     m.d.sync += beats.eq(beats + 1)
                     with m.If(memory.read_data.payload.error):
                         m.d.sync += memory_error.eq(1)
                     with m.If(beats == p.state_lines - 1):
+                        m.d.sync += state_reading.eq(0)
                         m.next = "COMPUTE"
 
             with m.State("COMPUTE"):
@@ -277,26 +336,24 @@ class CxlMemController(wiring.Component):
             with m.State("RESULT"):
                 with m.If(datapath.response.valid):
                     self._count_result(m, current, result, events)
-                    m.d.sync += [reply_data.eq(result.line), state.eq(result.state),
-                                 beats.eq(0)]
+                    m.d.sync += beats.eq(0)
                     with m.If(current.operation == Operation.READ):
                         m.next = "REPLY_DATA"
                     with m.Elif(result.status.accepted):
-                        m.d.comb += [memory.write_command.valid.eq(1),
-                                     memory.write_command.payload.address.eq(
-                                         decoded.state_address),
-                                     memory.write_command.payload.beats.eq(p.state_lines)]
+                        m.d.comb += memory.write_command.valid.eq(1)
+                        m.d.sync += state_sending.eq(1)
                         m.next = "STATE_WRITE"
                     with m.Else():
                         m.next = "REPLY_DONE"
 
             with m.State("STATE_WRITE"):
-                m.d.comb += [memory.write_data.valid.eq(beats != p.state_lines),
+                m.d.comb += [memory.write_data.valid.eq(state_sending),
                              memory.write_data.payload.data.eq(state[:p.line_bits]),
                              memory.write_data.payload.strobe.eq(-1)]
-                with m.If(memory.write_data.valid & memory.write_data.ready):
-                    m.d.comb += shift_state.eq(1)
+                with m.If(state_sending & memory.write_data.ready):
                     m.d.sync += beats.eq(beats + 1)
+                    with m.If(beats == p.state_lines - 1):
+                        m.d.sync += state_sending.eq(0)
                 with m.If(memory.write_done):
                     m.d.comb += events.mem_error.eq(memory.write_error)
                     m.next = "REPLY_DONE"
@@ -315,13 +372,22 @@ class CxlMemController(wiring.Component):
 
             with m.State("CLEAR"):
                 region = control.regions[clear_region[:len(decoded.region)]]
-                lines = (region.end - region.base)[p.line_bytes.bit_length() - 1:]
                 aggregating = (region.mode == Mode.GBINARY) | (region.mode == Mode.GTERNARY)
-                with m.If((clear_region < params.regions) & region.enable & aggregating):
-                    m.d.comb += [memory.write_command.valid.eq(1),
-                                 memory.write_command.payload.address.eq(region.acc),
-                                 memory.write_command.payload.beats.eq(
-                                     times_constant(lines, p.state_lines))]
+                m.d.sync += [
+                    clear_wanted.eq((clear_region < params.regions) & region.enable
+                                    & aggregating),
+                    run_address.eq(region.acc),
+                    clear_lines.eq((region.end - region.base)[p.line_bytes.bit_length() - 1:]),
+                ]
+                m.next = "CLEAR_SIZE"
+
+            with m.State("CLEAR_SIZE"):
+                m.d.sync += run_lines.eq(times_constant(clear_lines, p.state_lines))
+                m.next = "CLEAR_START"
+
+            with m.State("CLEAR_START"):
+                with m.If(clear_wanted):
+                    m.d.comb += memory.write_command.valid.eq(1)
                     m.next = "CLEAR_WRITE"
                 with m.Else():
                     m.d.sync += clear_active.eq(0)
@@ -350,9 +416,12 @@ class CxlMemController(wiring.Component):
             queues.append(queue)
         return queues
 
-    def _accept(self, m, params, req_queue, rwd_queue, current):
-        """Take the next host request into ``current``, alternating between the channels when
-        both have one waiting."""
+    def _accept(self, m, params, req_queue, rwd_queue, current, pop_req, pop_rwd):
+        """In state IDLE: load the next host request into ``current`` (every clock, whether or
+        not one is waiting), alternating between the channels when both have one waiting, and
+        leave IDLE if one was. The queue gives up the request on the next clock (``pop_req``
+        or ``pop_rwd``, registers), so that no path runs from the engine's decisions into the
+        queues."""
         p = params.datapath
         req = m2s_req_layout()(req_queue.r_data)
         rwd = m2s_rwd_layout(p.line_bits)(rwd_queue.r_data)
@@ -364,7 +433,22 @@ class CxlMemController(wiring.Component):
         offset_bits = p.line_bytes.bit_length() - 1
         line_bits = params.address_bits - offset_bits
 
-        with m.If(take_req):
+        # A Req carries no data; its data and byte enables are loaded but never used.
+        m.d.sync += [current.data.eq(rwd.data),
+                     # MemWr writes the whole line whatever the mask says.
+                     current.byte_enable.eq(Mux(rwd.opcode == RwDOpcode.MEM_WR, -1,
+                                                rwd.byte_enable))]
+        with m.If(take_rwd):
+            supported = (rwd.opcode == RwDOpcode.MEM_WR) | (rwd.opcode == RwDOpcode.MEM_WR_PTL)
+            m.d.sync += [
+                current.operation.eq(Mux(supported, Operation.WRITE, Operation.UNSUPPORTED)),
+                current.tag.eq(rwd.tag),
+                current.ld_id.eq(rwd.ld_id),
+                current.address.eq(Cat(Const(0, offset_bits), rwd.address[:line_bits])),
+                current.out_of_range.eq(rwd.address[line_bits:] != 0),
+                current.poison.eq(rwd.poison),
+            ]
+        with m.Else():
             line = req.address[1:]   # Req addresses count half lines (bits [51:5])
             operation = Signal(Operation)
             with m.Switch(req.opcode):
@@ -376,7 +460,6 @@ class CxlMemController(wiring.Component):
                     m.d.comb += operation.eq(Operation.SPECULATIVE)
                 with m.Default():
                     m.d.comb += operation.eq(Operation.UNSUPPORTED)
-            m.d.comb += req_queue.r_en.eq(1)
             m.d.sync += [
                 current.operation.eq(operation),
                 current.tag.eq(req.tag),
@@ -384,30 +467,19 @@ class CxlMemController(wiring.Component):
                 current.address.eq(Cat(Const(0, offset_bits), line[:line_bits])),
                 current.out_of_range.eq(line[line_bits:] != 0),
                 current.poison.eq(0),
-                prefer_rwd.eq(1),
             ]
+        with m.If(take_req):
+            m.d.sync += [pop_req.eq(1), prefer_rwd.eq(1)]
             m.next = "DECODE"
         with m.Elif(take_rwd):
-            supported = (rwd.opcode == RwDOpcode.MEM_WR) | (rwd.opcode == RwDOpcode.MEM_WR_PTL)
-            m.d.comb += rwd_queue.r_en.eq(1)
-            m.d.sync += [
-                current.operation.eq(Mux(supported, Operation.WRITE, Operation.UNSUPPORTED)),
-                current.tag.eq(rwd.tag),
-                current.ld_id.eq(rwd.ld_id),
-                current.address.eq(Cat(Const(0, offset_bits), rwd.address[:line_bits])),
-                current.out_of_range.eq(rwd.address[line_bits:] != 0),
-                current.poison.eq(rwd.poison),
-                # MemWr writes the whole line whatever the mask says.
-                current.byte_enable.eq(Mux(rwd.opcode == RwDOpcode.MEM_WR, -1,
-                                           rwd.byte_enable)),
-                current.data.eq(rwd.data),
-                prefer_rwd.eq(0),
-            ]
+            m.d.sync += [pop_rwd.eq(1), prefer_rwd.eq(0)]
             m.next = "DECODE"
 
-    def _dispatch(self, m, current, decoded, memory, events, reply_nxm, reply_data):
+    def _dispatch(self, m, current, decoded, memory, events, reply_nxm, state_reading,
+                  line_reading):
         """Choose the path of the request just accepted, and start it. The memory master is idle
-        here (every earlier command has finished), so a command is taken at once."""
+        here (every earlier command has finished), so its command register is empty and takes
+        the command (``run_address``, ``run_lines``, set in DECODE) at once."""
         p = self._params.datapath
         operation = current.operation
         reading = operation == Operation.READ
@@ -422,7 +494,7 @@ class CxlMemController(wiring.Component):
         with m.Elif(current.out_of_range):
             m.d.comb += events.bad_address.eq(1)
             with m.If(reading):
-                m.d.sync += [reply_nxm.eq(1), reply_data.eq(0)]
+                m.d.sync += reply_nxm.eq(1)     # with the zero data loaded in IDLE
                 m.next = "REPLY_DATA"
             with m.Else():
                 m.next = "REPLY_DONE"
@@ -432,19 +504,15 @@ class CxlMemController(wiring.Component):
         with m.Elif(decoded.window):
             m.next = "WINDOW"
         with m.Elif(aggregating):
-            m.d.comb += [memory.read_command.valid.eq(1),
-                         memory.read_command.payload.address.eq(decoded.state_address),
-                         memory.read_command.payload.beats.eq(p.state_lines)]
+            m.d.comb += memory.read_command.valid.eq(1)
+            m.d.sync += state_reading.eq(1)
             m.next = "STATE_READ"
         with m.Elif(reading):
-            m.d.comb += [memory.read_command.valid.eq(1),
-                         memory.read_command.payload.address.eq(current.address),
-                         memory.read_command.payload.beats.eq(1)]
+            m.d.comb += memory.read_command.valid.eq(1)
+            m.d.sync += line_reading.eq(1)
             m.next = "LINE_READ"
         with m.Else():
-            m.d.comb += [memory.write_command.valid.eq(1),
-                         memory.write_command.payload.address.eq(current.address),
-                         memory.write_command.payload.beats.eq(1)]
+            m.d.comb += memory.write_command.valid.eq(1)
             m.next = "LINE_WRITE"
 
     @staticmethod

@@ -5,10 +5,22 @@ bridge); the controller's CXL.mem register window drives the same bus.
 """
 
 from amaranth import Cat, Const, Module, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["csr_bus_signature", "RegisterBlock"]
+__all__ = ["READ_LATENCY", "WRITE_LATENCY", "csr_bus_signature", "RegisterBlock"]
+
+#: Clocks from a write strobe to the written value (or a ``WS`` pulse) at the block's fields:
+#: the strobe is registered on entry, then written.
+WRITE_LATENCY = 2
+
+#: Clocks from a read strobe to its data on ``r_data``: the strobe is registered on entry, then
+#: the read takes two registered steps (see ``RegisterBlock``).
+READ_LATENCY = 3
+
+#: Registers per first-step read group: the read selects within groups of this many word
+#: addresses, registers the groups' words, then selects the group.
+_READ_GROUP_BITS = 4
 
 
 def csr_bus_signature(addr_width):
@@ -19,10 +31,11 @@ def csr_bus_signature(addr_width):
     addr : Out(addr_width)
         Word address (byte offset / 4) of the access.
     r_stb : Out(1)
-        Read strobe; ``r_data`` holds the register one cycle later.
+        Read strobe; ``r_data`` holds the register ``READ_LATENCY`` clocks later, until the
+        next read's data arrives.
     r_data : In(32)
     w_stb : Out(1)
-        Write strobe: ``w_data`` is written this cycle.
+        Write strobe: ``w_data`` is written to ``addr`` (after the block's input register).
     w_data : Out(32)
     """
     return wiring.Signature({
@@ -44,10 +57,14 @@ class RegisterBlock(wiring.Component):
     - ``RW`` and ``RW1S`` fields: stored here, the owner reads them;
     - ``RW1C`` fields: stored here; a pulse on the field's set strobe sets the flag, and a bus
       write of 1 clears it (a set in the same cycle wins);
-    - ``WS`` fields: a one-cycle pulse, the cycle after a bus write of 1, reads as 0.
+    - ``WS`` fields: a one-cycle pulse after a bus write of 1, reads as 0.
 
-    Writes to ``lockable`` registers are ignored while the ``lock`` field is set, and pulse
-    ``locked_write``. Reads and writes outside the map read 0 and do nothing.
+    The bus is registered on entry: a write reaches the fields ``WRITE_LATENCY`` clocks after
+    its strobe, and a read returns the register as it is one clock after its strobe,
+    ``READ_LATENCY`` clocks after the strobe. Accesses keep their order.
+
+    Writes to ``lockable`` registers are ignored while the ``lock`` field is set or ``hold`` is
+    high, and pulse ``locked_write``. Reads and writes outside the map read 0 and do nothing.
 
     Parameters
     ----------
@@ -59,6 +76,8 @@ class RegisterBlock(wiring.Component):
     -------
     bus : In(csr_bus_signature(addr_width))
         ``addr_width`` covers the map's window in 32-bit words.
+    hold : In(1)
+        The owner's own write protection of the ``lockable`` registers (while it reads them).
     locked_write : Out(1)
     """
 
@@ -75,7 +94,8 @@ class RegisterBlock(wiring.Component):
             raise ValueError(f"lock field {lock[0]}.{lock[1]} must be RW1S")
         self._lock = lock
         addr_width = max(1, (regmap.window_bytes // 4 - 1).bit_length())
-        super().__init__({"bus": In(csr_bus_signature(addr_width)), "locked_write": Out(1)})
+        super().__init__({"bus": In(csr_bus_signature(addr_width)), "hold": In(1),
+                          "locked_write": Out(1)})
 
     @property
     def regmap(self):
@@ -95,30 +115,56 @@ class RegisterBlock(wiring.Component):
             parts.append(Const(0, f.offset - position))
             parts.append(Const(0, f.width) if f.access == "WS" else self._fields[reg.name, f.name])
             position = f.offset + f.width
+        parts.append(Const(0, 32 - position))
         return Cat(*parts)
+
+    def _elaborate_read(self, m, request):
+        """The read in two registered steps: the word within each group of
+        ``2**_READ_GROUP_BITS`` word addresses (a dense mux on the low address bits), then the
+        group."""
+        groups = {}
+        for reg in self._regmap:
+            word = reg.offset // 4
+            groups.setdefault(word >> _READ_GROUP_BITS, {})[word % (1 << _READ_GROUP_BITS)] = reg
+        low = request.addr[:_READ_GROUP_BITS]
+        words = {group: Signal(32, name=f"read_group_{group}") for group in groups}
+        high_q = Signal(len(request.addr) - _READ_GROUP_BITS)
+        read_q = Signal()
+        m.d.sync += read_q.eq(request.r_stb)
+        with m.If(request.r_stb):
+            m.d.sync += high_q.eq(request.addr[_READ_GROUP_BITS:])
+            for group, regs in groups.items():
+                values = [self._read_value(regs[k]) if k in regs else Const(0, 32)
+                          for k in range(1 << _READ_GROUP_BITS)]
+                m.d.sync += words[group].eq(Cat(*values).word_select(low, 32))
+        with m.If(read_q):
+            with m.Switch(high_q):
+                for group, word in words.items():
+                    with m.Case(group):
+                        m.d.sync += self.bus.r_data.eq(word)
+                with m.Default():
+                    m.d.sync += self.bus.r_data.eq(0)
 
     def elaborate(self, platform):
         m = Module()
-        bus = self.bus
-        locked = self._fields[self._lock] if self._lock else Const(0)
+        # The bus strobes, address and write data, registered on entry.
+        request = Signal(data.StructLayout({"addr": len(self.bus.addr), "r_stb": 1, "w_stb": 1,
+                                            "w_data": 32}))
+        m.d.sync += [request.addr.eq(self.bus.addr), request.r_stb.eq(self.bus.r_stb),
+                     request.w_stb.eq(self.bus.w_stb), request.w_data.eq(self.bus.w_data)]
+        locked = (self._fields[self._lock] if self._lock else Const(0)) | self.hold
 
-        with m.If(bus.r_stb):
-            with m.Switch(bus.addr):
-                for reg in self._regmap:
-                    with m.Case(reg.offset // 4):
-                        m.d.sync += bus.r_data.eq(self._read_value(reg))
-                with m.Default():
-                    m.d.sync += bus.r_data.eq(0)
+        self._elaborate_read(m, request)
 
         locked_hits = []
         for reg in self._regmap:
-            hit = bus.w_stb & (bus.addr == reg.offset // 4)
+            hit = request.w_stb & (request.addr == reg.offset // 4)
             if reg.lockable:
                 locked_hits.append(hit & locked)
                 hit = hit & ~locked
             for f in reg.fields:
                 value = self._fields[reg.name, f.name]
-                bits = bus.w_data[f.offset:f.offset + f.width]
+                bits = request.w_data[f.offset:f.offset + f.width]
                 if f.access == "RW":
                     with m.If(hit):
                         m.d.sync += value.eq(bits)

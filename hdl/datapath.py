@@ -1,10 +1,11 @@
 """The low-bit aggregation datapath: one line against its accumulated state per clock.
 
-Three combinational stages with up to three registers (``|``), chosen by ``latency``::
+Four combinational stages with up to four registers (``|``), chosen by ``latency``::
 
-    latency 1:  request -> Decode -> Add -> ReadBack -> | -> response
-    latency 2:  request -> Decode -> Add -> | -> ReadBack -> | -> response
-    latency 3:  request -> Decode -> | -> Add -> | -> ReadBack -> | -> response
+    latency 1:  request -> Decode -> Add -> Compare -> Select -> | -> response
+    latency 2:  request -> Decode -> Add -> | -> Compare -> Select -> | -> response
+    latency 3:  request -> Decode -> | -> Add -> | -> Compare -> Select -> | -> response
+    latency 4:  request -> Decode -> | -> Add -> | -> Compare -> | -> Select -> | -> response
 
 ``Decode`` makes every per-line decision once (accept or reject, what to add, how to read back)
 and writes it into ``control_copies`` identical copies, each serving ``CONTROL_COPY_BITS`` line
@@ -15,11 +16,12 @@ from amaranth import Cat, Const, Module, Mux, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .params import TERNARY_INVALID, TERNARY_MINUS, TERNARY_PLUS, DatapathParams, Mode, Reason
+from .params import TERNARY_INVALID, DatapathParams, Mode, Reason
 from .pipeline import PipelineRegister
 
 __all__ = ["state_layout", "request_layout", "work_layout", "response_layout",
-           "gbinary_lanes", "gternary_lanes", "Decode", "Add", "ReadBack",
+           "verdict_layout", "gbinary_lanes", "gternary_lanes", "Decode", "Add", "Compare",
+           "Select",
            "AggregationDatapath"]
 
 
@@ -55,8 +57,9 @@ def control_layout(params):
         "gternary": 1,                     # add it as G-Ternary values (else G-Binary bits)
         "mode": Mode,                      # how to read back
         "half_n": unsigned(width),         # G-Binary majority: 2c > n  <=>  c > n // 2
-        "threshold": unsigned(width),      # G-Ternary gate T
-        "neg_threshold": signed(width + 1),  # -T
+        # G-Ternary gate T, as bounds on the sum offset by 2**W (see Compare._gate):
+        "upper": unsigned(width + 1),      # s >= T   <=>  s + 2**W >= 2**W + T
+        "lower": unsigned(width + 1),      # s <= -T  <=>  s + 2**W <= 2**W - T
     })
 
 
@@ -178,9 +181,10 @@ class Decode(_CombStage):
                 control.add.eq(adding),
                 control.gternary.eq(is_gternary),
                 control.mode.eq(req.mode),
-                control.half_n.eq((req.state.n + adding) >> 1),
-                control.threshold.eq(req.threshold),
-                control.neg_threshold.eq(-req.threshold),
+                # Both candidates from n alone, so no adder follows the accept decision.
+                control.half_n.eq(Mux(adding, (req.state.n + 1) >> 1, req.state.n >> 1)),
+                control.upper.eq((1 << p.counter_width) + req.threshold),
+                control.lower.eq((1 << p.counter_width) - req.threshold),
             ]
 
 
@@ -217,51 +221,94 @@ class Add(_CombStage):
                 m.d.comb += new[k // 2].eq(old[k // 2] + Mux(control.add, step, 0))
 
 
-class ReadBack(_CombStage):
-    """Computes the read-back line of the new state (combinational).
+def verdict_layout(params, user_width):
+    """Between :class:`Compare` and :class:`Select`: the line's three candidate read-backs
+    (``data`` for identity, ``majority`` for G-Binary, ``gated`` for G-Ternary), the controls
+    that choose among them, the new state and the status."""
+    return data.StructLayout({
+        "data": unsigned(params.line_bits),
+        "majority": unsigned(params.line_bits),
+        "gated": unsigned(params.line_bits),
+        "byte_enable": unsigned(params.line_bytes),
+        "state": state_layout(params),
+        "control": unsigned(control_layout(params).size * params.control_copies),
+        "status": status_layout(),
+        "user": unsigned(user_width),
+    })
+
+
+class Compare(_CombStage):
+    """Reads the new state back both ways (combinational).
 
     G-Binary lane bit: 1 iff ``2c > n``. G-Ternary lane code: ``01`` if ``s >= T``, else ``11``
     if ``s <= -T``, else ``00``; ``s`` is read from the low ``W + 1`` bits of its stored ``2W``,
-    which hold any ``|s| <= capacity``. Identity: the request data. Mode code 3: all zero.
+    which hold any ``|s| <= capacity``. Only comparators and one gate per lane sit here; which
+    of the two (or the request data) becomes the line is left to :class:`Select`.
     """
 
     def __init__(self, params, user_width):
-        super().__init__(params, user_width, work_layout, response_layout)
+        super().__init__(params, user_width, work_layout, verdict_layout)
 
     def compute(self, m, work, out):
         p = self._params
         counts = gbinary_lanes(p, work.state.lanes)
         sums = gternary_lanes(p, work.state.lanes)
         m.d.comb += [
+            out.data.eq(work.data),
             out.byte_enable.eq(work.byte_enable),
             out.state.eq(work.state),
+            out.control.eq(work.control),
             out.status.eq(work.status),
             out.user.eq(work.user),
         ]
         for copy, control in enumerate(self._controls(work)):
             bits = self._copy_bits(copy)
-            majority = Cat(counts[k] > control.half_n for k in bits)
-            gated = Cat(self._gate(sums[k // 2], control) for k in bits[::2])
+            m.d.comb += [
+                out.majority[bits.start:bits.stop].eq(
+                    Cat(counts[k] > control.half_n for k in bits)),
+                out.gated[bits.start:bits.stop].eq(
+                    Cat(self._gate(sums[k // 2], control) for k in bits[::2])),
+            ]
+
+    def _gate(self, stored_sum, control):
+        # The sum's low W + 1 bits with the sign bit flipped are s + 2**W, an unsigned number:
+        # both bounds become unsigned compares with nothing after the carry chains.
+        width = self._params.counter_width
+        offset = Cat(stored_sum[:width], ~stored_sum[width])
+        plus, minus = offset >= control.upper, offset <= control.lower
+        return Cat(plus | minus, minus & ~plus)     # 01 plus, 11 minus, 00 zero
+
+
+class Select(_CombStage):
+    """Chooses the read-back line by ``mode`` (combinational): identity the request data,
+    G-Binary the majority bits, G-Ternary the gated codes, mode code 3 all zero."""
+
+    def __init__(self, params, user_width):
+        super().__init__(params, user_width, verdict_layout, response_layout)
+
+    def compute(self, m, verdict, out):
+        m.d.comb += [
+            out.byte_enable.eq(verdict.byte_enable),
+            out.state.eq(verdict.state),
+            out.status.eq(verdict.status),
+            out.user.eq(verdict.user),
+        ]
+        for copy, control in enumerate(self._controls(verdict)):
+            bits = self._copy_bits(copy)
             line = out.line[bits.start:bits.stop]
             # A two-level mux on the mode code's bits (IDENTITY 00, GBINARY 01, GTERNARY 10,
-            # reserved 11 reads zero): no decoded select nets between the compares and the
-            # output register.
+            # reserved 11 reads zero): no decoded select nets in front of the output register.
             code = control.mode.as_value()
             ternary_or_reserved, odd_code = code[1], code[0]
             with m.If(ternary_or_reserved):
                 with m.If(odd_code):
                     m.d.comb += line.eq(0)
                 with m.Else():
-                    m.d.comb += line.eq(gated)
+                    m.d.comb += line.eq(verdict.gated[bits.start:bits.stop])
             with m.Elif(odd_code):
-                m.d.comb += line.eq(majority)
+                m.d.comb += line.eq(verdict.majority[bits.start:bits.stop])
             with m.Else():
-                m.d.comb += line.eq(work.data[bits.start:bits.stop])
-
-    def _gate(self, stored_sum, control):
-        total = stored_sum[:self._params.counter_width + 1].as_signed()
-        return Mux(total >= control.threshold, TERNARY_PLUS,
-                   Mux(total <= control.neg_threshold, TERNARY_MINUS, 0))[:2]
+                m.d.comb += line.eq(verdict.data[bits.start:bits.stop])
 
 
 class AggregationDatapath(wiring.Component):
@@ -321,8 +368,10 @@ class AggregationDatapath(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p, u = self._params, self._user_width
-        stages = [("decode", Decode(p, u)), ("add", Add(p, u)), ("read_back", ReadBack(p, u))]
-        registered = {"decode": p.latency >= 3, "add": p.latency >= 2, "read_back": True}
+        stages = [("decode", Decode(p, u)), ("add", Add(p, u)), ("compare", Compare(p, u)),
+                  ("select", Select(p, u))]
+        registered = {"decode": p.latency >= 3, "add": p.latency >= 2,
+                      "compare": p.latency >= 4, "select": True}
 
         # The whole pipeline moves when its output register is free or being emptied.
         advance = ~self.response.valid | self.response.ready

@@ -1,6 +1,6 @@
 """Address decode: which path a host address takes, and where its accumulator state lives."""
 
-from amaranth import Cat, Const, Module, unsigned
+from amaranth import Cat, Const, Module, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -25,14 +25,19 @@ def decoded_layout(params):
 
 
 class AddressDecoder(wiring.Component):
-    """Decodes a byte address against the applied region table (combinational).
+    """Decodes a byte address against the applied region table, in ``LATENCY`` clocks.
 
     An address in the register window decodes as ``window``. Otherwise the first enabled
     region with ``base <= address < end`` gives the mode (when ``enable`` is set), threshold,
     expected contributors and the address of the line's accumulator state:
     ``acc + (address - base) // line_bytes * accumulator_bytes_per_line``. Any other address,
     or any address while ``enable`` is low, is ``IDENTITY``. Validated tables have no
-    overlapping regions, so at most one matches.
+    overlapping regions, so at most one matches; the fields of the matching region are
+    selected by an AND-OR of the hits rather than a priority chain.
+
+    ``decoded`` is that of the ``address``, ``enable`` and ``regions`` of ``LATENCY`` clocks
+    earlier, one registered step each: the compares; the selection; the state address sum.
+    Its user holds the inputs steady for ``LATENCY`` clocks before reading it.
 
     Members
     -------
@@ -41,6 +46,9 @@ class AddressDecoder(wiring.Component):
     regions : In(data.ArrayLayout(region_layout(params), params.regions))
     decoded : Out(decoded_layout(params))
     """
+
+    #: Clocks from a steady input to its ``decoded``.
+    LATENCY = 3
 
     def __init__(self, params=ControllerParams()):
         self._params = params
@@ -55,25 +63,50 @@ class AddressDecoder(wiring.Component):
         m = Module()
         p = self._params
         address, out = self.address, self.decoded
-        # acc + (address - base) / line_bytes * accumulator_bytes_per_line, with the constant
-        # part precomputed at APPLY (region_layout's state_offset): one shared multiply by a
-        # constant, one adder after the region mux.
+
+        # Step 1: the compares and the address part of the state address,
+        # (address - base) / line_bytes * state_lines * line_bytes + acc
+        #   = address * state_lines + state_offset (state_offset precomputed at APPLY).
         line_shift = p.datapath.line_bytes.bit_length() - 1
         line_address = Cat(Const(0, line_shift), address[line_shift:])
-        scaled = times_constant(line_address, p.datapath.state_lines)[:p.address_bits]
-        window = ((address >= p.window_base)
-                  & (address < p.window_base + p.window_bytes))
-        m.d.comb += [out.window.eq(window), out.mode.eq(Mode.IDENTITY)]
-        hits = [region.enable & (region.base <= address) & (address < region.end)
-                for region in self.regions]
-        with m.If(self.enable & ~window):
-            for index, (hit, region) in enumerate(zip(hits, self.regions)):
-                with (m.If if index == 0 else m.Elif)(hit):
-                    m.d.comb += [
-                        out.region.eq(index),
-                        out.mode.eq(region.mode),
-                        out.state_address.eq(scaled + region.state_offset),
-                        out.threshold.eq(region.threshold),
-                        out.expected.eq(region.expected),
-                    ]
+        scaled = Signal(p.address_bits)
+        window = Signal()
+        hits = Signal(p.regions)
+        window_hit = ((address >= p.window_base)
+                      & (address < p.window_base + p.window_bytes))
+        m.d.sync += [
+            scaled.eq(times_constant(line_address, p.datapath.state_lines)),
+            window.eq(window_hit),
+            hits.eq(Cat(self.enable & ~window_hit & region.enable
+                        & (region.base <= address) & (address < region.end)
+                        for region in self.regions)),
+        ]
+
+        # Step 2: the matching region's fields (all zero when none matches: IDENTITY).
+        selected = Signal(decoded_layout(p))
+        scaled_2, window_2 = Signal.like(scaled), Signal()
+        fields = {"region": [Const(r, len(selected.region)) for r in range(p.regions)],
+                  "mode": [r.mode.as_value() for r in self.regions],
+                  "state_address": [r.state_offset for r in self.regions],
+                  "threshold": [r.threshold for r in self.regions],
+                  "expected": [r.expected for r in self.regions]}
+        for name, values in fields.items():
+            m.d.sync += Value.cast(getattr(selected, name)).eq(
+                _any_of(value & hits[r].replicate(len(value)) for r, value in enumerate(values)))
+        m.d.sync += [scaled_2.eq(scaled), window_2.eq(window)]
+
+        # Step 3: the state address.
+        m.d.sync += [
+            out.eq(selected),
+            out.window.eq(window_2),
+            out.state_address.eq(scaled_2 + selected.state_address),
+        ]
         return m
+
+
+def _any_of(values):
+    """Bitwise OR of ``values``."""
+    total = Const(0, 1)
+    for value in values:
+        total = total | value
+    return total

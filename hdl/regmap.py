@@ -62,7 +62,7 @@ class Field:
 @dataclass(frozen=True)
 class Register:
     """A 32-bit register at byte ``offset`` in the window. ``lockable`` registers ignore
-    writes once ``CTRL.LOCK`` is set."""
+    writes once ``CTRL.LOCK`` is set, and while an APPLY is validating them."""
     name: str
     offset: int
     doc: str
@@ -202,7 +202,7 @@ STATUS_FLAGS = (
     ("PARTIAL", "a contribution to an aggregation region lacked byte enables; rejected"),
     ("BAD_OPCODE", "a request with an unsupported opcode was answered without effect"),
     ("POISON", "a poisoned write was completed and dropped; memory is unchanged"),
-    ("LOCKED_WRITE", "a write to region configuration after LOCK was ignored"),
+    ("LOCKED_WRITE", "a write to region configuration after LOCK or during APPLY was ignored"),
     ("BAD_ADDRESS", "a request beyond the device's address space was answered without effect"),
     ("MEM_ERROR", "device memory answered an access with an error response"),
 )

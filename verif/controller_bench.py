@@ -16,6 +16,7 @@ from driver import NeuronFabric
 from golden.config import Region
 from golden.device import DeviceModel
 from golden.lines import ternary_to_lines
+from hdl.csr import READ_LATENCY
 from hdl.cxl import DRSOpcode, NDROpcode
 from hdl.generate import controller_params
 from hdl.params import Mode
@@ -98,6 +99,7 @@ class ControllerBench:
         dut.csr__r_stb.value = 1
         await RisingEdge(dut.clk)
         dut.csr__r_stb.value = 0
+        await ClockCycles(dut.clk, READ_LATENCY - 1)
         await ReadOnly()
         return dut.csr__r_data.value.to_unsigned()
 

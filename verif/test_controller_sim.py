@@ -6,6 +6,7 @@ from amaranth.sim import Simulator
 
 from hdl.axi import RESP_OKAY
 from hdl.controller import CxlMemController
+from hdl.csr import READ_LATENCY
 from hdl.cxl import DRSOpcode, NDROpcode, ReqOpcode, RwDOpcode
 from hdl.params import ControllerParams, DatapathParams
 
@@ -76,6 +77,7 @@ async def _status(ctx, dut):
     ctx.set(dut.csr.r_stb, 1)
     await ctx.tick()
     ctx.set(dut.csr.r_stb, 0)
+    await ctx.tick().repeat(READ_LATENCY - 1)
     return ctx.get(dut.csr.r_data)
 
 

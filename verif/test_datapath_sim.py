@@ -11,7 +11,7 @@ from amaranth.sim import Simulator
 
 from golden.datapath import run_datapath
 from hdl.datapath import AggregationDatapath, request_layout
-from hdl.params import DatapathParams
+from hdl.params import LATENCY_CHOICES, DatapathParams
 from hdl.pipeline import PipelineRegister
 from verif.payload import decode_responses, request_payloads
 from verif.scoreboard import compare_responses
@@ -68,7 +68,8 @@ def check_datapath(params, req, *, idle, stall, seed):
 
 @pytest.mark.parametrize("params", [DatapathParams(line_bits=64, counter_width=3, latency=1),
                                     DatapathParams(line_bits=128, counter_width=5, latency=2),
-                                    DatapathParams(line_bits=32, counter_width=1, latency=3)],
+                                    DatapathParams(line_bits=32, counter_width=1, latency=3),
+                                    DatapathParams(line_bits=64, counter_width=4, latency=4)],
                          ids=lambda p: p.name)
 def test_random_and_directed_with_idle_and_backpressure(params):
     rng = np.random.default_rng(SEED)
@@ -85,7 +86,7 @@ def test_default_configuration_random_lines():
                    stall=itertools.cycle([False, True]), seed=SEED)
 
 
-@pytest.mark.parametrize("latency", [1, 2, 3])
+@pytest.mark.parametrize("latency", LATENCY_CHOICES)
 def test_latency_and_initiation_interval(latency):
     """Back-to-back requests with the sink always ready: the first response comes ``latency``
     cycles after the first request, then one response every cycle."""
@@ -157,7 +158,7 @@ def test_pipeline_registers_keep_order_under_backpressure():
     (dict(line_bits="512"), "line_bits must be one of (16, 32, 64, 128, 256, 512), not '512'"),
     (dict(counter_width=0), "counter_width must be an integer from 1 to 16, not 0"),
     (dict(counter_width=17), "counter_width must be an integer from 1 to 16, not 17"),
-    (dict(latency=5), "latency must be one of (1, 2, 3), not 5"),
+    (dict(latency=5), "latency must be one of (1, 2, 3, 4), not 5"),
 ])
 def test_bad_parameters_raise_with_the_value(kwargs, message):
     with pytest.raises(ValueError) as info:

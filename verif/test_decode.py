@@ -38,6 +38,7 @@ def test_random_and_edge_addresses_match_golden():
             ctx.set(dut.enable, enable)
             for address in addresses:
                 ctx.set(dut.address, address)
+                await ctx.tick().repeat(dut.LATENCY)
                 window, region, mode, state = decode(PARAMS, regions, enable, address)
                 got = (ctx.get(dut.decoded.window), ctx.get(dut.decoded.mode).value)
                 assert got == (window, mode), \
@@ -51,5 +52,6 @@ def test_random_and_edge_addresses_match_golden():
                                         f"address, threshold, expected {got}, golden {want}"
 
     sim = Simulator(dut)
+    sim.add_clock(1e-6)
     sim.add_testbench(testbench)
     sim.run()
