@@ -165,7 +165,10 @@ class ControlRegisters(wiring.Component):
             self.enable.eq(block.field("CTRL", "ENABLE")),
             self.clear_start.eq(block.field("CTRL", "CLEAR")),
             self.clear_region.eq(block.field("CTRL", "CLEAR_REGION")),
-            block.field("STATUS", "CLEAR_BUSY").eq(self.clear_busy),
+            # The busy flags read high from the command's own pulse on, so that a read right
+            # after the command sees it.
+            block.field("STATUS", "CLEAR_BUSY").eq(self.clear_busy
+                                                    | block.field("CTRL", "CLEAR")),
             block.set_strobe("STATUS", "CLEAR_DONE").eq(self.clear_done),
             block.set_strobe("STATUS", "LOCKED_WRITE").eq(block.locked_write),
         ]
@@ -193,9 +196,10 @@ class ControlRegisters(wiring.Component):
 
         i = Signal(range(p.regions))
         j = Signal(range(p.regions))
-        busy = block.field("STATUS", "APPLY_BUSY")
+        busy = Signal()
         copying = Signal()                 # validation passed: copying region i
-        m.d.comb += [block.hold.eq(busy), self.table_ready.eq(~copying)]
+        m.d.comb += [block.field("STATUS", "APPLY_BUSY").eq(busy | block.field("CTRL", "APPLY")),
+                     block.hold.eq(busy), self.table_ready.eq(~copying)]
         a = _Staged(m, block, p, i, "region_i")
         b = _Staged(m, block, p, j, "region_j")
         # i and j hold while the pair's values pass the pipeline and the check results are

@@ -10,13 +10,12 @@ from amaranth.lib.wiring import In, Out
 
 __all__ = ["READ_LATENCY", "WRITE_LATENCY", "csr_bus_signature", "RegisterBlock"]
 
-#: Clocks from a write strobe to the written value (or a ``WS`` pulse) at the block's fields:
-#: the strobe is registered on entry, then written.
-WRITE_LATENCY = 2
+#: Clocks from a write strobe to the written value (or a ``WS`` pulse) at the block's fields
+#: (see ``RegisterBlock``).
+WRITE_LATENCY = 3
 
-#: Clocks from a read strobe to its data on ``r_data``: the strobe is registered on entry, then
-#: the read takes two registered steps (see ``RegisterBlock``).
-READ_LATENCY = 3
+#: Clocks from a read strobe to its data on ``r_data`` (see ``RegisterBlock``).
+READ_LATENCY = 4
 
 #: Registers per first-step read group: the read selects within groups of this many word
 #: addresses, registers the groups' words, then selects the group.
@@ -59,9 +58,12 @@ class RegisterBlock(wiring.Component):
       write of 1 clears it (a set in the same cycle wins);
     - ``WS`` fields: a one-cycle pulse after a bus write of 1, reads as 0.
 
-    The bus is registered on entry: a write reaches the fields ``WRITE_LATENCY`` clocks after
-    its strobe, and a read returns the register as it is one clock after its strobe,
-    ``READ_LATENCY`` clocks after the strobe. Accesses keep their order.
+    Every access passes registers, so that no path is longer than one decode or one mux
+    level: the bus is registered on entry; a write then registers its decoded register hit and
+    data, and is written (``WRITE_LATENCY`` clocks after its strobe); a read waits one clock
+    (so that it sees every earlier write), selects the word within its group of
+    ``2**_READ_GROUP_BITS`` word addresses, then the group (``READ_LATENCY`` clocks after its
+    strobe). Accesses keep their order.
 
     Writes to ``lockable`` registers are ignored while the ``lock`` field is set or ``hold`` is
     high, and pulse ``locked_write``. Reads and writes outside the map read 0 and do nothing.
@@ -119,13 +121,15 @@ class RegisterBlock(wiring.Component):
         return Cat(*parts)
 
     def _elaborate_read(self, m, request):
-        """The read in two registered steps: the word within each group of
-        ``2**_READ_GROUP_BITS`` word addresses (a dense mux on the low address bits), then the
-        group."""
+        """The read in three registered steps: a wait matching the write's hit register, the
+        word within each group (a dense mux on the low address bits), then the group."""
         groups = {}
         for reg in self._regmap:
             word = reg.offset // 4
             groups.setdefault(word >> _READ_GROUP_BITS, {})[word % (1 << _READ_GROUP_BITS)] = reg
+        waited = Signal.like(request)
+        m.d.sync += waited.eq(request)
+        request = waited
         low = request.addr[:_READ_GROUP_BITS]
         words = {group: Signal(32, name=f"read_group_{group}") for group in groups}
         high_q = Signal(len(request.addr) - _READ_GROUP_BITS)
@@ -156,15 +160,20 @@ class RegisterBlock(wiring.Component):
 
         self._elaborate_read(m, request)
 
+        hits = Signal(len(list(self._regmap)))
+        w_data = Signal(32)
+        m.d.sync += [hits.eq(Cat(request.w_stb & (request.addr == reg.offset // 4)
+                                 for reg in self._regmap)),
+                     w_data.eq(request.w_data)]
         locked_hits = []
-        for reg in self._regmap:
-            hit = request.w_stb & (request.addr == reg.offset // 4)
+        for index, reg in enumerate(self._regmap):
+            hit = hits[index]
             if reg.lockable:
                 locked_hits.append(hit & locked)
                 hit = hit & ~locked
             for f in reg.fields:
                 value = self._fields[reg.name, f.name]
-                bits = request.w_data[f.offset:f.offset + f.width]
+                bits = w_data[f.offset:f.offset + f.width]
                 if f.access == "RW":
                     with m.If(hit):
                         m.d.sync += value.eq(bits)

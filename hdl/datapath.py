@@ -1,15 +1,18 @@
 """The low-bit aggregation datapath: one line against its accumulated state per clock.
 
-Four combinational stages with up to four registers (``|``), chosen by ``latency``::
+Five combinational stages with up to five registers (``|``), chosen by ``latency``::
 
-    latency 1:  request -> Decode -> Add -> Compare -> Select -> | -> response
-    latency 2:  request -> Decode -> Add -> | -> Compare -> Select -> | -> response
-    latency 3:  request -> Decode -> | -> Add -> | -> Compare -> Select -> | -> response
-    latency 4:  request -> Decode -> | -> Add -> | -> Compare -> | -> Select -> | -> response
+    latency 1:  request -> Decode -> Distribute -> Add -> Compare -> Select -> | -> response
+    latency 2:  request -> Decode -> Distribute -> Add -> | -> Compare -> Select -> | -> ...
+    latency 3:  request -> Decode -> Distribute -> | -> Add -> | -> Compare -> Select -> | -> ...
+    latency 4:  request -> Decode -> Distribute -> | -> Add -> | -> Compare -> | -> Select -> | -> ...
+    latency 5:  request -> Decode -> | -> Distribute -> | -> Add -> | -> Compare -> | -> Select -> | -> ...
 
-``Decode`` makes every per-line decision once (accept or reject, what to add, how to read back)
-and writes it into ``control_copies`` identical copies, each serving ``CONTROL_COPY_BITS`` line
-bits, so that after a register no control net spans the whole line.
+``Decode`` makes every per-line decision once (accept or reject, what to add, how to read back);
+``Distribute`` copies the decisions into ``control_copies`` identical copies, each serving
+``CONTROL_COPY_BITS`` line bits, so that after a register no control net spans the whole line.
+At latency 5 the decisions are registered once before they fan out: no path has both the
+decision logic and the line-wide fan-out.
 """
 
 from amaranth import Cat, Const, Module, Mux, signed, unsigned
@@ -19,9 +22,10 @@ from amaranth.lib.wiring import In, Out
 from .params import TERNARY_INVALID, DatapathParams, Mode, Reason
 from .pipeline import PipelineRegister
 
-__all__ = ["state_layout", "request_layout", "work_layout", "response_layout",
+__all__ = ["state_layout", "request_layout", "decision_layout", "work_layout",
+           "response_layout",
            "verdict_layout", "gbinary_lanes", "gternary_lanes", "Decode", "Add", "Compare",
-           "Select",
+           "Select", "Distribute",
            "AggregationDatapath"]
 
 
@@ -74,6 +78,14 @@ def request_layout(params, user_width):
         "contribute": 1,
         "user": unsigned(user_width),
     })
+
+
+def decision_layout(params, user_width):
+    """Between :class:`Decode` and :class:`Distribute`: as :func:`work_layout`, with one copy of
+    the controls."""
+    return data.StructLayout({**{name: field.shape for name, field
+                                 in work_layout(params, user_width)},
+                              "control": control_layout(params)})
 
 
 def work_layout(params, user_width):
@@ -136,7 +148,7 @@ class _CombStage(wiring.Component):
 
 
 class Decode(_CombStage):
-    """Decides accept/reject and fills in the control copies (combinational).
+    """Decides accept/reject and fills in the controls (combinational).
 
     Rejection reasons, first match wins: ``MODE`` (code 3), ``PARTIAL`` (a contribution to an
     aggregation mode without every byte enable), ``CAPACITY`` (``n`` already at capacity). A
@@ -145,7 +157,7 @@ class Decode(_CombStage):
     """
 
     def __init__(self, params, user_width):
-        super().__init__(params, user_width, request_layout, work_layout)
+        super().__init__(params, user_width, request_layout, decision_layout)
 
     def compute(self, m, req, out):
         p = self._params
@@ -176,16 +188,28 @@ class Decode(_CombStage):
             out.status.invalid.eq(adding & is_gternary & any_invalid),
             out.user.eq(req.user),
         ]
-        for control in self._controls(out):
-            m.d.comb += [
-                control.add.eq(adding),
-                control.gternary.eq(is_gternary),
-                control.mode.eq(req.mode),
-                # Both candidates from n alone, so no adder follows the accept decision.
-                control.half_n.eq(Mux(adding, (req.state.n + 1) >> 1, req.state.n >> 1)),
-                control.upper.eq((1 << p.counter_width) + req.threshold),
-                control.lower.eq((1 << p.counter_width) - req.threshold),
-            ]
+        control = out.control
+        m.d.comb += [
+            control.add.eq(adding),
+            control.gternary.eq(is_gternary),
+            control.mode.eq(req.mode),
+            # Both candidates from n alone, so no adder follows the accept decision.
+            control.half_n.eq(Mux(adding, (req.state.n + 1) >> 1, req.state.n >> 1)),
+            control.upper.eq((1 << p.counter_width) + req.threshold),
+            control.lower.eq((1 << p.counter_width) - req.threshold),
+        ]
+
+
+class Distribute(_CombStage):
+    """Copies the controls into every control copy (combinational: wiring only)."""
+
+    def __init__(self, params, user_width):
+        super().__init__(params, user_width, decision_layout, work_layout)
+
+    def compute(self, m, decision, out):
+        m.d.comb += [getattr(out, name).eq(getattr(decision, name))
+                     for name in ("data", "byte_enable", "state", "status", "user")]
+        m.d.comb += [control.eq(decision.control) for control in self._controls(out)]
 
 
 class Add(_CombStage):
@@ -368,10 +392,10 @@ class AggregationDatapath(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p, u = self._params, self._user_width
-        stages = [("decode", Decode(p, u)), ("add", Add(p, u)), ("compare", Compare(p, u)),
-                  ("select", Select(p, u))]
-        registered = {"decode": p.latency >= 3, "add": p.latency >= 2,
-                      "compare": p.latency >= 4, "select": True}
+        stages = [("decode", Decode(p, u)), ("distribute", Distribute(p, u)),
+                  ("add", Add(p, u)), ("compare", Compare(p, u)), ("select", Select(p, u))]
+        registered = {"decode": p.latency >= 5, "distribute": p.latency >= 3,
+                      "add": p.latency >= 2, "compare": p.latency >= 4, "select": True}
 
         # The whole pipeline moves when its output register is free or being emptied.
         advance = ~self.response.valid | self.response.ready

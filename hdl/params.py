@@ -18,7 +18,7 @@ __all__ = ["TERNARY_ZERO", "TERNARY_PLUS", "TERNARY_INVALID", "TERNARY_MINUS",
 LINE_BITS_CHOICES = (16, 32, 64, 128, 256, 512)
 
 #: Pipeline depths of the datapath, in clock cycles from accepted request to valid response.
-LATENCY_CHOICES = (1, 2, 3, 4)
+LATENCY_CHOICES = (1, 2, 3, 4, 5)
 
 #: Largest counter width the generator accepts (capacity 65,535 contributions per line).
 MAX_COUNTER_WIDTH = 16
@@ -59,12 +59,12 @@ class DatapathParams:
     counter_width : int
         ``W`` of the contract: a line accepts at most ``2**W - 1`` contributions.
     latency : int
-        Pipeline depth in cycles, 1 to 4 (see :mod:`hdl.datapath` for where the registers sit).
+        Pipeline depth in cycles, 1 to 5 (see :mod:`hdl.datapath` for where the registers sit).
     """
 
     line_bits: int = 512
     counter_width: int = 4
-    latency: int = 4
+    latency: int = 5
 
     def __post_init__(self):
         if not isinstance(self.line_bits, int) or self.line_bits not in LINE_BITS_CHOICES:
@@ -136,7 +136,7 @@ class DatapathParams:
 
     @property
     def name(self):
-        """Short tag for file and directory names, e.g. ``L512_W4_D4``."""
+        """Short tag for file and directory names, e.g. ``L512_W4_D5``."""
         return f"L{self.line_bits}_W{self.counter_width}_D{self.latency}"
 
 
@@ -201,7 +201,7 @@ class ControllerParams:
 
     @property
     def name(self):
-        """Short tag for file and directory names, e.g. ``L512_W4_D4_R8``."""
+        """Short tag for file and directory names, e.g. ``L512_W4_D5_R8``."""
         return f"{self.datapath.name}_R{self.regions}"
 
     @property

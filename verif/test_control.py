@@ -204,3 +204,34 @@ def test_clear_command_reaches_the_clear_engine():
         assert await bus_read(ctx, dut.bus, status.offset) & status.field("CLEAR_DONE").mask
 
     run(dut, testbench)
+
+
+def test_region_writes_during_apply_are_ignored_and_flagged():
+    """While APPLY runs, a write to a region register is ignored and sets LOCKED_WRITE; the
+    applied table is the configuration that was validated. ``table_ready`` is low only while
+    the validated regions are copied."""
+    dut = ControlRegisters(PARAMS)
+    regmap, status = dut.regmap, dut.regmap["STATUS"]
+    base = regmap["R1_BASE_LO"]
+
+    async def testbench(ctx):
+        for offset, value in region_writes(regmap, good_regions()):
+            await bus_write(ctx, dut.bus, offset, value)
+        await bus_write(ctx, dut.bus, regmap["CTRL"].offset, regmap["CTRL"].field("APPLY").mask)
+        await ctx.tick()
+        assert ctx.get(dut.table_ready), "table not ready before the copy"
+        await bus_write(ctx, dut.bus, base.offset, 0x3000)          # would overlap region 2
+        flags = await bus_read(ctx, dut.bus, status.offset)
+        assert flags & status.field("APPLY_BUSY").mask, "APPLY finished too early for the test"
+        assert flags & status.field("LOCKED_WRITE").mask, "ignored write not flagged"
+        not_ready = 0
+        for _ in range(dut.apply_cycles):
+            not_ready += not ctx.get(dut.table_ready)
+            await ctx.tick()
+        assert 0 < not_ready <= dut.apply_cycles, f"table_ready low for {not_ready} cycles"
+        assert ctx.get(dut.table_ready)
+        assert not await bus_read(ctx, dut.bus, status.offset) & status.field("APPLY_BUSY").mask
+        assert await bus_read(ctx, dut.bus, base.offset) == good_regions()[1].base & 0xFFFF_FFFF
+        assert applied_table(ctx, dut) == expected_table(good_regions())
+
+    run(dut, testbench)

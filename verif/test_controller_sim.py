@@ -5,6 +5,7 @@ answers the host with poisoned data, a write error still completes, and both set
 from amaranth.sim import Simulator
 
 from hdl.axi import RESP_OKAY
+from hdl.control import ControlRegisters
 from hdl.controller import CxlMemController
 from hdl.csr import READ_LATENCY
 from hdl.cxl import DRSOpcode, NDROpcode, ReqOpcode, RwDOpcode
@@ -131,7 +132,12 @@ def test_contribution_with_failed_state_read_changes_nothing():
                            ("R0_CFG", cfg.field("ENABLE").mask | 1 << cfg.field("MODE").offset),
                            ("CTRL", ctrl.field("APPLY").mask | ctrl.field("ENABLE").mask)):
             await _csr_write(ctx, dut, reg, value)
-        await ctx.tick().repeat(3 * PARAMS.regions ** 2 + 4)
+        busy = dut.regmap["STATUS"].field("APPLY_BUSY").mask
+        for _ in range(ControlRegisters(PARAMS).apply_cycles):
+            if not await _status(ctx, dut) & busy:
+                break
+        else:
+            raise AssertionError("APPLY still busy")
         await _send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=3, byte_enable=0xFF,
                     address=0x1000 // PARAMS.datapath.line_bytes, data=0xFF)
         ndr = await _receive(ctx, dut.s2m_ndr)

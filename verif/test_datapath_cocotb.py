@@ -9,7 +9,7 @@ from hdl.params import DatapathParams
 from verif.simulators import BUILD, SIMULATORS, run_cocotb
 
 CONFIGS = [
-    DatapathParams(),                                           # the default: L512_W4_D4
+    DatapathParams(),                                           # the default: L512_W4_D5
     DatapathParams(line_bits=128, counter_width=3, latency=2),
     DatapathParams(line_bits=64, counter_width=5, latency=1),
 ]

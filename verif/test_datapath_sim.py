@@ -69,7 +69,8 @@ def check_datapath(params, req, *, idle, stall, seed):
 @pytest.mark.parametrize("params", [DatapathParams(line_bits=64, counter_width=3, latency=1),
                                     DatapathParams(line_bits=128, counter_width=5, latency=2),
                                     DatapathParams(line_bits=32, counter_width=1, latency=3),
-                                    DatapathParams(line_bits=64, counter_width=4, latency=4)],
+                                    DatapathParams(line_bits=64, counter_width=4, latency=4),
+                                    DatapathParams(line_bits=128, counter_width=2, latency=5)],
                          ids=lambda p: p.name)
 def test_random_and_directed_with_idle_and_backpressure(params):
     rng = np.random.default_rng(SEED)
@@ -158,7 +159,7 @@ def test_pipeline_registers_keep_order_under_backpressure():
     (dict(line_bits="512"), "line_bits must be one of (16, 32, 64, 128, 256, 512), not '512'"),
     (dict(counter_width=0), "counter_width must be an integer from 1 to 16, not 0"),
     (dict(counter_width=17), "counter_width must be an integer from 1 to 16, not 17"),
-    (dict(latency=5), "latency must be one of (1, 2, 3, 4), not 5"),
+    (dict(latency=6), "latency must be one of (1, 2, 3, 4, 5), not 6"),
 ])
 def test_bad_parameters_raise_with_the_value(kwargs, message):
     with pytest.raises(ValueError) as info:

@@ -24,6 +24,10 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
             assert run["fmax_mhz"] == pnr["fmax"]["clk"]["achieved"] > 0, \
                 f"{design['design']} seed {run['seed']}"
             assert run["constraint_mhz"] == pnr["fmax"]["clk"]["constraint"] == freq
+            path = pnr["critical_paths"][0]["path"]
+            assert run["critical_path"]["from"] == path[0]["from"]["cell"]
+            assert abs(run["critical_path"]["logic_ns"] + run["critical_path"]["routing_ns"]
+                       - 1000 / run["fmax_mhz"]) < 0.05, run["critical_path"]
         assert [r["seed"] for r in design["pnr"]] == [1, 2]
 
     registers = json.loads((tmp_path / "registers" / "L32_W1_D1_R1" / "stat.json").read_text())
