@@ -20,7 +20,9 @@ from amaranth.back import verilog
 from amaranth.lib import data
 
 from .controller import CxlMemController
+from .csr import READ_LATENCY, WRITE_LATENCY
 from .datapath import AggregationDatapath
+from .decode import AddressDecoder
 from .params import (ControllerParams, DatapathParams, Mode, Reason, add_controller_arguments,
                      controller_from_arguments)
 from .regmap import register_map
@@ -127,7 +129,9 @@ def controller_facts(params):
         "derived": {"capacity": p.capacity, "state_lines": p.state_lines,
                     "accumulator_bytes_per_line": params.accumulator_bytes_per_line,
                     "window_bytes": params.window_bytes,
-                    "devload_limits": list(params.devload_limits)},
+                    "devload_limits": list(params.devload_limits),
+                    "csr_read_latency": READ_LATENCY, "csr_write_latency": WRITE_LATENCY,
+                    "decode_latency": AddressDecoder.LATENCY},
     }
 
 
