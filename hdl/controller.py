@@ -480,7 +480,6 @@ class CxlMemController(wiring.Component):
         """Choose the path of the request just accepted, and start it. The memory master is idle
         here (every earlier command has finished), so its command register is empty and takes
         the command (``run_address``, ``run_lines``, set in DECODE) at once."""
-        p = self._params.datapath
         operation = current.operation
         reading = operation == Operation.READ
         aggregating = (decoded.mode == Mode.GBINARY) | (decoded.mode == Mode.GTERNARY)
