@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 
 from .csr import RegisterBlock, csr_bus_signature
 from .arith import times_constant
-from .params import ControllerParams, Mode
+from .params import ControllerParams, Mode, aggregates
 from .regmap import COUNTERS, STATUS_FLAGS, ConfigError, register_map
 
 __all__ = ["region_layout", "event_layout", "ControlRegisters"]
@@ -94,7 +94,12 @@ class _Staged:
                                   "state_offset_q")
         for field, value in raw.items():
             setattr(self, field, stage(value, f"{field}_d_d_q"))
-        self.aggregating = (self.mode == Mode.GBINARY) | (self.mode == Mode.GTERNARY)
+        self.aggregating = aggregates(self.mode)
+
+
+#: Clocks an APPLY step waits for its region pair: the _Staged pipeline, then the registered
+#: check results.
+_SETTLE_CLOCKS = _Staged.STAGES + 1
 
 
 def _overlap(a_start, a_end, b_start, b_end):
@@ -154,7 +159,7 @@ class ControlRegisters(wiring.Component):
     def apply_cycles(self):
         """Cycles an APPLY takes, at most: every region pair, then every region copied."""
         regions = self._params.regions
-        return (_Staged.STAGES + 2) * (regions ** 2 + regions)
+        return (_SETTLE_CLOCKS + 1) * (regions ** 2 + regions)
 
     def elaborate(self, platform):
         m = Module()
@@ -203,10 +208,9 @@ class ControlRegisters(wiring.Component):
         a = _Staged(m, block, p, i, "region_i")
         b = _Staged(m, block, p, j, "region_j")
         # i and j hold while the pair's values pass the pipeline and the check results are
-        # registered once more: ``settle_clocks`` clocks per step.
-        settle_clocks = _Staged.STAGES + 1
-        settle = Signal(range(settle_clocks + 1))
-        settled = settle == settle_clocks
+        # registered (_SETTLE_CLOCKS), then the step acts: one more clock.
+        settle = Signal(range(_SETTLE_CLOCKS + 1))
+        settled = settle == _SETTLE_CLOCKS
 
         own_checks = [
             (a.mode == 3, ConfigError.RESERVED_MODE),
@@ -245,16 +249,8 @@ class ControlRegisters(wiring.Component):
         with m.Elif(copying):
             for r, region in enumerate(self.regions):
                 with m.If(i == r):
-                    m.d.sync += [
-                        region.enable.eq(a.enable),
-                        region.mode.eq(a.mode),
-                        region.base.eq(a.base),
-                        region.end.eq(a.end),
-                        region.acc.eq(a.acc),
-                        region.state_offset.eq(a.state_offset),
-                        region.threshold.eq(a.threshold),
-                        region.expected.eq(a.expected),
-                    ]
+                    m.d.sync += [region[name].eq(getattr(a, name))
+                                 for name, _ in region_layout(p)]
             with m.If(i == last):
                 m.d.sync += [busy.eq(0), copying.eq(0)]
             with m.Else():

@@ -16,7 +16,7 @@ from .cxl import (DevLoad, DRSOpcode, MetaField, NDROpcode, ReqOpcode,
                   RwDOpcode, m2s_req_layout, m2s_rwd_layout, s2m_drs_layout, s2m_ndr_layout)
 from .datapath import AggregationDatapath
 from .decode import AddressDecoder
-from .params import ControllerParams, Mode, Reason
+from .params import ControllerParams, Reason, aggregates
 
 __all__ = ["Operation", "CxlMemController"]
 
@@ -179,9 +179,6 @@ class CxlMemController(wiring.Component):
         shift_state = Signal()
         m.d.comb += shift_state.eq((state_reading & memory.read_data.valid)
                                    | (state_sending & memory.write_data.ready))
-        with m.If(shift_state):
-            m.d.sync += state.eq(Cat(state[p.line_bits:], memory.read_data.payload.data))
-
         beats = Signal(range(p.state_lines + 1))
         memory_error = Signal()
         m.d.comb += [
@@ -194,9 +191,10 @@ class CxlMemController(wiring.Component):
             datapath.response.ready.eq(1),
         ]
         result = datapath.response.payload
-        with m.If(datapath.response.valid & ~shift_state):     # only ever in state RESULT
+        with m.If(shift_state):
+            m.d.sync += state.eq(Cat(state[p.line_bits:], memory.read_data.payload.data))
+        with m.Elif(datapath.response.valid):     # only ever in state RESULT
             m.d.sync += state.eq(result.state)
-
 
         # Clear engine requests, served between host requests.
         clear_pending = Signal()
@@ -252,8 +250,7 @@ class CxlMemController(wiring.Component):
                 with m.If(~control.table_ready):
                     m.d.sync += decode_wait.eq(0)
                 with m.Elif(decode_wait == AddressDecoder.LATENCY):
-                    state_path = ((decoder.decoded.mode == Mode.GBINARY)
-                                  | (decoder.decoded.mode == Mode.GTERNARY))
+                    state_path = aggregates(decoder.decoded.mode)
                     m.d.sync += [
                         decoded.eq(decoder.decoded),
                         run_address.eq(Mux(state_path, decoder.decoded.state_address,
@@ -372,10 +369,9 @@ class CxlMemController(wiring.Component):
 
             with m.State("CLEAR"):
                 region = control.regions[clear_region[:len(decoded.region)]]
-                aggregating = (region.mode == Mode.GBINARY) | (region.mode == Mode.GTERNARY)
                 m.d.sync += [
                     clear_wanted.eq((clear_region < params.regions) & region.enable
-                                    & aggregating),
+                                    & aggregates(region.mode)),
                     run_address.eq(region.acc),
                     clear_lines.eq((region.end - region.base)[p.line_bytes.bit_length() - 1:]),
                 ]
@@ -482,7 +478,6 @@ class CxlMemController(wiring.Component):
         the command (``run_address``, ``run_lines``, set in DECODE) at once."""
         operation = current.operation
         reading = operation == Operation.READ
-        aggregating = (decoded.mode == Mode.GBINARY) | (decoded.mode == Mode.GTERNARY)
         with m.If(operation == Operation.SPECULATIVE):
             m.next = "IDLE"
         with m.Elif(operation == Operation.UNSUPPORTED):
@@ -502,7 +497,7 @@ class CxlMemController(wiring.Component):
             m.next = "REPLY_DONE"
         with m.Elif(decoded.window):
             m.next = "WINDOW"
-        with m.Elif(aggregating):
+        with m.Elif(aggregates(decoded.mode)):
             m.d.comb += memory.read_command.valid.eq(1)
             m.d.sync += state_reading.eq(1)
             m.next = "STATE_READ"

@@ -19,7 +19,7 @@ from amaranth import Cat, Const, Module, Mux, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .params import TERNARY_INVALID, DatapathParams, Mode, Reason
+from .params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregates
 from .pipeline import PipelineRegister
 
 __all__ = ["state_layout", "request_layout", "decision_layout", "work_layout",
@@ -138,6 +138,11 @@ class _CombStage(wiring.Component):
             m.d.comb += self.source.payload.user.eq(self.sink.payload.user)
         return m
 
+    @staticmethod
+    def _carry(m, source, out, *names):
+        """Pass the fields ``names`` of ``source`` to ``out`` unchanged."""
+        m.d.comb += [getattr(out, name).eq(getattr(source, name)) for name in names]
+
     def _controls(self, work):
         """The control copies of ``work``, as a list of views."""
         p = self._params
@@ -163,9 +168,8 @@ class Decode(_CombStage):
 
     def compute(self, m, req, out):
         p = self._params
-        is_gbinary = req.mode == Mode.GBINARY
         is_gternary = req.mode == Mode.GTERNARY
-        aggregating = is_gbinary | is_gternary
+        aggregating = aggregates(req.mode)
         contribution = req.contribute & aggregating
 
         bad_mode = ~aggregating & (req.mode != Mode.IDENTITY)
@@ -183,13 +187,10 @@ class Decode(_CombStage):
         any_invalid = Cat(code == TERNARY_INVALID for code in codes).any()
 
         m.d.comb += [
-            out.data.eq(req.data),
-            out.byte_enable.eq(req.byte_enable),
-            out.state.eq(req.state),
             out.status.accepted.eq(accepted),
             out.status.invalid.eq(adding & is_gternary & any_invalid),
-            out.user.eq(req.user),
         ]
+        self._carry(m, req, out, "data", "byte_enable", "state", "user")
         control = out.control
         m.d.comb += [
             control.add.eq(adding),
@@ -209,8 +210,7 @@ class Distribute(_CombStage):
         super().__init__(params, user_width, decision_layout, work_layout)
 
     def compute(self, m, decision, out):
-        m.d.comb += [getattr(out, name).eq(getattr(decision, name))
-                     for name in ("data", "byte_enable", "state", "status", "user")]
+        self._carry(m, decision, out, "data", "byte_enable", "state", "status", "user")
         m.d.comb += [control.eq(decision.control) for control in self._controls(out)]
 
 
@@ -279,14 +279,7 @@ class Compare(_CombStage):
         p = self._params
         counts = gbinary_lanes(p, work.state.lanes)
         sums = gternary_lanes(p, work.state.lanes)
-        m.d.comb += [
-            out.data.eq(work.data),
-            out.byte_enable.eq(work.byte_enable),
-            out.state.eq(work.state),
-            out.control.eq(work.control),
-            out.status.eq(work.status),
-            out.user.eq(work.user),
-        ]
+        self._carry(m, work, out, "data", "byte_enable", "state", "control", "status", "user")
         for copy, control in enumerate(self._controls(work)):
             bits = self._copy_bits(copy)
             m.d.comb += [
@@ -313,12 +306,7 @@ class Select(_CombStage):
         super().__init__(params, user_width, verdict_layout, response_layout)
 
     def compute(self, m, verdict, out):
-        m.d.comb += [
-            out.byte_enable.eq(verdict.byte_enable),
-            out.state.eq(verdict.state),
-            out.status.eq(verdict.status),
-            out.user.eq(verdict.user),
-        ]
+        self._carry(m, verdict, out, "byte_enable", "state", "status", "user")
         for copy, control in enumerate(self._controls(verdict)):
             bits = self._copy_bits(copy)
             line = out.line[bits.start:bits.stop]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from amaranth.lib import enum
 
 __all__ = ["TERNARY_ZERO", "TERNARY_PLUS", "TERNARY_INVALID", "TERNARY_MINUS",
-           "Mode", "Reason", "DatapathParams", "ControllerParams", "LINE_BITS_CHOICES",
+           "Mode", "aggregates", "Reason", "DatapathParams", "ControllerParams", "LINE_BITS_CHOICES",
            "LATENCY_CHOICES", "add_datapath_arguments", "datapath_from_arguments"]
 
 #: Line widths the generator accepts. 512 is the CXL.mem line; the smaller ones exist for fast
@@ -38,6 +38,12 @@ class Mode(enum.Enum, shape=2):
     IDENTITY = 0
     GBINARY = 1
     GTERNARY = 2
+
+
+def aggregates(mode):
+    """Whether ``mode`` (a ``Mode`` value or view) is one of the aggregation paths, G-Binary or
+    G-Ternary."""
+    return (mode == Mode.GBINARY) | (mode == Mode.GTERNARY)
 
 
 class Reason(enum.Enum, shape=2):
