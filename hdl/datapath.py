@@ -159,8 +159,8 @@ class Decode(_CombStage):
 
     Rejection reasons, first match wins: ``MODE`` (code 3), ``PARTIAL`` (a contribution to an
     aggregation mode without every byte enable), ``CAPACITY`` (``n`` already at capacity). A
-    rejected or read-only request leaves the state unchanged. An accepted G-Ternary contribution
-    with an invalid lane code (``10``) sets ``status.invalid``.
+    rejected or read-only request leaves the state unchanged. ``status.invalid`` is left to
+    :class:`Compare` and :class:`Select`, which look for invalid codes copy by copy.
     """
 
     def __init__(self, params, user_width):
@@ -183,13 +183,9 @@ class Decode(_CombStage):
             m.d.comb += out.status.reason.eq(Reason.CAPACITY)
         accepted = ~(bad_mode | partial | full)
         adding = contribution & accepted
-        codes = data.ArrayLayout(2, p.gternary_lanes)(req.data)
-        any_invalid = Cat(code == TERNARY_INVALID for code in codes).any()
 
-        m.d.comb += [
-            out.status.accepted.eq(accepted),
-            out.status.invalid.eq(adding & is_gternary & any_invalid),
-        ]
+        m.d.comb += [out.status.accepted.eq(accepted),
+                     out.status.invalid.eq(0)]        # found later, copy by copy
         self._carry(m, req, out, "data", "byte_enable", "state", "user")
         control = out.control
         m.d.comb += [
@@ -248,17 +244,20 @@ class Add(_CombStage):
 
 
 def verdict_layout(params, user_width):
-    """Between :class:`Compare` and :class:`Select`: the line's three candidate read-backs
-    (``data`` for identity, ``majority`` for G-Binary, ``gated`` for G-Ternary), the controls
-    that choose among them, the new state and the status."""
+    """Between :class:`Compare` and :class:`Select`: what the line's three candidate read-backs
+    are made of (``data`` for identity, ``majority`` for G-Binary, the gate's ``bounds`` for
+    G-Ternary), the controls that choose among them, the new state and the status."""
     return data.StructLayout({
         "data": unsigned(params.line_bits),
         "majority": unsigned(params.line_bits),
-        "gated": unsigned(params.line_bits),
+        # per G-Ternary lane k: bit 2k is s >= T, bit 2k + 1 is s <= -T
+        "bounds": unsigned(params.line_bits),
         "byte_enable": unsigned(params.line_bytes),
         "state": state_layout(params),
         "control": unsigned(control_layout(params).size * params.control_copies),
         "status": status_layout(),
+        # per control copy: its line bits hold an invalid G-Ternary code of an added line
+        "invalid_codes": unsigned(params.control_copies),
         "user": unsigned(user_width),
     })
 
@@ -266,10 +265,13 @@ def verdict_layout(params, user_width):
 class Compare(_CombStage):
     """Reads the new state back both ways (combinational).
 
-    G-Binary lane bit: 1 iff ``2c > n``. G-Ternary lane code: ``01`` if ``s >= T``, else ``11``
-    if ``s <= -T``, else ``00``; ``s`` is read from the low ``W + 1`` bits of its stored ``2W``,
-    which hold any ``|s| <= capacity``. Only comparators and one gate per lane sit here; which
-    of the two (or the request data) becomes the line is left to :class:`Select`.
+    G-Binary lane bit: 1 iff ``2c > n``. G-Ternary lane: the two bounds ``s >= T`` and
+    ``s <= -T`` (:class:`Select` makes the code of them); ``s`` is read from the low ``W + 1``
+    bits of its stored ``2W``, which hold any ``|s| <= capacity``. Only comparators sit here;
+    which of the read-backs (or the request data) becomes the line is left to :class:`Select`.
+    Each control copy also flags invalid lane codes (``10``) in its bits of an added G-Ternary
+    line; :class:`Select` combines the flags into ``status.invalid``, so no stage reduces the
+    whole line at once.
     """
 
     def __init__(self, params, user_width):
@@ -285,28 +287,34 @@ class Compare(_CombStage):
             m.d.comb += [
                 out.majority[bits.start:bits.stop].eq(
                     Cat(counts[k] > control.half_n for k in bits)),
-                out.gated[bits.start:bits.stop].eq(
-                    Cat(self._gate(sums[k // 2], control) for k in bits[::2])),
+                out.bounds[bits.start:bits.stop].eq(
+                    Cat(self._bounds(sums[k // 2], control) for k in bits[::2])),
+                out.invalid_codes[copy].eq(
+                    control.add & control.gternary
+                    & Cat(work.data[k:k + 2] == TERNARY_INVALID for k in bits[::2]).any()),
             ]
 
-    def _gate(self, stored_sum, control):
+    def _bounds(self, stored_sum, control):
         # The sum's low W + 1 bits with the sign bit flipped are s + 2**W, an unsigned number:
         # both bounds become unsigned compares with nothing after the carry chains.
         width = self._params.counter_width
         offset = Cat(stored_sum[:width], ~stored_sum[width])
-        plus, minus = offset >= control.upper, offset <= control.lower
-        return Cat(plus | minus, minus & ~plus)     # 01 plus, 11 minus, 00 zero
+        return Cat(offset >= control.upper, offset <= control.lower)
 
 
 class Select(_CombStage):
     """Chooses the read-back line by ``mode`` (combinational): identity the request data,
-    G-Binary the majority bits, G-Ternary the gated codes, mode code 3 all zero."""
+    G-Binary the majority bits, G-Ternary the gated codes (``01`` if ``s >= T``, else ``11`` if
+    ``s <= -T``, else ``00``), mode code 3 all zero."""
 
     def __init__(self, params, user_width):
         super().__init__(params, user_width, verdict_layout, response_layout)
 
     def compute(self, m, verdict, out):
-        self._carry(m, verdict, out, "byte_enable", "state", "status", "user")
+        self._carry(m, verdict, out, "byte_enable", "state", "user")
+        m.d.comb += [out.status.accepted.eq(verdict.status.accepted),
+                     out.status.reason.eq(verdict.status.reason),
+                     out.status.invalid.eq(verdict.invalid_codes.any())]
         for copy, control in enumerate(self._controls(verdict)):
             bits = self._copy_bits(copy)
             line = out.line[bits.start:bits.stop]
@@ -318,11 +326,20 @@ class Select(_CombStage):
                 with m.If(odd_code):
                     m.d.comb += line.eq(0)
                 with m.Else():
-                    m.d.comb += line.eq(verdict.gated[bits.start:bits.stop])
+                    m.d.comb += line.eq(self._gated(verdict.bounds[bits.start:bits.stop]))
             with m.Elif(odd_code):
                 m.d.comb += line.eq(verdict.majority[bits.start:bits.stop])
             with m.Else():
                 m.d.comb += line.eq(verdict.data[bits.start:bits.stop])
+
+    @staticmethod
+    def _gated(bounds):
+        """The gated codes of bound pairs (``s >= T``, ``s <= -T``): 01 plus, 11 minus, 00."""
+        codes = []
+        for k in range(0, len(bounds), 2):
+            plus, minus = bounds[k], bounds[k + 1]
+            codes.append(Cat(plus | minus, minus & ~plus))
+        return Cat(codes)
 
 
 class AggregationDatapath(wiring.Component):
