@@ -41,6 +41,7 @@ def _request_layout(params):
         "out_of_range": 1,                         # the host address is beyond address_bits
         "poison": 1,
         "byte_enable": unsigned(p.line_bytes),
+        "full_line": 1,                            # every byte enable is set
         "data": unsigned(p.line_bits),
     })
 
@@ -183,7 +184,10 @@ class CxlMemController(wiring.Component):
         memory_error = Signal()
         m.d.comb += [
             datapath.request.payload.data.eq(current.data),
-            datapath.request.payload.byte_enable.eq(current.byte_enable),
+            # The datapath needs the byte enables only to tell whether all are set: one
+            # register (set at accept) rather than a reduction of the whole mask here.
+            datapath.request.payload.byte_enable.eq(
+                current.full_line.replicate(p.line_bytes)),
             datapath.request.payload.state.eq(state[:p.state_bits]),
             datapath.request.payload.threshold.eq(decoded.threshold),
             datapath.request.payload.mode.eq(decoded.mode),
@@ -430,10 +434,11 @@ class CxlMemController(wiring.Component):
         line_bits = params.address_bits - offset_bits
 
         # A Req carries no data; its data and byte enables are loaded but never used.
+        # MemWr writes the whole line whatever the mask says.
+        whole = rwd.opcode == RwDOpcode.MEM_WR
         m.d.sync += [current.data.eq(rwd.data),
-                     # MemWr writes the whole line whatever the mask says.
-                     current.byte_enable.eq(Mux(rwd.opcode == RwDOpcode.MEM_WR, -1,
-                                                rwd.byte_enable))]
+                     current.byte_enable.eq(Mux(whole, -1, rwd.byte_enable)),
+                     current.full_line.eq(whole | rwd.byte_enable.all())]
         with m.If(take_rwd):
             supported = (rwd.opcode == RwDOpcode.MEM_WR) | (rwd.opcode == RwDOpcode.MEM_WR_PTL)
             m.d.sync += [
