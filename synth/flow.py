@@ -36,7 +36,8 @@ from hdl.controller import CxlMemController
 from hdl.datapath import AggregationDatapath
 from hdl.params import DatapathParams, add_controller_arguments, controller_from_arguments
 
-__all__ = ["DEVICE", "synthesize", "place_and_route", "critical_path", "run_design", "main"]
+__all__ = ["DEVICE", "synthesize", "place_and_route", "critical_path", "generate", "run_design",
+           "main"]
 
 DEVICE = "LFE5UM-85F"
 _NEXTPNR_DEVICE = "--um-85k"
@@ -136,7 +137,9 @@ def critical_path(report):
             "cells": sum(1 for s in steps if s["type"] == "logic")}
 
 
-def _generate(name, top, elaboratable, config, out):
+def generate(name, top, elaboratable, config, out):
+    """Write the Verilog of ``elaboratable`` to ``<out>/<name>/<config>/<top>.v``; returns the
+    folder. (Amaranth runs in the caller's thread only.)"""
     folder = Path(out) / name / config
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{top}.v").write_text(amaranth_verilog.convert(elaboratable, name=top,
@@ -144,16 +147,16 @@ def _generate(name, top, elaboratable, config, out):
     return folder
 
 
-def run_design(name, top, elaboratable, config, out, seeds, freq_mhz, jobs=1):
-    """Generate, synthesize and place-and-route one design (``jobs`` seeds at a time); returns
-    its report entry."""
-    folder = _generate(name, top, elaboratable, config, out)
-    start = time.monotonic()
-    cells = synthesize(folder, top)
-    synth_seconds = round(time.monotonic() - start, 1)
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        runs = list(pool.map(lambda seed: place_and_route(folder, top, seed, freq_mhz),
-                             seeds))
+def run_design(name, top, config, folder, seeds, freq_mhz, tools):
+    """Synthesize and place-and-route one design, its Verilog already in ``folder`` (see
+    :func:`generate`); returns its report entry.
+
+    Every tool run goes to the executor ``tools`` (as many runs at once as it has workers), so
+    that several designs can share the machine: call this from a thread of its own.
+    """
+    cells, synth_seconds = tools.submit(_timed, synthesize, folder, top).result()
+    placements = [tools.submit(place_and_route, folder, top, seed, freq_mhz) for seed in seeds]
+    runs = [placement.result() for placement in placements]
     fmax = [r["fmax_mhz"] for r in runs]
     return {
         "design": name, "top": top, "config": config, "device": DEVICE,
@@ -161,6 +164,13 @@ def run_design(name, top, elaboratable, config, out, seeds, freq_mhz, jobs=1):
         "fmax_median_mhz": statistics.median(fmax) if fmax else None,
         "fmax_min_mhz": min(fmax, default=None), "fmax_max_mhz": max(fmax, default=None),
     }
+
+
+def _timed(function, *args):
+    """``function(*args)`` and the seconds it took."""
+    start = time.monotonic()
+    result = function(*args)
+    return result, round(time.monotonic() - start, 1)
 
 
 _AREA = ("lut4", "ff", "carry_ccu2c", "lutram_dpr16x4", "block_ram_dp16kd", "dsp_mult18")
@@ -175,15 +185,18 @@ def breakdown(controller, datapath, registers):
     return parts
 
 
-def sweep(out, seeds, freq_mhz, jobs, line_bits=(128, 256, 512), counter_widths=(2, 4, 6)):
+def sweep(out, seeds, freq_mhz, tools, line_bits=(128, 256, 512), counter_widths=(2, 4, 6)):
     """The datapath over ``line_bits`` x ``counter_widths``, first seed only."""
-    entries = []
-    for bits in line_bits:
-        for width in counter_widths:
-            params = DatapathParams(line_bits=bits, counter_width=width)
-            entries.append(run_design("sweep", "nf_datapath", AggregationDatapath(params),
-                                      params.name, out, seeds[:1], freq_mhz, jobs))
-    return entries
+    grid = [DatapathParams(line_bits=bits, counter_width=width)
+            for bits in line_bits for width in counter_widths]
+    with ThreadPoolExecutor(max_workers=len(grid)) as designs:
+        runs = []
+        for params in grid:
+            folder = generate("sweep", "nf_datapath", AggregationDatapath(params), params.name,
+                              out)
+            runs.append(designs.submit(run_design, "sweep", "nf_datapath", params.name, folder,
+                                       seeds[:1], freq_mhz, tools))
+        return [run.result() for run in runs]
 
 
 def sweep_chart(entries, path):
@@ -270,19 +283,29 @@ def main(argv=None):
     params = controller.datapath
     out = Path(args.out)
     config = controller.name
-    datapath = run_design("datapath", "nf_datapath", AggregationDatapath(params), params.name,
-                          out, args.seeds, args.freq, args.jobs)
-    whole = run_design("controller", "nf_controller", CxlMemController(controller), config,
-                       out, args.controller_seeds, args.controller_freq, args.jobs)
-    registers = synthesize(_generate("registers", "nf_control_registers",
-                                     ControlRegisters(controller), config, out),
-                           "nf_control_registers")
-    report = {"tools": tool_versions(), "seeds": args.seeds, "designs": [datapath, whole],
-              "registers": registers,
-              "breakdown": breakdown(whole["cells"], datapath["cells"], registers)}
-    if args.sweep:
-        report["sweep"] = sweep(out, args.seeds, args.freq, args.jobs)
-        sweep_chart(report["sweep"], out / "sweep.png")
+    # The Verilog is written here, one design after another; each design then waits for its
+    # tool runs in a thread of its own, and the runs of all designs share ``--jobs`` workers,
+    # so one design's synthesis overlaps another's placements.
+    with ThreadPoolExecutor(max_workers=args.jobs) as tools, \
+            ThreadPoolExecutor(max_workers=2) as designs:
+        folder = generate("datapath", "nf_datapath", AggregationDatapath(params), params.name,
+                          out)
+        datapath = designs.submit(run_design, "datapath", "nf_datapath", params.name, folder,
+                                  args.seeds, args.freq, tools)
+        folder = generate("registers", "nf_control_registers", ControlRegisters(controller),
+                          config, out)
+        registers = tools.submit(synthesize, folder, "nf_control_registers")
+        folder = generate("controller", "nf_controller", CxlMemController(controller), config,
+                          out)
+        whole = designs.submit(run_design, "controller", "nf_controller", config, folder,
+                               args.controller_seeds, args.controller_freq, tools)
+        datapath, whole, registers = datapath.result(), whole.result(), registers.result()
+        report = {"tools": tool_versions(), "seeds": args.seeds, "designs": [datapath, whole],
+                  "registers": registers,
+                  "breakdown": breakdown(whole["cells"], datapath["cells"], registers)}
+        if args.sweep:
+            report["sweep"] = sweep(out, args.seeds, args.freq, tools)
+            sweep_chart(report["sweep"], out / "sweep.png")
     (out / "synth.json").write_text(json.dumps(report, indent=2) + "\n")
     (out / "synth.md").write_text(markdown(report))
     print(markdown(report))
