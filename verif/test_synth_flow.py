@@ -2,7 +2,7 @@
 
 import json
 
-from synth.flow import breakdown, main, markdown, sweep_chart
+from synth.flow import TARGETS, breakdown, main, markdown, sweep_chart, targets
 
 
 def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
@@ -63,3 +63,24 @@ def test_unplaced_design_is_reported_as_such():
          "constraint_mhz": 150.0}]}
     assert "| controller | c | 1 | 2 | 3 | 0 | 0 | 40 | 150 | not placed (see " \
            "--controller-seeds) |" in markdown(report)
+
+
+def test_targets_are_compared_with_the_figures():
+    lut_budget, datapath_mhz = TARGETS["datapath"]["lut4"], TARGETS["datapath"]["fmax_mhz"]
+    designs = [
+        {"design": "datapath", "cells": {"lut4": lut_budget}, "fmax_median_mhz": datapath_mhz - 1},
+        {"design": "controller", "cells": {"lut4": 1}, "fmax_median_mhz": None},
+    ]
+    rows = targets(designs)
+    verdicts = {(r["design"], r["figure"]): r["met"] for r in rows}
+    assert verdicts == {("datapath", "LUT4"): True, ("datapath", "median Fmax MHz"): False,
+                        ("controller", "median Fmax MHz"): None}, rows
+    report = {"seeds": [], "tools": {"yosys": "y", "nextpnr-ecp5": "n"}, "designs": [],
+              "targets": rows}
+    table = markdown(report)
+    assert f"| datapath | LUT4 | {lut_budget:,} | {lut_budget:,} | met |" in table, table
+    assert f"| datapath | median Fmax MHz | {datapath_mhz:,.0f} | {datapath_mhz - 1:,.0f} | " \
+           "missed |" in table, table
+    controller_mhz = TARGETS["controller"]["fmax_mhz"]
+    assert f"| controller | median Fmax MHz | {controller_mhz:,.0f} | not placed | - |" \
+        in table, table
