@@ -49,8 +49,16 @@ def gternary_lanes(params, lanes):
     return data.ArrayLayout(signed(params.gternary_sum_width), params.gternary_lanes)(lanes)
 
 
+def decision_status_layout():
+    """The status between stages: the accept decision of :class:`Decode`."""
+    return data.StructLayout({"accepted": 1, "reason": Reason})
+
+
 def status_layout():
-    return data.StructLayout({"accepted": 1, "reason": Reason, "invalid": 1})
+    """The response's status: the accept decision and whether an added G-Ternary line held an
+    invalid lane code (found copy by copy in :class:`Compare`)."""
+    return data.StructLayout({**{name: field.shape for name, field in decision_status_layout()},
+                              "invalid": 1})
 
 
 def control_layout(params):
@@ -61,7 +69,7 @@ def control_layout(params):
         "gternary": 1,                     # add it as G-Ternary values (else G-Binary bits)
         "mode": Mode,                      # how to read back
         "half_n": unsigned(width),         # G-Binary majority: 2c > n  <=>  c > n // 2
-        # G-Ternary gate T, as bounds on the sum offset by 2**W (see Compare._gate):
+        # G-Ternary gate T, as bounds on the sum offset by 2**W (see Compare._bounds):
         "upper": unsigned(width + 1),      # s >= T   <=>  s + 2**W >= 2**W + T
         "lower": unsigned(width + 1),      # s <= -T  <=>  s + 2**W <= 2**W - T
     })
@@ -98,7 +106,7 @@ def work_layout(params, user_width):
         # control_copies x control_layout(params), kept flat so that simulators see one wide
         # field rather than a debug wire per copy and member.
         "control": unsigned(control_layout(params).size * params.control_copies),
-        "status": status_layout(),
+        "status": decision_status_layout(),
         "user": unsigned(user_width),
     })
 
@@ -184,8 +192,7 @@ class Decode(_CombStage):
         accepted = ~(bad_mode | partial | full)
         adding = contribution & accepted
 
-        m.d.comb += [out.status.accepted.eq(accepted),
-                     out.status.invalid.eq(0)]        # found later, copy by copy
+        m.d.comb += out.status.accepted.eq(accepted)
         self._carry(m, req, out, "data", "byte_enable", "state", "user")
         control = out.control
         m.d.comb += [
@@ -255,7 +262,7 @@ def verdict_layout(params, user_width):
         "byte_enable": unsigned(params.line_bytes),
         "state": state_layout(params),
         "control": unsigned(control_layout(params).size * params.control_copies),
-        "status": status_layout(),
+        "status": decision_status_layout(),
         # per control copy: its line bits hold an invalid G-Ternary code of an added line
         "invalid_codes": unsigned(params.control_copies),
         "user": unsigned(user_width),
@@ -267,8 +274,9 @@ class Compare(_CombStage):
 
     G-Binary lane bit: 1 iff ``2c > n``. G-Ternary lane: the two bounds ``s >= T`` and
     ``s <= -T`` (:class:`Select` makes the code of them); ``s`` is read from the low ``W + 1``
-    bits of its stored ``2W``, which hold any ``|s| <= capacity``. Only comparators sit here;
-    which of the read-backs (or the request data) becomes the line is left to :class:`Select`.
+    bits of its stored ``2W``, which hold any ``|s| <= capacity``. Comparators and the invalid-code
+    check sit here; which of the read-backs (or the request data) becomes the line is left to
+    :class:`Select`.
     Each control copy also flags invalid lane codes (``10``) in its bits of an added G-Ternary
     line; :class:`Select` combines the flags into ``status.invalid``, so no stage reduces the
     whole line at once.

@@ -329,7 +329,9 @@ def main(argv=None):
     parser.add_argument("--controller-seeds", type=int, nargs="*", default=[],
                         help="placement seeds for the controller (none by default: one "
                              "placement takes about 20 minutes on a 2-core machine)")
-    parser.add_argument("--jobs", type=int, default=2, help="place-and-route runs at once")
+    parser.add_argument("--jobs", type=int, default=2,
+                        help="tool runs at once (synthesis, gate estimate, placement), shared "
+                             "by all designs")
     parser.add_argument("--sweep", action="store_true",
                         help="also sweep the datapath over line bits x counter width")
     parser.add_argument("--out", default="build/reports")
