@@ -274,12 +274,10 @@ class Compare(_CombStage):
 
     G-Binary lane bit: 1 iff ``2c > n``. G-Ternary lane: the two bounds ``s >= T`` and
     ``s <= -T`` (:class:`Select` makes the code of them); ``s`` is read from the low ``W + 1``
-    bits of its stored ``2W``, which hold any ``|s| <= capacity``. Comparators and the invalid-code
-    check sit here; which of the read-backs (or the request data) becomes the line is left to
-    :class:`Select`.
-    Each control copy also flags invalid lane codes (``10``) in its bits of an added G-Ternary
-    line; :class:`Select` combines the flags into ``status.invalid``, so no stage reduces the
-    whole line at once.
+    bits of its stored ``2W``, which hold any ``|s| <= capacity``. Each control copy also flags
+    invalid lane codes (``10``) in its bits of an added G-Ternary line; :class:`Select` combines
+    the flags into ``status.invalid``, so no stage reduces the whole line at once. Which of the
+    read-backs (or the request data) becomes the line is left to :class:`Select`.
     """
 
     def __init__(self, params, user_width):

@@ -168,7 +168,8 @@ def run_design(name, top, config, folder, seeds, freq_mhz, tools):
     """
     cells, synth_seconds = tools.submit(_timed, synthesize, folder, top).result()
     placements = [tools.submit(place_and_route, folder, top, seed, freq_mhz) for seed in seeds]
-    # Queued behind the placements, which take longest (Yosys reads only the Verilog here).
+    # Queued behind the placements, which take longest; never beside the synthesis above (no
+    # two Yosys runs in one folder at once).
     gates = tools.submit(estimate_gates, folder, top)
     runs = [placement.result() for placement in placements]
     cells.update(gates.result())
@@ -180,13 +181,6 @@ def run_design(name, top, config, folder, seeds, freq_mhz, tools):
         "fmax_median_mhz": statistics.median(fmax) if fmax else None,
         "fmax_min_mhz": min(fmax, default=None), "fmax_max_mhz": max(fmax, default=None),
     }
-
-
-def _cells(folder, top, tools):
-    """ECP5 cells and generic gates of a design that is not placed, one tool run after the
-    other (never two Yosys runs in one folder at once)."""
-    return {**tools.submit(synthesize, folder, top).result(),
-            **tools.submit(estimate_gates, folder, top).result()}
 
 
 def _timed(function, *args):
@@ -351,12 +345,14 @@ def main(argv=None):
                                   args.seeds, args.freq, tools)
         folder = generate("registers", "nf_control_registers", ControlRegisters(controller),
                           config, out)
-        registers = designs.submit(_cells, folder, "nf_control_registers", tools)
+        registers = designs.submit(run_design, "registers", "nf_control_registers", config,
+                                   folder, [], None, tools)
         folder = generate("controller", "nf_controller", CxlMemController(controller), config,
                           out)
         whole = designs.submit(run_design, "controller", "nf_controller", config, folder,
                                args.controller_seeds, args.controller_freq, tools)
-        datapath, whole, registers = datapath.result(), whole.result(), registers.result()
+        datapath, whole = datapath.result(), whole.result()
+        registers = registers.result()["cells"]
         report = {"tools": tool_versions(), "seeds": args.seeds, "designs": [datapath, whole],
                   "registers": registers,
                   "breakdown": breakdown(whole["cells"], datapath["cells"], registers),
