@@ -4,7 +4,7 @@ The port uses the AXI4 signal names (``awaddr``, ``wdata``, ``rready``, ...), so
 or cocotbext-axi's ``AxiBus.from_prefix(dut, "axi", bus_separator="__")`` binds it directly.
 """
 
-from amaranth import Module, Signal, unsigned
+from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -45,6 +45,14 @@ class AxiLineMaster(wiring.Component):
     the memory takes them. Each command waits one clock in a one-entry register on its way in
     (its ``ready`` is that register being empty), so no path runs from the owner's command
     logic to the address counters.
+
+    Both data channels pass registers, so the owner's side of each handshake is a register and
+    a wide owner (a state buffer that shifts with every beat) sees no path from the AXI port:
+
+    - read data waits one clock in a register (``read_data.valid`` is that register full;
+      ``rready`` is it being empty or taken);
+    - write data enters a two-entry skid buffer (``write_data.ready`` is its spare entry being
+      empty while lines of the run remain), which keeps one line per clock moving.
 
     - ``read_command``: issues one read per line; the lines come back, in order, on
       ``read_data`` (``error`` when the memory answered anything but OKAY). Take a new command
@@ -109,11 +117,12 @@ class AxiLineMaster(wiring.Component):
         m.d.comb += [
             read.take.eq(read.valid & ~ar.more),
             axi.arvalid.eq(ar.more),
-            self.read_data.valid.eq(axi.rvalid),
-            self.read_data.payload.data.eq(axi.rdata),
-            self.read_data.payload.error.eq(axi.rresp != RESP_OKAY),
-            axi.rready.eq(self.read_data.ready),
+            axi.rready.eq(~self.read_data.valid | self.read_data.ready),
         ]
+        with m.If(axi.rready):
+            m.d.sync += [self.read_data.valid.eq(axi.rvalid),
+                         self.read_data.payload.data.eq(axi.rdata),
+                         self.read_data.payload.error.eq(axi.rresp != RESP_OKAY)]
         with m.If(read.take):
             m.d.sync += [axi.araddr.eq(read.payload.address), *ar.load(read.payload.beats)]
         with m.Elif(axi.arvalid & axi.arready):
@@ -126,12 +135,12 @@ class AxiLineMaster(wiring.Component):
             write.take.eq(write.valid & ~b.more),
             self.write_busy.eq(write.valid | b.more),
             axi.awvalid.eq(aw.more),
-            axi.wvalid.eq(w.more & self.write_data.valid),
-            self.write_data.ready.eq(w.more & axi.wready),
-            axi.wdata.eq(self.write_data.payload.data),
-            axi.wstrb.eq(self.write_data.payload.strobe),
             axi.bready.eq(b.more),
         ]
+        # ``w`` counts the lines still to take from the owner.
+        beat = _SkidBuffer(m, self.write_data, w.more, "write_data")
+        m.d.comb += [axi.wvalid.eq(beat.valid), axi.wdata.eq(beat.payload.data),
+                     axi.wstrb.eq(beat.payload.strobe), beat.ready.eq(axi.wready)]
         with m.If(write.take):
             beats = write.payload.beats
             m.d.sync += [axi.awaddr.eq(write.payload.address),
@@ -139,7 +148,7 @@ class AxiLineMaster(wiring.Component):
                          self.write_error.eq(0)]
         with m.If(axi.awvalid & axi.awready):
             m.d.sync += [axi.awaddr.eq(axi.awaddr + line_bytes), *aw.step()]
-        with m.If(axi.wvalid & axi.wready):
+        with m.If(self.write_data.valid & self.write_data.ready):
             m.d.sync += w.step()
         m.d.sync += self.write_done.eq(0)
         with m.If(axi.bvalid & axi.bready):
@@ -164,6 +173,28 @@ class _CommandRegister:
             m.d.sync += [self.valid.eq(command.valid), self.payload.eq(command.payload)]
         with m.Elif(self.take):
             m.d.sync += self.valid.eq(0)
+
+
+class _SkidBuffer:
+    """Two registers between the stream ``sink`` and the handshake ``valid``/``payload``/
+    ``ready``. ``sink.ready`` is ``enable`` and the spare register being empty, with no path from
+    ``ready``; the spare catches the line taken while the output register stalls, so lines still
+    move at one per clock."""
+
+    def __init__(self, m, sink, enable, name):
+        self.valid = Signal(name=f"{name}_out_held")
+        self.payload = Signal(sink.payload.shape(), name=f"{name}_out")
+        self.ready = Signal(name=f"{name}_out_ready")
+        spare_valid = Signal(name=f"{name}_spare_held")
+        spare = Signal(sink.payload.shape(), name=f"{name}_spare")
+        m.d.comb += sink.ready.eq(enable & ~spare_valid)
+        taken = sink.valid & sink.ready
+        with m.If(~self.valid | self.ready):
+            m.d.sync += [self.valid.eq(spare_valid | taken),
+                         self.payload.eq(Mux(spare_valid, spare, sink.payload)),
+                         spare_valid.eq(0)]
+        with m.Elif(taken):
+            m.d.sync += [spare_valid.eq(1), spare.eq(sink.payload)]
 
 
 class _Countdown:

@@ -222,12 +222,25 @@ class CxlMemController(wiring.Component):
         # a memory handshake (no decode of the engine's state but IDLE's), since reply_data
         # is a whole line of flip-flops. IDLE zeroes it: the data of a MemData-NXM.
         line_reading = Signal()           # an identity read's line is on its way
+        line_writing = Signal()           # an identity write's line is on its way
         with m.If(capture[-1]):
             m.d.sync += reply_data.eq(Cat(reply_data[32:], control.bus.r_data))
         with m.Elif(line_reading & memory.read_data.valid):
             m.d.sync += reply_data.eq(memory.read_data.payload.data)
         with m.Elif(datapath.response.valid):
             m.d.sync += reply_data.eq(result.line)
+
+        # The memory master's data streams, driven from registers and from flags that are set
+        # when a run starts and cleared after its last line (never from a decode of the
+        # engine's state): the master registers both streams, so these are timed paths into
+        # a line of flip-flops. A clear writes zeros.
+        m.d.comb += [
+            memory.read_data.ready.eq(state_reading | line_reading),
+            memory.write_data.valid.eq(line_writing | state_sending | clear_active),
+            memory.write_data.payload.data.eq(
+                Mux(line_writing, current.data, Mux(clear_active, 0, state[:p.line_bits]))),
+            memory.write_data.payload.strobe.eq(Mux(line_writing, current.byte_enable, -1)),
+        ]
 
         with m.FSM(name="engine"):
             with m.State("START"):
@@ -267,7 +280,7 @@ class CxlMemController(wiring.Component):
 
             with m.State("DISPATCH"):
                 self._dispatch(m, current, decoded, memory, events, reply_nxm, state_reading,
-                               line_reading)
+                               line_reading, line_writing)
 
             with m.State("WINDOW"):
                 # Loads word ``issued`` into the window registers whenever they are free or
@@ -296,7 +309,6 @@ class CxlMemController(wiring.Component):
                     m.next = "REPLY_DONE"
 
             with m.State("LINE_READ"):
-                m.d.comb += memory.read_data.ready.eq(1)
                 with m.If(memory.read_data.valid):
                     m.d.sync += [line_reading.eq(0),
                                  reply_poison.eq(memory.read_data.payload.error)]
@@ -304,15 +316,12 @@ class CxlMemController(wiring.Component):
                     m.next = "REPLY_DATA"
 
             with m.State("LINE_WRITE"):
-                m.d.comb += [memory.write_data.valid.eq(1),
-                             memory.write_data.payload.data.eq(current.data),
-                             memory.write_data.payload.strobe.eq(current.byte_enable)]
                 with m.If(memory.write_done):
+                    m.d.sync += line_writing.eq(0)
                     m.d.comb += events.mem_error.eq(memory.write_error)
                     m.next = "REPLY_DONE"
 
             with m.State("STATE_READ"):
-                m.d.comb += memory.read_data.ready.eq(1)
                 with m.If(memory.read_data.valid):
                     m.d.sync += beats.eq(beats + 1)
                     with m.If(memory.read_data.payload.error):
@@ -348,9 +357,6 @@ class CxlMemController(wiring.Component):
                         m.next = "REPLY_DONE"
 
             with m.State("STATE_WRITE"):
-                m.d.comb += [memory.write_data.valid.eq(state_sending),
-                             memory.write_data.payload.data.eq(state[:p.line_bits]),
-                             memory.write_data.payload.strobe.eq(-1)]
                 with m.If(state_sending & memory.write_data.ready):
                     m.d.sync += beats.eq(beats + 1)
                     with m.If(beats == p.state_lines - 1):
@@ -395,8 +401,6 @@ class CxlMemController(wiring.Component):
                     m.next = "IDLE"
 
             with m.State("CLEAR_WRITE"):
-                m.d.comb += [memory.write_data.valid.eq(1),
-                             memory.write_data.payload.strobe.eq(-1)]
                 with m.If(memory.write_done):
                     m.d.sync += clear_active.eq(0)
                     m.d.comb += [control.clear_done.eq(1),
@@ -477,7 +481,7 @@ class CxlMemController(wiring.Component):
             m.next = "DECODE"
 
     def _dispatch(self, m, current, decoded, memory, events, reply_nxm, state_reading,
-                  line_reading):
+                  line_reading, line_writing):
         """Choose the path of the request just accepted, and start it. The memory master is idle
         here (every earlier command has finished), so its command register is empty and takes
         the command (``run_address``, ``run_lines``, set in DECODE) at once."""
@@ -512,6 +516,7 @@ class CxlMemController(wiring.Component):
             m.next = "LINE_READ"
         with m.Else():
             m.d.comb += memory.write_command.valid.eq(1)
+            m.d.sync += line_writing.eq(1)
             m.next = "LINE_WRITE"
 
     @staticmethod
