@@ -12,7 +12,7 @@
 - ``CTRL.CLEAR`` starts the clear engine on ``CTRL.CLEAR_REGION``.
 """
 
-from amaranth import Cat, Module, Signal, unsigned
+from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -241,16 +241,22 @@ class ControlRegisters(wiring.Component):
         fault = Signal(ConfigError)
         self._first_fault(m, fault, [(f, e) for f, (_, e) in zip(failed, checks)])
 
+        # Region r takes its staged values on the copying step with i == r. The step's
+        # condition is registered one clock ahead, one flag per region, so that each region's
+        # flip-flop enables come straight from a flip-flop rather than through the step decode.
+        load = Signal(p.regions)
+        m.d.sync += load.eq(Mux(busy & copying & (settle == _SETTLE_CLOCKS - 1),
+                                Cat(i == r for r in range(p.regions)), 0))
+        for r, region in enumerate(self.regions):
+            with m.If(load[r]):
+                m.d.sync += [region[name].eq(getattr(a, name)) for name, _ in region_layout(p)]
+
         with m.If(~busy):
             with m.If(block.field("CTRL", "APPLY")):
                 m.d.sync += [busy.eq(1), i.eq(0), j.eq(0), settle.eq(0)]
         with m.Elif(~settled):
             m.d.sync += settle.eq(settle + 1)
         with m.Elif(copying):
-            for r, region in enumerate(self.regions):
-                with m.If(i == r):
-                    m.d.sync += [region[name].eq(getattr(a, name))
-                                 for name, _ in region_layout(p)]
             with m.If(i == last):
                 m.d.sync += [busy.eq(0), copying.eq(0)]
             with m.Else():
