@@ -20,7 +20,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregates
-from .pipeline import PipelineRegister, advance_copies
+from .pipeline import PipelineRegister
 
 __all__ = ["state_layout", "request_layout", "decision_layout", "work_layout",
            "response_layout",
@@ -410,7 +410,8 @@ class AggregationDatapath(wiring.Component):
         registered = {"decode": p.latency >= 5, "distribute": p.latency >= 3,
                       "add": p.latency >= 2, "compare": p.latency >= 4, "select": True}
 
-        registers = []
+        # The whole pipeline moves when its output register is free or being emptied.
+        advance = ~self.response.valid | self.response.ready
         upstream = wiring.flipped(self.request)
         for name, stage in stages:
             m.submodules[name] = stage
@@ -419,13 +420,8 @@ class AggregationDatapath(wiring.Component):
             if registered[name]:
                 m.submodules[f"{name}_reg"] = register = PipelineRegister(
                     stage.source.payload.shape())
-                registers.append(register)
+                m.d.comb += register.advance.eq(advance)
                 wiring.connect(m, upstream, register.sink)
                 upstream = register.source
         wiring.connect(m, upstream, wiring.flipped(self.response))
-        # The whole pipeline moves when its output register is free or being emptied.
-        output = registers[-1]
-        for register in registers:
-            m.d.comb += register.advance.eq(advance_copies(
-                m, len(register.advance), output.sink.valid, self.response.ready))
         return m
