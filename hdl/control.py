@@ -244,8 +244,9 @@ class ControlRegisters(wiring.Component):
         # Region r takes its staged values on the copying step with i == r. The step's
         # condition is registered one clock ahead, one flag per region, so that each region's
         # flip-flop enables come straight from a flip-flop rather than through the step decode.
+        # (``copying`` is only ever high while ``busy``.)
         load = Signal(p.regions)
-        m.d.sync += load.eq(Mux(busy & copying & (settle == _SETTLE_CLOCKS - 1),
+        m.d.sync += load.eq(Mux(copying & (settle == _SETTLE_CLOCKS - 1),
                                 Cat(i == r for r in range(p.regions)), 0))
         for r, region in enumerate(self.regions):
             with m.If(load[r]):
