@@ -192,7 +192,6 @@ class CxlMemController(wiring.Component):
             datapath.request.payload.threshold.eq(decoded.threshold),
             datapath.request.payload.mode.eq(decoded.mode),
             datapath.request.payload.contribute.eq(current.operation == Operation.WRITE),
-            datapath.response.ready.eq(1),
         ]
         result = datapath.response.payload
         with m.If(shift_state):

@@ -98,7 +98,7 @@ def decision_layout(params, user_width):
 
 def work_layout(params, user_width):
     """Between stages: the line, the state (new ``n``; lanes updated by :class:`Add`), the
-    replicated controls and the status."""
+    replicated controls, the status and where the line holds invalid G-Ternary codes."""
     return data.StructLayout({
         "data": unsigned(params.line_bits),
         "byte_enable": unsigned(params.line_bytes),
@@ -107,6 +107,8 @@ def work_layout(params, user_width):
         # field rather than a debug wire per copy and member.
         "control": unsigned(control_layout(params).size * params.control_copies),
         "status": decision_status_layout(),
+        # per control copy: its line bits hold an invalid G-Ternary code (10), whatever the mode
+        "invalid_lanes": unsigned(params.control_copies),
         "user": unsigned(user_width),
     })
 
@@ -123,8 +125,8 @@ def response_layout(params, user_width):
 
 
 class _CombStage(wiring.Component):
-    """A combinational stream stage: ``source`` carries ``compute(sink)``; valid and ready pass
-    through.
+    """A combinational stream stage: ``source`` carries ``compute(sink)``; valid passes through
+    (both streams are ``always_ready``).
 
     The ``user`` tag is assigned a second time, under a condition that changes nothing. Some
     output field assigned under a condition makes Amaranth drive the whole output payload from
@@ -134,13 +136,13 @@ class _CombStage(wiring.Component):
 
     def __init__(self, params, user_width, in_layout, out_layout):
         self._params = params
-        super().__init__({"sink": In(stream.Signature(in_layout(params, user_width))),
-                          "source": Out(stream.Signature(out_layout(params, user_width)))})
+        super().__init__({
+            "sink": In(stream.Signature(in_layout(params, user_width), always_ready=True)),
+            "source": Out(stream.Signature(out_layout(params, user_width), always_ready=True))})
 
     def elaborate(self, platform):
         m = Module()
-        m.d.comb += [self.source.valid.eq(self.sink.valid),
-                     self.sink.ready.eq(self.source.ready)]
+        m.d.comb += self.source.valid.eq(self.sink.valid)
         self.compute(m, self.sink.payload, self.source.payload)
         with m.If(self.sink.valid):
             m.d.comb += self.source.payload.user.eq(self.sink.payload.user)
@@ -167,8 +169,10 @@ class Decode(_CombStage):
 
     Rejection reasons, first match wins: ``MODE`` (code 3), ``PARTIAL`` (a contribution to an
     aggregation mode without every byte enable), ``CAPACITY`` (``n`` already at capacity). A
-    rejected or read-only request leaves the state unchanged. ``status.invalid`` is left to
-    :class:`Compare` and :class:`Select`, which look for invalid codes copy by copy.
+    rejected or read-only request leaves the state unchanged. Decode also finds, for each
+    control copy's line bits, whether they hold an invalid G-Ternary code (``invalid_lanes``:
+    from the data alone, beside the decisions); :class:`Compare` keeps the flags of added
+    G-Ternary lines and :class:`Select` combines them into ``status.invalid``.
     """
 
     def __init__(self, params, user_width):
@@ -194,6 +198,9 @@ class Decode(_CombStage):
 
         m.d.comb += out.status.accepted.eq(accepted)
         self._carry(m, req, out, "data", "byte_enable", "state", "user")
+        m.d.comb += out.invalid_lanes.eq(Cat(
+            Cat(req.data[k:k + 2] == TERNARY_INVALID for k in self._copy_bits(copy)[::2]).any()
+            for copy in range(p.control_copies)))
         control = out.control
         m.d.comb += [
             control.add.eq(adding),
@@ -213,7 +220,8 @@ class Distribute(_CombStage):
         super().__init__(params, user_width, decision_layout, work_layout)
 
     def compute(self, m, decision, out):
-        self._carry(m, decision, out, "data", "byte_enable", "state", "status", "user")
+        self._carry(m, decision, out, "data", "byte_enable", "state", "status", "invalid_lanes",
+                    "user")
         m.d.comb += [control.eq(decision.control) for control in self._controls(out)]
 
 
@@ -274,10 +282,11 @@ class Compare(_CombStage):
 
     G-Binary lane bit: 1 iff ``2c > n``. G-Ternary lane: the two bounds ``s >= T`` and
     ``s <= -T`` (:class:`Select` makes the code of them); ``s`` is read from the low ``W + 1``
-    bits of its stored ``2W``, which hold any ``|s| <= capacity``. Each control copy also flags
-    invalid lane codes (``10``) in its bits of an added G-Ternary line; :class:`Select` combines
-    the flags into ``status.invalid``, so no stage reduces the whole line at once. Which of the
-    read-backs (or the request data) becomes the line is left to :class:`Select`.
+    bits of its stored ``2W``, which hold any ``|s| <= capacity``. Each control copy also keeps
+    its ``invalid_lanes`` flag (from :class:`Decode`) if the line was added as G-Ternary;
+    :class:`Select` combines the flags into ``status.invalid``, so no stage reduces the whole
+    line at once. Which of the read-backs (or the request data) becomes the line is left to
+    :class:`Select`.
     """
 
     def __init__(self, params, user_width):
@@ -296,8 +305,7 @@ class Compare(_CombStage):
                 out.bounds[bits.start:bits.stop].eq(
                     Cat(self._bounds(sums[k // 2], control) for k in bits[::2])),
                 out.invalid_codes[copy].eq(
-                    control.add & control.gternary
-                    & Cat(work.data[k:k + 2] == TERNARY_INVALID for k in bits[::2]).any()),
+                    control.add & control.gternary & work.invalid_lanes[copy]),
             ]
 
     def _bounds(self, stored_sum, control):
@@ -353,9 +361,11 @@ class AggregationDatapath(wiring.Component):
 
     Each request carries a line, its byte enables, the line's current accumulated state, the
     path (``mode``), whether it is a contribution, the G-Ternary gate threshold ``T`` and an
-    opaque ``user`` tag. The response, ``latency`` cycles after the request is accepted when
-    ``response.ready`` stays high, carries the new state to write back, the read-back line, the
-    byte enables, the status and the same ``user`` tag. Responses leave in request order.
+    opaque ``user`` tag. The pipeline has a fixed latency and no backpressure (both streams are
+    ``always_ready``): a request is taken on every clock its ``valid`` is high, and its response
+    is valid for exactly one clock, ``latency`` clocks later; the consumer must take it then.
+    The response carries the new state to write back, the read-back line, the byte enables,
+    the status and the same ``user`` tag. Responses leave in request order.
     Behaviour per request is that of :func:`golden.datapath.run_datapath`, for states the
     datapath itself produced (``docs/formats.md``, "Accumulator state").
 
@@ -368,8 +378,8 @@ class AggregationDatapath(wiring.Component):
 
     Members
     -------
-    request : In(stream.Signature(request_layout(params, user_width)))
-    response : Out(stream.Signature(response_layout(params, user_width)))
+    request : In(stream.Signature(request_layout(params, user_width), always_ready=True))
+    response : Out(stream.Signature(response_layout(params, user_width), always_ready=True))
     """
 
     def __init__(self, params=DatapathParams(), *, user_width=16):
@@ -380,8 +390,10 @@ class AggregationDatapath(wiring.Component):
         self._params = params
         self._user_width = user_width
         super().__init__({
-            "request": In(stream.Signature(request_layout(params, user_width))),
-            "response": Out(stream.Signature(response_layout(params, user_width))),
+            "request": In(stream.Signature(request_layout(params, user_width),
+                                           always_ready=True)),
+            "response": Out(stream.Signature(response_layout(params, user_width),
+                                             always_ready=True)),
         })
 
     @property
@@ -394,7 +406,7 @@ class AggregationDatapath(wiring.Component):
 
     @property
     def latency(self):
-        """Cycles from an accepted request to its response, with no backpressure."""
+        """Cycles from a request to its response."""
         return self._params.latency
 
     @property
@@ -410,8 +422,6 @@ class AggregationDatapath(wiring.Component):
         registered = {"decode": p.latency >= 5, "distribute": p.latency >= 3,
                       "add": p.latency >= 2, "compare": p.latency >= 4, "select": True}
 
-        # The whole pipeline moves when its output register is free or being emptied.
-        advance = ~self.response.valid | self.response.ready
         upstream = wiring.flipped(self.request)
         for name, stage in stages:
             m.submodules[name] = stage
@@ -420,7 +430,6 @@ class AggregationDatapath(wiring.Component):
             if registered[name]:
                 m.submodules[f"{name}_reg"] = register = PipelineRegister(
                     stage.source.payload.shape())
-                m.d.comb += register.advance.eq(advance)
                 wiring.connect(m, upstream, register.sink)
                 upstream = register.source
         wiring.connect(m, upstream, wiring.flipped(self.response))

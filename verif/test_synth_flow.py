@@ -6,14 +6,14 @@ from synth.flow import TARGETS, breakdown, main, markdown, sweep_chart, targets
 
 
 def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
-    main(["--line-bits", "32", "--counter-width", "1", "--latency", "1", "--regions", "1",
+    main(["--line-bits", "32", "--counter-width", "1", "--latency", "2", "--regions", "1",
           "--seeds", "1", "2", "--freq", "100", "--controller-freq", "50",
           "--controller-seeds", "1", "2",
           "--out", str(tmp_path)])
     report = json.loads((tmp_path / "synth.json").read_text())
     datapath, controller = report["designs"]
-    for design, folder, freq in ((datapath, tmp_path / "datapath" / "L32_W1_D1", 100),
-                                 (controller, tmp_path / "controller" / "L32_W1_D1_R1", 50)):
+    for design, folder, freq in ((datapath, tmp_path / "datapath" / "L32_W1_D2", 100),
+                                 (controller, tmp_path / "controller" / "L32_W1_D2_R1", 50)):
         cells = json.loads((folder / "stat.json").read_text())["design"]["num_cells_by_type"]
         assert design["cells"]["lut4"] == cells["LUT4"] > 0, design["design"]
         assert design["cells"]["ff"] == cells["TRELLIS_FF"] > 0, design["design"]
@@ -30,11 +30,11 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
                        - 1000 / run["fmax_mhz"]) < 0.05, run["critical_path"]
         assert [r["seed"] for r in design["pnr"]] == [1, 2]
 
-    registers = json.loads((tmp_path / "registers" / "L32_W1_D1_R1" / "stat.json").read_text())
+    registers = json.loads((tmp_path / "registers" / "L32_W1_D2_R1" / "stat.json").read_text())
     parts = report["breakdown"]
     assert parts["register block"]["lut4"] == registers["design"]["num_cells_by_type"]["LUT4"]
     table = (tmp_path / "synth.md").read_text()
-    assert f"| datapath | L32_W1_D1 | {datapath['cells']['lut4']:,} |" in table
+    assert f"| datapath | L32_W1_D2 | {datapath['cells']['lut4']:,} |" in table
     assert "| register block |" in table
     assert "wrote" in capsys.readouterr().out
 
@@ -63,6 +63,19 @@ def test_unplaced_design_is_reported_as_such():
          "constraint_mhz": 150.0}]}
     assert "| controller | c | 1 | 2 | 3 | 0 | 0 | 40 | 150 | not placed (see " \
            "--controller-seeds) |" in markdown(report)
+
+
+def test_design_without_register_paths_has_no_fmax(tmp_path):
+    """The datapath at latency 1 has no register-to-register path: nextpnr times nothing out
+    of context, and the report says so instead of inventing a figure."""
+    main(["--line-bits", "32", "--counter-width", "1", "--latency", "1", "--regions", "1",
+          "--seeds", "1", "--out", str(tmp_path)])
+    report = json.loads((tmp_path / "synth.json").read_text())
+    datapath = report["designs"][0]
+    pnr = json.loads((tmp_path / "datapath" / "L32_W1_D1" / "pnr_seed1.json").read_text())
+    assert pnr["fmax"] == {} and pnr["critical_paths"] == [], pnr["fmax"]
+    assert datapath["pnr"][0]["fmax_mhz"] is None and datapath["fmax_median_mhz"] is None
+    assert "| datapath | L32_W1_D1 | 1 | - |" in (tmp_path / "synth.md").read_text()
 
 
 def test_targets_are_compared_with_the_figures():
