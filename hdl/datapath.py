@@ -65,8 +65,11 @@ def control_layout(params):
     """Per-line decisions of :class:`Decode`, one copy per ``CONTROL_COPY_BITS`` line bits."""
     width = params.counter_width
     return data.StructLayout({
-        "add": 1,                          # add the contribution to the lanes
-        "gternary": 1,                     # add it as G-Ternary values (else G-Binary bits)
+        "add": 1,                          # add the contribution (increments n)
+        # add it as G-Binary bits / as G-Ternary values: each is ``add`` and the mode, decided
+        # once here so that every adder input is one LUT of the line bits and these
+        "add_gbinary": 1,
+        "add_gternary": 1,
         "mode": Mode,                      # how to read back
         "half_n": unsigned(width),         # G-Binary majority: 2c > n  <=>  c > n // 2
         # G-Ternary gate T, as bounds on the sum offset by 2**W (see Compare._bounds):
@@ -204,7 +207,8 @@ class Decode(_CombStage):
         control = out.control
         m.d.comb += [
             control.add.eq(adding),
-            control.gternary.eq(is_gternary),
+            control.add_gbinary.eq(adding & ~is_gternary),
+            control.add_gternary.eq(adding & is_gternary),
             control.mode.eq(req.mode),
             # Both candidates from n alone, so no adder follows the accept decision.
             control.half_n.eq(Mux(adding, (req.state.n + 1) >> 1, req.state.n >> 1)),
@@ -253,9 +257,10 @@ class Add(_CombStage):
             for k in self._copy_bits(copy)[::2]:
                 low, high = work.data[k], work.data[k + 1]
                 gbinary_step = Cat(low, Const(0, p.counter_width - 1), high)
-                gternary_step = Mux(low, Mux(high, minus_one, 1), 0)
-                step = Mux(control.gternary, gternary_step, gbinary_step)
-                m.d.comb += new[k // 2].eq(old[k // 2] + Mux(control.add, step, 0))
+                gternary_step = Mux(high, minus_one, 1)
+                step = ((gbinary_step & control.add_gbinary.replicate(width))
+                        | (gternary_step & (control.add_gternary & low).replicate(width)))
+                m.d.comb += new[k // 2].eq(old[k // 2] + step)
 
 
 def verdict_layout(params, user_width):
@@ -305,7 +310,7 @@ class Compare(_CombStage):
                 out.bounds[bits.start:bits.stop].eq(
                     Cat(self._bounds(sums[k // 2], control) for k in bits[::2])),
                 out.invalid_codes[copy].eq(
-                    control.add & control.gternary & work.invalid_lanes[copy]),
+                    control.add_gternary & work.invalid_lanes[copy]),
             ]
 
     def _bounds(self, stored_sum, control):
