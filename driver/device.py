@@ -12,7 +12,7 @@ any *transport* that reads and writes whole lines::
 """
 
 from golden.config import Region
-from golden.datapath import unpack_state
+from golden.datapath import memory_to_state, unpack_state
 from hdl.params import Mode
 from hdl.regmap import CONFIG_ERROR_HELP, COUNTERS, ID_MAGIC, STATUS_FLAGS, ConfigError, \
     register_map
@@ -193,7 +193,6 @@ class NeuronFabric:
         start = region.acc + line * self.params.accumulator_bytes_per_line
         raw = b"".join([await self.transport.read_line(start + i * self._line_bytes)
                         for i in range(self.params.datapath.state_lines)])
-        state_bytes = -(-self.params.datapath.state_bits // 8)
         lanes, n = unpack_state(self.params.datapath, Mode(region.mode),
-                                [list(raw[:state_bytes])])
+                                memory_to_state(self.params.datapath, [list(raw)]))
         return lanes[0], int(n[0])

@@ -23,7 +23,7 @@ from .lines import (bits_to_fields, bits_to_lines, fields_to_bits, lines_to_bits
                     lines_to_small_fields, small_fields_to_lines)
 
 __all__ = ["DatapathRequests", "DatapathResponses", "pack_state", "unpack_state",
-           "run_datapath"]
+           "state_to_memory", "memory_to_state", "run_datapath"]
 
 
 @dataclass
@@ -83,6 +83,36 @@ def unpack_state(params, mode, state):
         lanes = np.where(lanes >= 1 << (width - 1), lanes - (1 << width), lanes)
     n = _bytes_to_fields(state[:, split:], 8 * (state.shape[1] - split))[:, 0]
     return lanes, n & ((1 << params.counter_width) - 1)
+
+
+def state_to_memory(params, state):
+    """The device-memory image of packed states: ``(N, state_bytes)`` bytes to
+    ``(N, state_lines * line_bytes)``, the ``state_lines`` lines one after another.
+
+    Memory holds a state in bit planes: line ``b < W`` holds bit ``b`` of every G-Binary count
+    (its bit ``k`` is bit ``b`` of lane ``k``'s ``c``), and line ``W`` holds ``n`` in its low
+    ``W`` bits, zeros above. Bit ``j`` of G-Ternary lane ``k``'s sum is therefore bit
+    ``2k + j // W`` of line ``j % W``. Every line's bit ``k`` belongs to line bit ``k``'s lanes.
+    """
+    lines, width = params.line_bits, params.counter_width
+    bits = lines_to_bits(state)
+    planes = bits[:, :lines * width].reshape(-1, lines, width).transpose(0, 2, 1)
+    n_line = np.zeros((bits.shape[0], lines), np.uint8)
+    n_line[:, :width] = bits[:, params.state_n_offset:params.state_n_offset + width]
+    return bits_to_lines(np.concatenate([planes.reshape(-1, lines * width), n_line], axis=1))
+
+
+def memory_to_state(params, memory):
+    """Inverse of :func:`state_to_memory`: packed states of their device-memory image (the
+    bits above ``n`` in its line are ignored)."""
+    lines, width = params.line_bits, params.counter_width
+    bits = lines_to_bits(memory)
+    lanes = bits[:, :lines * width].reshape(-1, width, lines).transpose(0, 2, 1)
+    state = np.zeros((bits.shape[0], 8 * state_bytes(params)), np.uint8)
+    state[:, :lines * width] = lanes.reshape(-1, lines * width)
+    state[:, params.state_n_offset:params.state_n_offset + width] = \
+        bits[:, lines * width:lines * width + width]
+    return bits_to_lines(state)
 
 
 def _fields_to_bytes(values, width):

@@ -11,7 +11,7 @@ import numpy as np
 from hdl.params import Mode, Reason
 
 from .config import decode
-from .datapath import DatapathRequests, run_datapath
+from .datapath import DatapathRequests, memory_to_state, run_datapath, state_to_memory
 
 __all__ = ["DeviceModel"]
 
@@ -48,18 +48,17 @@ class DeviceModel:
         return address < 1 << self.params.address_bits
 
     def state(self, state_address):
-        """The packed accumulator state stored at ``state_address``."""
+        """The packed accumulator state stored at ``state_address`` (its memory image:
+        :func:`golden.datapath.state_to_memory`)."""
         lines = [self.line(state_address + i * self._line_bytes)
                  for i in range(self.params.datapath.state_lines)]
-        state = np.concatenate(lines)
-        return state[:-(-self.params.datapath.state_bits // 8)]
+        return memory_to_state(self.params.datapath, np.concatenate(lines).reshape(1, -1))[0]
 
     def _store_state(self, state_address, state):
-        padded = np.zeros(self.params.accumulator_bytes_per_line, np.uint8)
-        padded[:len(state)] = state
+        image = state_to_memory(self.params.datapath, np.asarray(state).reshape(1, -1))[0]
         for i in range(self.params.datapath.state_lines):
             self.memory[state_address + i * self._line_bytes] = \
-                padded[i * self._line_bytes:(i + 1) * self._line_bytes]
+                image[i * self._line_bytes:(i + 1) * self._line_bytes]
 
     def _run(self, address, data, contribute):
         _, region, mode, state_address = decode(self.params, self.regions, self.enable, address)

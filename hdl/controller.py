@@ -14,7 +14,7 @@ from .control import ControlRegisters
 from .csr import READ_LATENCY, csr_bus_signature
 from .cxl import (DevLoad, DRSOpcode, MetaField, NDROpcode, ReqOpcode,
                   RwDOpcode, m2s_req_layout, m2s_rwd_layout, s2m_drs_layout, s2m_ndr_layout)
-from .datapath import AggregationDatapath
+from .datapath import AggregationDatapath, planes_of_state, state_of_planes
 from .decode import AddressDecoder
 from .params import ControllerParams, Reason, aggregates
 
@@ -171,8 +171,9 @@ class CxlMemController(wiring.Component):
             self.s2m_drs.payload.data.eq(reply_data),
         ]
 
-        # Accumulator state of the line being served: read from memory beat by beat into the
-        # top, written back from the bottom; both shift down by one line. Whether a beat moves
+        # Accumulator state of the line being served, as its memory image (bit planes, see
+        # planes_of_state): read from memory beat by beat into the top, written back from the
+        # bottom; both shift down by one line. Whether a beat moves
         # is decided by two flags of their own (set when a state read or write-back starts,
         # cleared after its last beat) and the memory handshake, not by the engine's state.
         state = Signal(p.state_lines * p.line_bits)
@@ -182,13 +183,21 @@ class CxlMemController(wiring.Component):
                                    | (state_sending & memory.write_data.ready))
         beats = Signal(range(p.state_lines + 1))
         memory_error = Signal()
+        # The request's state: some two thousand single-bit selects of the buffer. Assigned a
+        # second time under a condition (which changes nothing), it is driven from one process:
+        # Icarus Verilog would evaluate a continuous assignment of that many operands once per
+        # changed operand (as in hdl.datapath._CombStage).
+        request_state = Signal(p.state_bits)
+        m.d.comb += request_state.eq(state_of_planes(p, state))
+        with m.If(datapath.request.valid):
+            m.d.comb += request_state.eq(state_of_planes(p, state))
         m.d.comb += [
             datapath.request.payload.data.eq(current.data),
             # The datapath needs the byte enables only to tell whether all are set: one
             # register (set at accept) rather than a reduction of the whole mask here.
             datapath.request.payload.byte_enable.eq(
                 current.full_line.replicate(p.line_bytes)),
-            datapath.request.payload.state.eq(state[:p.state_bits]),
+            datapath.request.payload.state.eq(request_state),
             datapath.request.payload.threshold.eq(decoded.threshold),
             datapath.request.payload.mode.eq(decoded.mode),
             datapath.request.payload.contribute.eq(current.operation == Operation.WRITE),
@@ -197,7 +206,7 @@ class CxlMemController(wiring.Component):
         with m.If(shift_state):
             m.d.sync += state.eq(Cat(state[p.line_bits:], memory.read_data.payload.data))
         with m.Elif(datapath.response.valid):     # only ever in state RESULT
-            m.d.sync += state.eq(result.state)
+            m.d.sync += state.eq(planes_of_state(p, result.state))
 
         # Clear engine requests, served between host requests.
         clear_pending = Signal()

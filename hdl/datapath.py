@@ -22,10 +22,9 @@ from amaranth.lib.wiring import In, Out
 from .params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregates
 from .pipeline import PipelineRegister
 
-__all__ = ["state_layout", "request_layout", "decision_layout", "work_layout",
-           "response_layout",
-           "verdict_layout", "gbinary_lanes", "gternary_lanes", "Decode", "Add", "Compare",
-           "Select", "Distribute",
+__all__ = ["state_layout", "planes_of_state", "state_of_planes", "request_layout",
+           "decision_layout", "work_layout", "response_layout", "verdict_layout",
+           "gbinary_lanes", "gternary_lanes", "Decode", "Distribute", "Add", "Compare", "Select",
            "AggregationDatapath"]
 
 
@@ -37,6 +36,24 @@ def state_layout(params):
         "lanes": unsigned(params.state_lanes_bits),
         "n": unsigned(params.counter_width),
     })
+
+
+def planes_of_state(params, state):
+    """The memory image of a ``state`` (:func:`state_layout` view): ``state_lines`` lines of
+    bit planes, plane ``b < W`` made of bit ``b`` of every G-Binary lane, then ``n`` alone in
+    the last line (``docs/formats.md``, "In device memory"). Wiring only: bit ``k`` of every
+    line belongs to line bit ``k``'s lanes, so a line-wide memory beat stays next to the lanes
+    it feeds."""
+    width = params.counter_width
+    return Cat(*(state.lanes[k * width + b] for b in range(width)
+                 for k in range(params.line_bits)), state.n)
+
+
+def state_of_planes(params, planes):
+    """Inverse of :func:`planes_of_state`: the packed state of a memory image."""
+    width, lines = params.counter_width, params.line_bits
+    return Cat(*(planes[b * lines + k] for k in range(lines) for b in range(width)),
+               planes[width * lines:][:width])
 
 
 def gbinary_lanes(params, lanes):

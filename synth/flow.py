@@ -336,7 +336,7 @@ def main(argv=None):
                         help="controller constraint, MHz")
     parser.add_argument("--controller-seeds", type=int, nargs="*", default=[],
                         help="placement seeds for the controller (none by default: one "
-                             "placement takes about half an hour on a 2-core machine)")
+                             "placement takes 13 to 21 minutes on a 2-core machine)")
     parser.add_argument("--jobs", type=int, default=2,
                         help="tool runs at once (synthesis, gate estimate, placement), shared "
                              "by all designs")

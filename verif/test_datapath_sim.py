@@ -4,14 +4,16 @@ import itertools
 
 import numpy as np
 import pytest
-from amaranth import Module, Value
+from amaranth import Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from golden.datapath import run_datapath
-from hdl.datapath import AggregationDatapath, request_layout
-from hdl.params import LATENCY_CHOICES, DatapathParams
+from golden.datapath import pack_state, run_datapath, state_to_memory
+from golden.lines import lines_to_ints
+from hdl.datapath import (AggregationDatapath, planes_of_state, request_layout,
+                          state_layout, state_of_planes)
+from hdl.params import LATENCY_CHOICES, DatapathParams, Mode
 from hdl.pipeline import PipelineRegister
 from verif.payload import decode_responses, request_payloads
 from verif.scoreboard import compare_responses
@@ -116,6 +118,40 @@ def test_latency_and_initiation_interval(latency):
     assert arrivals == list(range(latency, latency + count)), \
         f"latency {dut.latency}: responses at cycles {arrivals}"
     assert dut.latency == latency and dut.initiation_interval == 1
+
+
+@pytest.mark.parametrize("params", [DatapathParams(), DatapathParams(line_bits=16,
+                                                                     counter_width=3)],
+                         ids=lambda p: p.name)
+def test_state_memory_image_wiring_matches_golden(params):
+    """:func:`planes_of_state` and :func:`state_of_planes` (the controller's state buffer
+    wiring) agree with the golden model's memory image, both ways."""
+    rng = np.random.default_rng(SEED)
+    n = rng.integers(0, params.capacity + 1, size=8)
+    states = pack_state(params, Mode.GBINARY,
+                        rng.integers(0, n[:, None] + 1, size=(8, params.gbinary_lanes)), n)
+    images = state_to_memory(params, states)
+    state = Signal(state_layout(params))
+    planes = Signal(params.state_lines * params.line_bits)
+    m = Module()
+    image_of_state, state_of_image = Signal.like(planes), Signal(params.state_bits)
+    m.d.comb += [image_of_state.eq(planes_of_state(params, state)),
+                 state_of_image.eq(state_of_planes(params, planes))]
+
+    async def bench(ctx):
+        for row, (packed, image) in enumerate(zip(lines_to_ints(states), lines_to_ints(images))):
+            ctx.set(state.as_value(), packed)
+            ctx.set(planes, image)
+            assert ctx.get(image_of_state) == image, \
+                f"{params.name} state {row}: memory image differs in bits " \
+                f"{ctx.get(image_of_state) ^ image:#x}"
+            assert ctx.get(state_of_image) == packed, \
+                f"{params.name} image {row}: state differs in bits " \
+                f"{ctx.get(state_of_image) ^ packed:#x}"
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
 
 
 class RegisterChain(wiring.Component):

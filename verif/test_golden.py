@@ -5,7 +5,7 @@ import pytest
 
 from golden.aggregate import (admit, gbinary_accumulate, gbinary_majority, gternary_accumulate,
                               gternary_gate, identity_write)
-from golden.datapath import pack_state, unpack_state
+from golden.datapath import memory_to_state, pack_state, state_to_memory, unpack_state
 from golden.lines import (TERNARY_INVALID, bits_to_ints, bits_to_lines, fields_to_bits,
                           lines_to_small_fields, small_fields_to_lines, ints_to_bits, ints_to_lines,
                           lines_to_bits, lines_to_signs, lines_to_ternary_codes, lines_to_ints,
@@ -143,6 +143,36 @@ def test_state_pack_round_trip_and_offsets(params, mode, rng):
     width = params.counter_width if mode == Mode.GBINARY else params.gternary_sum_width
     assert (value >> params.state_n_offset) == n[0]
     assert (value & ((1 << width) - 1)) == lanes[0, 0] % (1 << width)
+
+
+@pytest.mark.parametrize("mode", [Mode.GBINARY, Mode.GTERNARY])
+@pytest.mark.parametrize("params", [DatapathParams(), DatapathParams(line_bits=16,
+                                                                     counter_width=16)],
+                         ids=lambda p: p.name)
+def test_state_memory_image_is_bit_planes_then_n(params, mode, rng):
+    """Memory line ``b < W`` bit ``k`` is bit ``b`` of G-Binary lane ``k``; G-Ternary sum bit
+    ``j`` of lane ``k`` is line ``j % W`` bit ``2k + j // W``; line ``W`` holds ``n``."""
+    lanes_count = params.gbinary_lanes if mode == Mode.GBINARY else params.gternary_lanes
+    n = rng.integers(0, params.capacity + 1, size=4)
+    low = 0 if mode == Mode.GBINARY else -n[:, None]
+    lanes = rng.integers(low, n[:, None] + 1, size=(4, lanes_count))
+    packed = pack_state(params, mode, lanes, n)
+    image = state_to_memory(params, packed)
+    width, bits = params.counter_width, params.line_bits
+    assert image.shape == (4, params.state_lines * params.line_bytes)
+    memory_lines = [lines_to_ints(image[:, b * params.line_bytes:(b + 1) * params.line_bytes])
+                    for b in range(params.state_lines)]
+    lane_width = width if mode == Mode.GBINARY else 2 * width
+    for row in range(4):
+        for k in range(lanes_count):
+            value = int(lanes[row, k]) % (1 << lane_width)
+            for j in range(lane_width):
+                line, bit = (j, k) if mode == Mode.GBINARY else (j % width, 2 * k + j // width)
+                assert (memory_lines[line][row] >> bit) & 1 == (value >> j) & 1, \
+                    f"{params.name} {mode.name} row {row} lane {k} bit {j}: line {line} bit {bit}"
+        assert memory_lines[width][row] == n[row], \
+            f"row {row}: n line {memory_lines[width][row]:#x}, expected {n[row]}"
+    assert np.array_equal(memory_to_state(params, image), packed)
 
 
 @pytest.mark.parametrize("width", [1, 2, 4, 8])
