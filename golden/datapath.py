@@ -22,8 +22,8 @@ from .aggregate import (gbinary_accumulate, gbinary_majority, gternary_accumulat
 from .lines import (bits_to_fields, bits_to_lines, fields_to_bits, lines_to_bits,
                     lines_to_small_fields, small_fields_to_lines)
 
-__all__ = ["DatapathRequests", "DatapathResponses", "pack_state", "unpack_state",
-           "state_to_memory", "memory_to_state", "run_datapath"]
+__all__ = ["DatapathRequests", "DatapathResponses", "state_bytes", "pack_state",
+           "unpack_state", "state_to_memory", "memory_to_state", "run_datapath"]
 
 
 @dataclass

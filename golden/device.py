@@ -11,7 +11,8 @@ import numpy as np
 from hdl.params import Mode, Reason
 
 from .config import decode
-from .datapath import DatapathRequests, memory_to_state, run_datapath, state_to_memory
+from .datapath import (DatapathRequests, memory_to_state, run_datapath, state_bytes,
+                       state_to_memory)
 
 __all__ = ["DeviceModel"]
 
@@ -122,4 +123,4 @@ class DeviceModel:
             return
         for line in range(r.size // self._line_bytes):
             self._store_state(r.acc + line * self.params.accumulator_bytes_per_line,
-                              np.zeros(self.params.accumulator_bytes_per_line, np.uint8))
+                              np.zeros(state_bytes(self.params.datapath), np.uint8))

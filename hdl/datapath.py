@@ -73,7 +73,7 @@ def decision_status_layout():
 
 def status_layout():
     """The response's status: the accept decision and whether an added G-Ternary line held an
-    invalid lane code (found copy by copy in :class:`Compare`)."""
+    invalid lane code (found copy by copy in :class:`Decode`, combined in :class:`Select`)."""
     return data.StructLayout({**{name: field.shape for name, field in decision_status_layout()},
                               "invalid": 1})
 

@@ -3,7 +3,8 @@ an ``always_ready`` stream has no ``__ready`` port), with idle and backpressure 
 
 Both classes act once per clock: after the rising edge they set their outputs for the coming
 cycle, then sample the settled handshake in the read-only phase, so a transfer is recorded exactly
-when ``valid`` and ``ready`` are both high before a rising edge, on any simulator.
+when ``valid`` and ``ready`` are both high before a rising edge (``valid`` alone on an
+always-ready stream), on any simulator.
 """
 
 import itertools
