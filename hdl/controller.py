@@ -173,9 +173,9 @@ class CxlMemController(wiring.Component):
 
         # Accumulator state of the line being served, as its memory image (bit planes, see
         # planes_of_state): read from memory beat by beat into the top, written back from the
-        # bottom; both shift down by one line. Whether a beat moves
-        # is decided by two flags of their own (set when a state read or write-back starts,
-        # cleared after its last beat) and the memory handshake, not by the engine's state.
+        # bottom; both shift down by one line. Whether a beat moves is decided by two flags of
+        # their own (set when a state read or write-back starts, cleared after its last beat)
+        # and the memory handshake, not by the engine's state.
         state = Signal(p.state_lines * p.line_bits)
         state_reading, state_sending = Signal(), Signal()
         shift_state = Signal()
@@ -187,10 +187,10 @@ class CxlMemController(wiring.Component):
         # second time under a condition (which changes nothing), it is driven from one process:
         # Icarus Verilog would evaluate a continuous assignment of that many operands once per
         # changed operand (as in hdl.datapath._CombStage).
-        request_state = Signal(p.state_bits)
-        m.d.comb += request_state.eq(state_of_planes(p, state))
+        request_state, lane_order = Signal(p.state_bits), state_of_planes(p, state)
+        m.d.comb += request_state.eq(lane_order)
         with m.If(datapath.request.valid):
-            m.d.comb += request_state.eq(state_of_planes(p, state))
+            m.d.comb += request_state.eq(lane_order)
         m.d.comb += [
             datapath.request.payload.data.eq(current.data),
             # The datapath needs the byte enables only to tell whether all are set: one

@@ -336,7 +336,8 @@ def main(argv=None):
                         help="controller constraint, MHz")
     parser.add_argument("--controller-seeds", type=int, nargs="*", default=[],
                         help="placement seeds for the controller (none by default: one "
-                             "placement takes 13 to 21 minutes on a 2-core machine)")
+                             "placement takes longer than the default report's 10-minute "
+                             "budget; README.md gives the measured time)")
     parser.add_argument("--jobs", type=int, default=2,
                         help="tool runs at once (synthesis, gate estimate, placement), shared "
                              "by all designs")

@@ -158,7 +158,7 @@ def test_state_memory_image_is_bit_planes_then_n(params, mode, rng):
     lanes = rng.integers(low, n[:, None] + 1, size=(4, lanes_count))
     packed = pack_state(params, mode, lanes, n)
     image = state_to_memory(params, packed)
-    width, bits = params.counter_width, params.line_bits
+    width = params.counter_width
     assert image.shape == (4, params.state_lines * params.line_bytes)
     memory_lines = [lines_to_ints(image[:, b * params.line_bytes:(b + 1) * params.line_bytes])
                     for b in range(params.state_lines)]
