@@ -49,14 +49,15 @@ class AxiLineMaster(wiring.Component):
     Both data channels pass registers, so the owner's side of each handshake is a register and
     a wide owner (a state buffer that shifts with every beat) sees no path from the AXI port:
 
-    - read data waits one clock in a register (``read_data.valid`` is that register full;
-      ``rready`` is it being empty or taken);
+    - read data waits one clock in a register and is the owner's that clock: ``read_data``
+      has no ``ready`` and ``rready`` is always high, so the owner issues a read command only
+      when it will take every line of it;
     - write data enters a two-entry skid buffer (``write_data.ready`` is its spare entry being
       empty while lines of the run remain), which keeps one line per clock moving.
 
     - ``read_command``: issues one read per line; the lines come back, in order, on
-      ``read_data`` (``error`` when the memory answered anything but OKAY). Take a new command
-      only after the previous one's data has been taken. Both commands need ``beats`` >= 1.
+      ``read_data``, each valid for one clock (``error`` when the memory answered anything but
+      OKAY). Both commands need ``beats`` >= 1.
     - ``write_command``: issues one write per line; the owner supplies the lines on
       ``write_data`` in order. ``write_done`` pulses once, after the last write response, with
       ``write_error`` set if any response was not OKAY. ``write_busy`` is high from the
@@ -73,7 +74,7 @@ class AxiLineMaster(wiring.Component):
     -------
     axi : Out(axi4_signature(...))
     read_command, write_command : In(stream.Signature(line_command_layout(address_bits)))
-    read_data : Out(stream.Signature({"data": line_bits, "error": 1}))
+    read_data : Out(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
     write_data : In(stream.Signature({"data": line_bits, "strobe": line_bits // 8}))
     write_busy, write_done, write_error : Out(1)
     """
@@ -93,7 +94,8 @@ class AxiLineMaster(wiring.Component):
                                       id_bits=id_bits)),
             "read_command": In(stream.Signature(command)),
             "read_data": Out(stream.Signature(data.StructLayout({"data": line_bits,
-                                                                   "error": 1}))),
+                                                                   "error": 1}),
+                                              always_ready=True)),
             "write_command": In(stream.Signature(command)),
             "write_data": In(stream.Signature(data.StructLayout({"data": line_bits,
                                                                   "strobe": line_bits // 8}))),
@@ -110,19 +112,19 @@ class AxiLineMaster(wiring.Component):
         m.d.comb += [axi.awsize.eq(size), axi.arsize.eq(size), axi.awburst.eq(BURST_INCR),
                      axi.arburst.eq(BURST_INCR), axi.wlast.eq(1)]
 
-        # Read: one address per line while lines remain; data streams straight through.
+        # Read: one address per line while lines remain; data passes one register, with no
+        # enable (the owner takes every line).
         width = len(self.read_command.payload.beats)
         ar = _Countdown(width, "ar")
         read = _CommandRegister(m, self.read_command, "read_command")
         m.d.comb += [
             read.take.eq(read.valid & ~ar.more),
             axi.arvalid.eq(ar.more),
-            axi.rready.eq(~self.read_data.valid | self.read_data.ready),
+            axi.rready.eq(1),
         ]
-        with m.If(axi.rready):
-            m.d.sync += [self.read_data.valid.eq(axi.rvalid),
-                         self.read_data.payload.data.eq(axi.rdata),
-                         self.read_data.payload.error.eq(axi.rresp != RESP_OKAY)]
+        m.d.sync += [self.read_data.valid.eq(axi.rvalid),
+                     self.read_data.payload.data.eq(axi.rdata),
+                     self.read_data.payload.error.eq(axi.rresp != RESP_OKAY)]
         with m.If(read.take):
             m.d.sync += [axi.araddr.eq(read.payload.address), *ar.load(read.payload.beats)]
         with m.Elif(axi.arvalid & axi.arready):

@@ -173,14 +173,16 @@ class CxlMemController(wiring.Component):
 
         # Accumulator state of the line being served, as its memory image (bit planes, see
         # planes_of_state): read from memory beat by beat into the top, written back from the
-        # bottom; both shift down by one line. Whether a beat moves is decided by two flags of
-        # their own (set when a state read or write-back starts, cleared after its last beat)
-        # and the memory handshake, not by the engine's state.
-        state = Signal(p.state_lines * p.line_bits)
-        state_reading, state_sending = Signal(), Signal()
-        shift_state = Signal()
-        m.d.comb += shift_state.eq((state_reading & memory.read_data.valid)
-                                   | (state_sending & memory.write_data.ready))
+        # bottom; both shift down by one line. Whether a beat moves is decided by flags of
+        # their own (set when a state read, the datapath's result or a write-back is due,
+        # cleared when it is done) and the handshake, not by the engine's state. Each flag has
+        # one copy (one bit) per group of buffer columns, the datapath's control copies, so
+        # that no enable net spans the line.
+        state_reading, state_result, state_sending = (
+            Signal(p.control_copies, name=name)
+            for name in ("state_reading", "state_result", "state_sending"))
+        state = self._state_buffer(m, memory, datapath.response, state_reading, state_result,
+                                   state_sending)
         beats = Signal(range(p.state_lines + 1))
         memory_error = Signal()
         # The request's state: some two thousand single-bit selects of the buffer. Assigned a
@@ -203,10 +205,6 @@ class CxlMemController(wiring.Component):
             datapath.request.payload.contribute.eq(current.operation == Operation.WRITE),
         ]
         result = datapath.response.payload
-        with m.If(shift_state):
-            m.d.sync += state.eq(Cat(state[p.line_bits:], memory.read_data.payload.data))
-        with m.Elif(datapath.response.valid):     # only ever in state RESULT
-            m.d.sync += state.eq(planes_of_state(p, result.state))
 
         # Clear engine requests, served between host requests.
         clear_pending = Signal()
@@ -238,13 +236,13 @@ class CxlMemController(wiring.Component):
         with m.Elif(datapath.response.valid):
             m.d.sync += reply_data.eq(result.line)
 
-        # The memory master's data streams, driven from registers and from flags that are set
+        # The memory master's write stream, driven from registers and from flags that are set
         # when a run starts and cleared after its last line (never from a decode of the
-        # engine's state): the master registers both streams, so these are timed paths into
-        # a line of flip-flops. A clear writes zeros.
+        # engine's state): the master registers it, so these are timed paths into a line of
+        # flip-flops. A clear writes zeros. (Read data has no ready: the state buffer takes it
+        # while ``state_reading``, the reply while ``line_reading``.)
         m.d.comb += [
-            memory.read_data.ready.eq(state_reading | line_reading),
-            memory.write_data.valid.eq(line_writing | state_sending | clear_active),
+            memory.write_data.valid.eq(line_writing | state_sending[0] | clear_active),
             memory.write_data.payload.data.eq(
                 Mux(line_writing, current.data, Mux(clear_active, 0, state[:p.line_bits]))),
             memory.write_data.payload.strobe.eq(Mux(line_writing, current.byte_enable, -1)),
@@ -349,23 +347,24 @@ class CxlMemController(wiring.Component):
                         m.next = "REPLY_DONE"
                 with m.Else():
                     m.d.comb += datapath.request.valid.eq(1)
+                    m.d.sync += state_result.eq(-1)         # every copy
                     m.next = "RESULT"
 
             with m.State("RESULT"):
                 with m.If(datapath.response.valid):
                     self._count_result(m, current, result, events)
-                    m.d.sync += beats.eq(0)
+                    m.d.sync += [beats.eq(0), state_result.eq(0)]
                     with m.If(current.operation == Operation.READ):
                         m.next = "REPLY_DATA"
                     with m.Elif(result.status.accepted):
                         m.d.comb += memory.write_command.valid.eq(1)
-                        m.d.sync += state_sending.eq(1)
+                        m.d.sync += state_sending.eq(-1)
                         m.next = "STATE_WRITE"
                     with m.Else():
                         m.next = "REPLY_DONE"
 
             with m.State("STATE_WRITE"):
-                with m.If(state_sending & memory.write_data.ready):
+                with m.If(state_sending[0] & memory.write_data.ready):
                     m.d.sync += beats.eq(beats + 1)
                     with m.If(beats == p.state_lines - 1):
                         m.d.sync += state_sending.eq(0)
@@ -415,6 +414,30 @@ class CxlMemController(wiring.Component):
                                  events.mem_error.eq(memory.write_error)]
                     m.next = "IDLE"
         return m
+
+    def _state_buffer(self, m, memory, response, reading, result, sending):
+        """The accumulator state's memory image (``state_lines`` lines), kept as one register
+        per group of columns; returns the image. A group shifts down by one line, the memory's
+        read beat entering at the top, while ``reading`` and a beat is valid or while
+        ``sending`` and the memory takes one; it loads the datapath's result while ``result``
+        and the response is valid. Each group follows its own copy (bit) of the three flags."""
+        p = self._params.datapath
+        width = p.line_bits // p.control_copies
+        groups = []
+        for g in range(p.control_copies):
+            group = Signal(p.state_lines * width, name=f"state_columns_{g}")
+            columns = range(g * width, (g + 1) * width)
+            incoming = memory.read_data.payload.data[g * width:][:width]
+            with m.If((reading[g] & memory.read_data.valid)
+                      | (sending[g] & memory.write_data.ready)):
+                m.d.sync += group.eq(Cat(group[width:], incoming))
+            with m.Elif(result[g] & response.valid):
+                m.d.sync += group.eq(planes_of_state(p, response.payload.state, columns))
+            groups.append(group)
+        state = Signal(p.state_lines * p.line_bits)
+        m.d.comb += state.eq(Cat(group[line * width:][:width]
+                                 for line in range(p.state_lines) for group in groups))
+        return state
 
     def _ingress(self, m):
         """The two ingress queues; their levels drive DevLoad."""
@@ -516,7 +539,7 @@ class CxlMemController(wiring.Component):
             m.next = "WINDOW"
         with m.Elif(aggregates(decoded.mode)):
             m.d.comb += memory.read_command.valid.eq(1)
-            m.d.sync += state_reading.eq(1)
+            m.d.sync += state_reading.eq(-1)
             m.next = "STATE_READ"
         with m.Elif(reading):
             m.d.comb += memory.read_command.valid.eq(1)

@@ -15,7 +15,7 @@ At latency 5 the decisions are registered once before they fan out: no path has 
 decision logic and the line-wide fan-out.
 """
 
-from amaranth import Cat, Const, Module, Mux, signed, unsigned
+from amaranth import C, Cat, Const, Module, Mux, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -38,15 +38,17 @@ def state_layout(params):
     })
 
 
-def planes_of_state(params, state):
+def planes_of_state(params, state, columns=None):
     """The memory image of a ``state`` (:func:`state_layout` view): ``state_lines`` lines of
     bit planes, plane ``b < W`` made of bit ``b`` of every G-Binary lane, then ``n`` alone in
     the last line (``docs/formats.md``, "In device memory"). Wiring only: bit ``k`` of every
     line belongs to line bit ``k``'s lanes, so a line-wide memory beat stays next to the lanes
-    it feeds."""
+    it feeds. With ``columns`` (a range of bit positions), only those bits of each line, line
+    after line."""
     width = params.counter_width
-    return Cat(*(state.lanes[k * width + b] for b in range(width)
-                 for k in range(params.line_bits)), state.n)
+    columns = range(params.line_bits) if columns is None else columns
+    return Cat(*(state.lanes[k * width + b] for b in range(width) for k in columns),
+               *(state.n[k] if k < width else C(0, 1) for k in columns))
 
 
 def state_of_planes(params, planes):
