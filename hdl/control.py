@@ -50,14 +50,20 @@ def event_layout():
     return data.StructLayout({name: 1 for name in sorted(names)})
 
 
+#: The staged region's selection picks within sets of ``2**_SET_BITS`` regions, registers,
+#: then picks the set.
+_SET_BITS = 2
+
+
 class _Staged:
     """The staged (register-file) region selected by the signal ``index``, with full 64-bit
-    values and the sums the checks and the applied table need, through three registers: the
-    selection, the products (``end``, ``base * state_lines``, the accumulator span), then
-    ``acc_end`` and ``state_offset``. The values are those of ``index`` three clocks earlier,
-    with no more than one adder between two registers."""
+    values and the sums the checks and the applied table need, through four registers: the
+    region within its set of ``2**_SET_BITS``, the set, the products (``end``,
+    ``base * state_lines``, the accumulator span), then ``acc_end`` and ``state_offset``. The
+    values are those of ``index`` four clocks earlier, with no more than one adder, and no
+    mux wider than its set, between two registers."""
 
-    STAGES = 3
+    STAGES = 4
 
     def __init__(self, m, block, params, index, name):
         def stage(value, what):
@@ -65,14 +71,23 @@ class _Staged:
             m.d.sync += out.eq(value)
             return out
 
+        def select(values, by, what):
+            out = Signal(len(values[0]), name=f"{name}_{what}")
+            with m.Switch(by):
+                for k, value in enumerate(values):
+                    with m.Case(k):
+                        m.d.comb += out.eq(value)
+            return stage(out, f"{what}_q")
+
+        per_set = 1 << _SET_BITS
+        set_index = stage(index[_SET_BITS:], "set_index_q")
+
         def pick(reg, field):
             values = [block.field(f"R{r}_{reg}", field) for r in range(params.regions)]
-            out = Signal(len(values[0]), name=f"{name}_{reg.lower()}_{field.lower()}")
-            with m.Switch(index):
-                for r, value in enumerate(values):
-                    with m.Case(r):
-                        m.d.comb += out.eq(value)
-            return stage(out, f"{reg.lower()}_{field.lower()}_q")
+            what = f"{reg.lower()}_{field.lower()}"
+            sets = [select(values[k:k + per_set], index[:_SET_BITS], f"{what}_set{k // per_set}")
+                    for k in range(0, len(values), per_set)]
+            return select(sets, set_index, what)
 
         raw = {"base": Cat(pick("BASE_LO", "ADDR"), pick("BASE_HI", "ADDR")),
                "size": Cat(pick("SIZE_LO", "BYTES"), pick("SIZE_HI", "BYTES")),
@@ -97,9 +112,9 @@ class _Staged:
         self.aggregating = aggregates(self.mode)
 
 
-#: Clocks an APPLY step waits for its region pair: the _Staged pipeline, then the registered
-#: check results.
-_SETTLE_CLOCKS = _Staged.STAGES + 1
+#: Clocks an APPLY step waits for its region pair: the _Staged pipeline, the registered check
+#: results, then the registered first fault.
+_SETTLE_CLOCKS = _Staged.STAGES + 2
 
 
 def _overlap(a_start, a_end, b_start, b_end):
@@ -207,8 +222,8 @@ class ControlRegisters(wiring.Component):
                      block.hold.eq(busy), self.table_ready.eq(~copying)]
         a = _Staged(m, block, p, i, "region_i")
         b = _Staged(m, block, p, j, "region_j")
-        # i and j hold while the pair's values pass the pipeline and the check results are
-        # registered (_SETTLE_CLOCKS), then the step acts: one more clock.
+        # i and j hold while the pair's values pass the pipeline and the check results and the
+        # first fault are registered (_SETTLE_CLOCKS), then the step acts: one more clock.
         settle = Signal(range(_SETTLE_CLOCKS + 1))
         settled = settle == _SETTLE_CLOCKS
 
@@ -238,8 +253,9 @@ class ControlRegisters(wiring.Component):
                  [(c & b.enable, e) for c, e in pair_checks]
         failed = [Signal(name=f"failed_{k}") for k in range(len(checks))]
         m.d.sync += [f.eq(c & a.enable) for f, (c, _) in zip(failed, checks)]
-        fault = Signal(ConfigError)
-        self._first_fault(m, fault, [(f, e) for f, (_, e) in zip(failed, checks)])
+        first, fault = Signal(ConfigError), Signal(ConfigError)
+        self._first_fault(m, first, [(f, e) for f, (_, e) in zip(failed, checks)])
+        m.d.sync += fault.eq(first)
 
         # Region r takes its staged values on the copying step with i == r. The step's
         # condition is registered one clock ahead, one flag per region, so that each region's

@@ -15,11 +15,13 @@ __all__ = ["READ_LATENCY", "WRITE_LATENCY", "csr_bus_signature", "RegisterBlock"
 WRITE_LATENCY = 3
 
 #: Clocks from a read strobe to its data on ``r_data`` (see ``RegisterBlock``).
-READ_LATENCY = 4
+READ_LATENCY = 5
 
-#: Registers per first-step read group: the read selects within groups of this many word
-#: addresses, registers the groups' words, then selects the group.
+#: The read selects the word within groups of ``2**_READ_GROUP_BITS`` word addresses and
+#: registers each group's word, then the group within sets of ``2**_READ_SET_BITS`` groups,
+#: registered again, then the set.
 _READ_GROUP_BITS = 4
+_READ_SET_BITS = 2
 
 
 def csr_bus_signature(addr_width):
@@ -62,8 +64,9 @@ class RegisterBlock(wiring.Component):
     level: the bus is registered on entry; a write then registers its decoded register hit and
     data, and is written (``WRITE_LATENCY`` clocks after its strobe); a read waits one clock
     (so that it sees every earlier write), selects the word within its group of
-    ``2**_READ_GROUP_BITS`` word addresses, then the group (``READ_LATENCY`` clocks after its
-    strobe). Accesses keep their order.
+    ``2**_READ_GROUP_BITS`` word addresses, then the group within its set of
+    ``2**_READ_SET_BITS`` groups, then the set (``READ_LATENCY`` clocks after its strobe).
+    Accesses keep their order.
 
     Writes to ``lockable`` registers are ignored while the ``lock`` field is set or ``hold`` is
     high, and pulse ``locked_write``. Reads and writes outside the map read 0 and do nothing.
@@ -121,30 +124,47 @@ class RegisterBlock(wiring.Component):
         return Cat(*parts)
 
     def _elaborate_read(self, m, request):
-        """The read in three registered steps: a wait matching the write's hit register, the
-        word within each group (a dense mux on the low address bits), then the group."""
+        """The read in four registered steps: a wait matching the write's hit register, the
+        word within each group (a dense mux on the low address bits), the group within each
+        set, then the set. Each step's mux sits next to the registers it selects from."""
         groups = {}
         for reg in self._regmap:
             word = reg.offset // 4
             groups.setdefault(word >> _READ_GROUP_BITS, {})[word % (1 << _READ_GROUP_BITS)] = reg
         waited = Signal.like(request)
         m.d.sync += waited.eq(request)
-        request = waited
-        low = request.addr[:_READ_GROUP_BITS]
-        words = {group: Signal(32, name=f"read_group_{group}") for group in groups}
-        high_q = Signal(len(request.addr) - _READ_GROUP_BITS)
-        read_q = Signal()
-        m.d.sync += read_q.eq(request.r_stb)
-        with m.If(request.r_stb):
-            m.d.sync += high_q.eq(request.addr[_READ_GROUP_BITS:])
+        low = waited.addr[:_READ_GROUP_BITS]
+        words = {}
+        with m.If(waited.r_stb):
             for group, regs in groups.items():
+                words[group] = Signal(32, name=f"read_group_{group}")
                 values = [self._read_value(regs[k]) if k in regs else Const(0, 32)
                           for k in range(1 << _READ_GROUP_BITS)]
                 m.d.sync += words[group].eq(Cat(*values).word_select(low, 32))
+        # The group and set address bits, carried beside the words.
+        group_q = Signal(len(waited.addr) - _READ_GROUP_BITS)
+        set_q = Signal(len(group_q) - _READ_SET_BITS)
+        read_q, read_qq = Signal(), Signal()
+        m.d.sync += [read_q.eq(waited.r_stb), read_qq.eq(read_q)]
+        with m.If(waited.r_stb):
+            m.d.sync += group_q.eq(waited.addr[_READ_GROUP_BITS:])
+        sets = {}
+        for group in words:
+            sets.setdefault(group >> _READ_SET_BITS, []).append(group)
+        set_words = {number: Signal(32, name=f"read_set_{number}") for number in sets}
         with m.If(read_q):
-            with m.Switch(high_q):
-                for group, word in words.items():
-                    with m.Case(group):
+            m.d.sync += set_q.eq(group_q[_READ_SET_BITS:])
+            for number, members in sets.items():
+                with m.Switch(group_q[:_READ_SET_BITS]):
+                    for group in members:
+                        with m.Case(group % (1 << _READ_SET_BITS)):
+                            m.d.sync += set_words[number].eq(words[group])
+                    with m.Default():
+                        m.d.sync += set_words[number].eq(0)
+        with m.If(read_qq):
+            with m.Switch(set_q):
+                for number, word in set_words.items():
+                    with m.Case(number):
                         m.d.sync += self.bus.r_data.eq(word)
                 with m.Default():
                     m.d.sync += self.bus.r_data.eq(0)
