@@ -46,8 +46,8 @@ class AxiLineMaster(wiring.Component):
     (its ``ready`` is that register being empty), so no path runs from the owner's command
     logic to the address counters.
 
-    Both data channels pass registers, so the owner's side of each handshake is a register and
-    a wide owner (a state buffer that shifts with every beat) sees no path from the AXI port:
+    Both data channels pass registers, so a wide owner (a state buffer that shifts with every
+    beat) sees no path from the AXI port:
 
     - read data waits one clock in a register and is the owner's that clock: ``read_data``
       has no ``ready`` and ``rready`` is always high, so the owner issues a read command only

@@ -15,7 +15,7 @@ At latency 5 the decisions are registered once before they fan out: no path has 
 decision logic and the line-wide fan-out.
 """
 
-from amaranth import C, Cat, Const, Module, Mux, signed, unsigned
+from amaranth import Cat, Const, Module, Mux, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -48,7 +48,7 @@ def planes_of_state(params, state, columns=None):
     width = params.counter_width
     columns = range(params.line_bits) if columns is None else columns
     return Cat(*(state.lanes[k * width + b] for b in range(width) for k in columns),
-               *(state.n[k] if k < width else C(0, 1) for k in columns))
+               *(state.n[k] if k < width else Const(0, 1) for k in columns))
 
 
 def state_of_planes(params, planes):

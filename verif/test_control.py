@@ -123,13 +123,18 @@ def test_each_bad_configuration_is_refused_and_the_old_one_stays(error):
     run(dut, testbench)
 
 
-def test_random_configurations_match_golden():
+@pytest.mark.parametrize("regions", [4, 5, 8])
+def test_random_configurations_match_golden(regions):
+    """Four regions make one set of APPLY's two-step region pick; five leave the second set
+    part empty; eight are the default."""
+    params = ControllerParams(datapath=PARAMS.datapath, regions=regions,
+                              address_bits=PARAMS.address_bits)
     rng = np.random.default_rng(SEED)
-    dut = ControlRegisters(PARAMS)
+    dut = ControlRegisters(params)
     cases = []
     for _ in range(40):
         regions = []
-        for _ in range(PARAMS.regions):
+        for _ in range(params.regions):
             base = int(rng.integers(0, 64)) * 0x400 + int(rng.choice([0, 0, 0, LINE // 2]))
             mode = int(rng.choice(4, p=[0.3, 0.33, 0.33, 0.04]))
             regions.append(Region(bool(rng.random() < 0.7), mode, base,
@@ -140,10 +145,11 @@ def test_random_configurations_match_golden():
 
     async def testbench(ctx):
         for n, regions in enumerate(cases):
-            want = validate(PARAMS, regions)
+            want = validate(params, regions)
             got = (await apply(ctx, dut, regions))[:2]
-            assert got == want, f"seed {SEED}, case {n}: hardware {got[0].name} in region " \
-                                f"{got[1]}, golden {want[0].name} in region {want[1]}: {regions}"
+            assert got == want, f"seed {SEED}, {params.regions} regions, case {n}: hardware " \
+                                f"{got[0].name} in region {got[1]}, golden {want[0].name} in " \
+                                f"region {want[1]}: {regions}"
 
     run(dut, testbench)
 

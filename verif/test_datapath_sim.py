@@ -125,7 +125,8 @@ def test_latency_and_initiation_interval(latency):
                          ids=lambda p: p.name)
 def test_state_memory_image_wiring_matches_golden(params):
     """:func:`planes_of_state` and :func:`state_of_planes` (the controller's state buffer
-    wiring) agree with the golden model's memory image, both ways."""
+    wiring) agree with the golden model's memory image, both ways; so does each quarter of the
+    columns (the controller loads its buffer one group of columns at a time)."""
     rng = np.random.default_rng(SEED)
     n = rng.integers(0, params.capacity + 1, size=8)
     states = pack_state(params, Mode.GBINARY,
@@ -137,6 +138,11 @@ def test_state_memory_image_wiring_matches_golden(params):
     image_of_state, state_of_image = Signal.like(planes), Signal(params.state_bits)
     m.d.comb += [image_of_state.eq(planes_of_state(params, state)),
                  state_of_image.eq(state_of_planes(params, planes))]
+    quarter = params.line_bits // 4
+    groups = [range(g * quarter, (g + 1) * quarter) for g in range(4)]
+    group_images = [Signal(params.state_lines * quarter) for _ in groups]
+    m.d.comb += [out.eq(planes_of_state(params, state, columns))
+                 for out, columns in zip(group_images, groups)]
 
     async def bench(ctx):
         for row, (packed, image) in enumerate(zip(lines_to_ints(states), lines_to_ints(images))):
@@ -148,6 +154,14 @@ def test_state_memory_image_wiring_matches_golden(params):
             assert ctx.get(state_of_image) == packed, \
                 f"{params.name} image {row}: state differs in bits " \
                 f"{ctx.get(state_of_image) ^ packed:#x}"
+            for g, (out, columns) in enumerate(zip(group_images, groups)):
+                want = [(image >> (line * params.line_bits + k)) & 1
+                        for line in range(params.state_lines) for k in columns]
+                got = ctx.get(out)
+                wrong = [(i // quarter, columns[i % quarter]) for i, bit in enumerate(want)
+                         if (got >> i) & 1 != bit]
+                assert not wrong, f"{params.name} state {row}, column group {g}: " \
+                                  f"(line, column) bits differ: {wrong[:8]}"
 
     sim = Simulator(m)
     sim.add_testbench(bench)
