@@ -12,11 +12,12 @@
 - ``CTRL.CLEAR`` starts the clear engine on ``CTRL.CLEAR_REGION``.
 """
 
-from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .csr import RegisterBlock, csr_bus_signature
+from .pipeline import register_selected
 from .arith import times_constant
 from .params import ControllerParams, Mode, aggregates
 from .regmap import COUNTERS, STATUS_FLAGS, ConfigError, register_map
@@ -72,15 +73,13 @@ class _Staged:
             return out
 
         def select(values, by, what):
-            out = Signal(len(values[0]), name=f"{name}_{what}")
-            with m.Switch(by):
-                for k, value in enumerate(values):
-                    with m.Case(k):
-                        m.d.comb += out.eq(value)
-            return stage(out, f"{what}_q")
+            out = Signal(len(values[0]), name=f"{name}_{what}_q")
+            register_selected(m, out, dict(enumerate(values)), by)
+            return out
 
         per_set = 1 << _SET_BITS
-        set_index = stage(index[_SET_BITS:], "set_index_q")
+        high = index[_SET_BITS:]     # empty at up to 2**_SET_BITS regions: one set
+        set_index = stage(high, "set_index_q") if len(high) else Const(0, 1)
 
         def pick(reg, field):
             values = [block.field(f"R{r}_{reg}", field) for r in range(params.regions)]

@@ -8,6 +8,8 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .pipeline import register_selected
+
 __all__ = ["READ_LATENCY", "WRITE_LATENCY", "csr_bus_signature", "RegisterBlock"]
 
 #: Clocks from a write strobe to the written value (or a ``WS`` pulse) at the block's fields
@@ -133,14 +135,11 @@ class RegisterBlock(wiring.Component):
             groups.setdefault(word >> _READ_GROUP_BITS, {})[word % (1 << _READ_GROUP_BITS)] = reg
         waited = Signal.like(request)
         m.d.sync += waited.eq(request)
-        low = waited.addr[:_READ_GROUP_BITS]
         words = {}
-        with m.If(waited.r_stb):
-            for group, regs in groups.items():
-                words[group] = Signal(32, name=f"read_group_{group}")
-                values = [self._read_value(regs[k]) if k in regs else Const(0, 32)
-                          for k in range(1 << _READ_GROUP_BITS)]
-                m.d.sync += words[group].eq(Cat(*values).word_select(low, 32))
+        for group, regs in groups.items():
+            words[group] = Signal(32, name=f"read_group_{group}")
+            register_selected(m, words[group], {k: self._read_value(reg) for k, reg in regs.items()},
+                              waited.addr[:_READ_GROUP_BITS], enable=waited.r_stb)
         # The group and set address bits, carried beside the words.
         group_q = Signal(len(waited.addr) - _READ_GROUP_BITS)
         set_q = Signal(len(group_q) - _READ_SET_BITS)
@@ -154,20 +153,11 @@ class RegisterBlock(wiring.Component):
         set_words = {number: Signal(32, name=f"read_set_{number}") for number in sets}
         with m.If(read_q):
             m.d.sync += set_q.eq(group_q[_READ_SET_BITS:])
-            for number, members in sets.items():
-                with m.Switch(group_q[:_READ_SET_BITS]):
-                    for group in members:
-                        with m.Case(group % (1 << _READ_SET_BITS)):
-                            m.d.sync += set_words[number].eq(words[group])
-                    with m.Default():
-                        m.d.sync += set_words[number].eq(0)
-        with m.If(read_qq):
-            with m.Switch(set_q):
-                for number, word in set_words.items():
-                    with m.Case(number):
-                        m.d.sync += self.bus.r_data.eq(word)
-                with m.Default():
-                    m.d.sync += self.bus.r_data.eq(0)
+        for number, members in sets.items():
+            register_selected(m, set_words[number],
+                              {group % (1 << _READ_SET_BITS): words[group] for group in members},
+                              group_q[:_READ_SET_BITS], enable=read_q)
+        register_selected(m, self.bus.r_data, set_words, set_q, enable=read_qq)
 
     def elaborate(self, platform):
         m = Module()

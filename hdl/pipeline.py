@@ -1,10 +1,12 @@
-"""Pipeline register of a fixed-latency stream pipeline."""
+"""Pipeline register of a fixed-latency stream pipeline, and a registered select."""
+
+from contextlib import nullcontext
 
 from amaranth import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["PipelineRegister"]
+__all__ = ["PipelineRegister", "register_selected"]
 
 
 class PipelineRegister(wiring.Component):
@@ -37,3 +39,16 @@ class PipelineRegister(wiring.Component):
             self.source.payload.eq(self.sink.payload),
         ]
         return m
+
+
+def register_selected(m, out, values, index, enable=None):
+    """Register ``values[index]`` into ``out`` (zero for an index that ``values``, a dict from
+    index to value, has no entry for), every clock or only while ``enable``. Wide selects are
+    built from these in steps, so that each mux sits next to the registers it selects from."""
+    with m.If(enable) if enable is not None else nullcontext():
+        with m.Switch(index):
+            for k, value in values.items():
+                with m.Case(k):
+                    m.d.sync += out.eq(value)
+            with m.Default():
+                m.d.sync += out.eq(0)
