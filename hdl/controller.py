@@ -422,7 +422,7 @@ class CxlMemController(wiring.Component):
         ``sending`` and the memory takes one; it loads the datapath's result while ``result``
         and the response is valid. Each group follows its own copy (bit) of the three flags."""
         p = self._params.datapath
-        width = p.line_bits // p.control_copies
+        width = p.control_copy_bits
         groups = []
         for g in range(p.control_copies):
             group = Signal(p.state_lines * width, name=f"state_columns_{g}")

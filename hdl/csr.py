@@ -138,8 +138,9 @@ class RegisterBlock(wiring.Component):
         words = {}
         for group, regs in groups.items():
             words[group] = Signal(32, name=f"read_group_{group}")
-            register_selected(m, words[group], {k: self._read_value(reg) for k, reg in regs.items()},
-                              waited.addr[:_READ_GROUP_BITS], enable=waited.r_stb)
+            values = {k: self._read_value(reg) for k, reg in regs.items()}
+            register_selected(m, words[group], values, waited.addr[:_READ_GROUP_BITS],
+                              enable=waited.r_stb)
         # The group and set address bits, carried beside the words.
         group_q = Signal(len(waited.addr) - _READ_GROUP_BITS)
         set_q = Signal(len(group_q) - _READ_SET_BITS)

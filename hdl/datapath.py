@@ -182,7 +182,7 @@ class _CombStage(wiring.Component):
 
     def _copy_bits(self, copy):
         """Line bits ``range`` served by control copy number ``copy``."""
-        size = self._params.line_bits // self._params.control_copies
+        size = self._params.control_copy_bits
         return range(copy * size, (copy + 1) * size)
 
 

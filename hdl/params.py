@@ -141,6 +141,12 @@ class DatapathParams:
         return max(1, self.line_bits // CONTROL_COPY_BITS)
 
     @property
+    def control_copy_bits(self):
+        """Line bits served by each control copy (and by each group of the controller's state
+        buffer columns)."""
+        return self.line_bits // self.control_copies
+
+    @property
     def name(self):
         """Short tag for file and directory names, e.g. ``L512_W4_D5``."""
         return f"L{self.line_bits}_W{self.counter_width}_D{self.latency}"
