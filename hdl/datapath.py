@@ -2,17 +2,17 @@
 
 Five combinational stages with up to five registers (``|``), chosen by ``latency``::
 
-    latency 1:  request -> Decode -> Distribute -> Add -> Compare -> Select -> | -> response
-    latency 2:  request -> Decode -> Distribute -> Add -> | -> Compare -> Select -> | -> ...
-    latency 3:  request -> Decode -> Distribute -> | -> Add -> | -> Compare -> Select -> | -> ...
-    latency 4:  request -> Decode -> Distribute -> | -> Add -> | -> Compare -> | -> Select -> | -> ...
-    latency 5:  request -> Decode -> | -> Distribute -> | -> Add -> | -> Compare -> | -> Select -> | -> ...
+    latency 1:  request -> Decode -> Addends -> Add -> Compare -> Select -> | -> response
+    latency 2:  request -> Decode -> Addends -> Add -> | -> Compare -> Select -> | -> ...
+    latency 3:  request -> Decode -> Addends -> | -> Add -> | -> Compare -> Select -> | -> ...
+    latency 4:  request -> Decode -> Addends -> | -> Add -> | -> Compare -> | -> Select -> | -> ...
+    latency 5:  request -> Decode -> | -> Addends -> | -> Add -> | -> Compare -> | -> Select -> | -> ...
 
-``Decode`` makes every per-line decision once (accept or reject, what to add, how to read back);
-``Distribute`` copies the decisions into ``control_copies`` identical copies, each serving
-``CONTROL_COPY_BITS`` line bits, so that after a register no control net spans the whole line.
-At latency 5 the decisions are registered once before they fan out: no path has both the
-decision logic and the line-wide fan-out.
+``Decode`` makes every per-line decision once (accept or reject, what to add, how to read back)
+and writes it into ``control_copies`` identical copies, each serving ``CONTROL_COPY_BITS`` line
+bits, so that after a register no control net spans the whole line. ``Addends`` works out what
+each lane pair adds, from its line bits and its copy of the decisions, so that at latency 3 and
+above ``Add`` is registers into carry chains with no logic or control fan-out in front.
 """
 
 from amaranth import Cat, Const, Module, Mux, signed, unsigned
@@ -23,8 +23,8 @@ from .params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregates
 from .pipeline import PipelineRegister
 
 __all__ = ["state_layout", "planes_of_state", "state_of_planes", "request_layout",
-           "decision_layout", "work_layout", "response_layout", "verdict_layout",
-           "gbinary_lanes", "gternary_lanes", "Decode", "Distribute", "Add", "Compare", "Select",
+           "work_layout", "addend_layout", "response_layout", "verdict_layout",
+           "gbinary_lanes", "gternary_lanes", "Decode", "Addends", "Add", "Compare", "Select",
            "AggregationDatapath"]
 
 
@@ -110,14 +110,6 @@ def request_layout(params, user_width):
     })
 
 
-def decision_layout(params, user_width):
-    """Between :class:`Decode` and :class:`Distribute`: as :func:`work_layout`, with one copy of
-    the controls."""
-    return data.StructLayout({**{name: field.shape for name, field
-                                 in work_layout(params, user_width)},
-                              "control": control_layout(params)})
-
-
 def work_layout(params, user_width):
     """Between stages: the line, the state (new ``n``; lanes updated by :class:`Add`), the
     replicated controls, the status and where the line holds invalid G-Ternary codes."""
@@ -132,6 +124,26 @@ def work_layout(params, user_width):
         # per control copy: its line bits hold an invalid G-Ternary code (10), whatever the mode
         "invalid_lanes": unsigned(params.control_copies),
         "user": unsigned(user_width),
+    })
+
+
+def addend_layout(params, user_width):
+    """Between :class:`Addends` and :class:`Add`: :func:`work_layout` and what each lane pair
+    adds (:func:`addend_bits_layout`, one after another)."""
+    return data.StructLayout({**{name: field.shape for name, field
+                                 in work_layout(params, user_width)},
+                              "addends": unsigned(addend_bits_layout().size
+                                                  * params.gternary_lanes)})
+
+
+def addend_bits_layout():
+    """What a lane pair adds to its ``2W`` bits, as the three distinct bit values of the addend:
+    G-Binary adds bit ``2k`` at bit 0 and bit ``2k + 1`` at bit ``W`` (a count each), G-Ternary
+    adds +1 (bit 0) or -1 (every bit)."""
+    return data.StructLayout({
+        "bit0": 1,          # bit 0
+        "bit_w": 1,         # bit W
+        "others": 1,        # bits 1 .. W - 1 and W + 1 .. 2W - 1
     })
 
 
@@ -153,7 +165,10 @@ class _CombStage(wiring.Component):
     The ``user`` tag is assigned a second time, under a condition that changes nothing. Some
     output field assigned under a condition makes Amaranth drive the whole output payload from
     one ``always @*`` block instead of hundreds of part-select ``assign`` statements, which
-    Icarus Verilog simulates about a hundred times faster at 512 bits.
+    Icarus Verilog simulates about a hundred times faster at 512 bits. A wide field should
+    still be assigned in one statement: assigned bit by bit, it became hundreds of one-line
+    ``always @*`` blocks outside that block, and Icarus runs such a block only when something
+    it reads changes, so bits whose inputs kept their initial value read X.
     """
 
     def __init__(self, params, user_width, in_layout, out_layout):
@@ -187,7 +202,7 @@ class _CombStage(wiring.Component):
 
 
 class Decode(_CombStage):
-    """Decides accept/reject and fills in the controls (combinational).
+    """Decides accept/reject and writes the controls into every control copy (combinational).
 
     Rejection reasons, first match wins: ``MODE`` (code 3), ``PARTIAL`` (a contribution to an
     aggregation mode without every byte enable), ``CAPACITY`` (``n`` already at capacity). A
@@ -198,7 +213,7 @@ class Decode(_CombStage):
     """
 
     def __init__(self, params, user_width):
-        super().__init__(params, user_width, request_layout, decision_layout)
+        super().__init__(params, user_width, request_layout, work_layout)
 
     def compute(self, m, req, out):
         p = self._params
@@ -223,29 +238,39 @@ class Decode(_CombStage):
         m.d.comb += out.invalid_lanes.eq(Cat(
             Cat(req.data[k:k + 2] == TERNARY_INVALID for k in self._copy_bits(copy)[::2]).any()
             for copy in range(p.control_copies)))
-        control = out.control
-        m.d.comb += [
-            control.add.eq(adding),
-            control.add_gbinary.eq(adding & ~is_gternary),
-            control.add_gternary.eq(adding & is_gternary),
-            control.mode.eq(req.mode),
+        controls = {
+            "add": adding,
+            "add_gbinary": adding & ~is_gternary,
+            "add_gternary": adding & is_gternary,
+            "mode": req.mode,
             # Both candidates from n alone, so no adder follows the accept decision.
-            control.half_n.eq(Mux(adding, (req.state.n + 1) >> 1, req.state.n >> 1)),
-            control.upper.eq((1 << p.counter_width) + req.threshold),
-            control.lower.eq((1 << p.counter_width) - req.threshold),
-        ]
+            "half_n": Mux(adding, (req.state.n + 1) >> 1, req.state.n >> 1),
+            "upper": (1 << p.counter_width) + req.threshold,
+            "lower": (1 << p.counter_width) - req.threshold,
+        }
+        m.d.comb += [getattr(copy, name).eq(value)
+                     for copy in self._controls(out) for name, value in controls.items()]
 
 
-class Distribute(_CombStage):
-    """Copies the controls into every control copy (combinational: wiring only)."""
+class Addends(_CombStage):
+    """Works out what each lane pair adds (:func:`addend_bits_layout`) from its two line bits
+    and its control copy (combinational): zero unless the contribution is added."""
 
     def __init__(self, params, user_width):
-        super().__init__(params, user_width, decision_layout, work_layout)
+        super().__init__(params, user_width, work_layout, addend_layout)
 
-    def compute(self, m, decision, out):
-        self._carry(m, decision, out, "data", "byte_enable", "state", "status", "invalid_lanes",
-                    "user")
-        m.d.comb += [control.eq(decision.control) for control in self._controls(out)]
+    def compute(self, m, work, out):
+        p = self._params
+        self._carry(m, work, out, *(name for name, _ in work_layout(p, 1)))
+        addends = []        # one statement for the whole field (see _CombStage)
+        for copy, control in enumerate(self._controls(work)):
+            for k in self._copy_bits(copy)[::2]:
+                low, high = work.data[k], work.data[k + 1]
+                minus = control.add_gternary & low & high      # G-Ternary 11: -1
+                addends.append(Cat(control.add & low,                     # bit0
+                                   (control.add_gbinary & high) | minus,  # bit_w
+                                   minus))                                # others
+        m.d.comb += out.addends.eq(Cat(addends))
 
 
 class Add(_CombStage):
@@ -255,31 +280,28 @@ class Add(_CombStage):
     (line bits ``2k`` and ``2k + 1``): G-Binary adds ``bit[2k]`` to the low ``W`` bits (count of
     lane ``2k``) and ``bit[2k+1]`` to the high ``W`` bits (lane ``2k + 1``); G-Ternary adds the
     sign-extended lane value (``01`` +1, ``11`` -1, ``00`` and the invalid ``10`` 0) to the whole
-    pair (the sum of lane ``k``). A count never carries into its neighbour, because a line at
-    capacity takes no contribution. An accepted contribution also increments ``n``.
+    pair (the sum of lane ``k``); :class:`Addends` has worked out which. A count never carries
+    into its neighbour, because a line at capacity takes no contribution. An accepted
+    contribution also increments ``n``.
     """
 
     def __init__(self, params, user_width):
-        super().__init__(params, user_width, work_layout, work_layout)
+        super().__init__(params, user_width, addend_layout, work_layout)
 
     def compute(self, m, work, out):
         p = self._params
-        width = 2 * p.counter_width
-        pairs = data.ArrayLayout(unsigned(width), p.gternary_lanes)
+        width = p.counter_width
+        pairs = data.ArrayLayout(unsigned(2 * width), p.gternary_lanes)
         old, new = pairs(work.state.lanes), pairs(out.state.lanes)
-        minus_one = Const((1 << width) - 1, width)            # -1 modulo 2**(2W)
-        controls = self._controls(work)
-        m.d.comb += out.eq(work)
-        with m.If(controls[0].add):
+        addends = data.ArrayLayout(addend_bits_layout(), p.gternary_lanes)(work.addends)
+        # addend_layout begins with work_layout's fields: carry them in one statement (see
+        # _CombStage), then replace the state.
+        m.d.comb += out.eq(work.as_value()[:len(out.as_value())])
+        with m.If(self._controls(work)[0].add):
             m.d.comb += out.state.n.eq(work.state.n + 1)
-        for copy, control in enumerate(controls):
-            for k in self._copy_bits(copy)[::2]:
-                low, high = work.data[k], work.data[k + 1]
-                gbinary_step = Cat(low, Const(0, p.counter_width - 1), high)
-                gternary_step = Mux(high, minus_one, 1)
-                step = ((gbinary_step & control.add_gbinary.replicate(width))
-                        | (gternary_step & (control.add_gternary & low).replicate(width)))
-                m.d.comb += new[k // 2].eq(old[k // 2] + step)
+        for k, addend in enumerate(addends):
+            others = addend.others.replicate(width - 1)
+            m.d.comb += new[k].eq(old[k] + Cat(addend.bit0, others, addend.bit_w, others))
 
 
 def verdict_layout(params, user_width):
@@ -441,9 +463,9 @@ class AggregationDatapath(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p, u = self._params, self._user_width
-        stages = [("decode", Decode(p, u)), ("distribute", Distribute(p, u)),
+        stages = [("decode", Decode(p, u)), ("addends", Addends(p, u)),
                   ("add", Add(p, u)), ("compare", Compare(p, u)), ("select", Select(p, u))]
-        registered = {"decode": p.latency >= 5, "distribute": p.latency >= 3,
+        registered = {"decode": p.latency >= 5, "addends": p.latency >= 3,
                       "add": p.latency >= 2, "compare": p.latency >= 4, "select": True}
 
         upstream = wiring.flipped(self.request)

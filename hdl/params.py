@@ -26,7 +26,7 @@ MAX_COUNTER_WIDTH = 16
 #: Line bits served by one copy of the datapath's per-line control registers. Replicating those
 #: registers keeps every control net local to its lanes, which is what lets a 512-bit datapath
 #: close timing on an FPGA.
-CONTROL_COPY_BITS = 32
+CONTROL_COPY_BITS = 16
 
 
 #: G-Ternary lane codes (contract section 4): bit 0 is the non-zero gate, bit 1 the sign.
