@@ -53,7 +53,8 @@ class AxiLineMaster(wiring.Component):
       has no ``ready`` and ``rready`` is always high, so the owner issues a read command only
       when it will take every line of it;
     - write data enters a two-entry skid buffer (``write_data.ready`` is its spare entry being
-      empty while lines of the run remain), which keeps one line per clock moving.
+      empty while lines of the run remain), which keeps one line per clock moving; its flags
+      have ``copies`` copies, one per group of columns.
 
     - ``read_command``: issues one read per line; the lines come back, in order, on
       ``read_data``, each valid for one clock (``error`` when the memory answered anything but
@@ -69,6 +70,9 @@ class AxiLineMaster(wiring.Component):
         Data width of the port and of a line.
     address_bits : int
     id_bits : int
+    copies : int
+        Copies of the write buffer's flags, one per column group of the line: the enables and
+        selects of each group's registers come from its own copy.
 
     Members
     -------
@@ -79,15 +83,18 @@ class AxiLineMaster(wiring.Component):
     write_busy, write_done, write_error : Out(1)
     """
 
-    def __init__(self, *, line_bits, address_bits, id_bits=8):
+    def __init__(self, *, line_bits, address_bits, id_bits=8, copies=1):
         for name, value, low in (("line_bits", line_bits, 8), ("address_bits", address_bits, 8),
-                                 ("id_bits", id_bits, 1)):
+                                 ("id_bits", id_bits, 1), ("copies", copies, 1)):
             if not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an integer of at least {low}, not {value!r}")
         if line_bits & (line_bits - 1) or line_bits > 1024:
             raise ValueError(f"line_bits must be a power of two up to 1024 (the widest AXI4 "
                              f"transfer), not {line_bits}")
+        if copies > line_bits:
+            raise ValueError(f"copies must be at most line_bits ({line_bits}), not {copies}")
         self._line_bits = line_bits
+        self._copies = copies
         command = line_command_layout(address_bits)
         super().__init__({
             "axi": Out(axi4_signature(address_bits=address_bits, data_bits=line_bits,
@@ -140,7 +147,7 @@ class AxiLineMaster(wiring.Component):
             axi.bready.eq(b.more),
         ]
         # ``w`` counts the lines still to take from the owner.
-        beat = _SkidBuffer(m, self.write_data, w.more, "write_data")
+        beat = _SkidBuffer(m, self.write_data, w.more, "write_data", self._copies)
         m.d.comb += [axi.wvalid.eq(beat.valid), axi.wdata.eq(beat.payload.data),
                      axi.wstrb.eq(beat.payload.strobe), beat.ready.eq(axi.wready)]
         with m.If(write.take):
@@ -181,22 +188,35 @@ class _SkidBuffer:
     """Two registers between the stream ``sink`` and the handshake ``valid``/``payload``/
     ``ready``. ``sink.ready`` is ``enable`` and the spare register being empty, with no path from
     ``ready``; the spare catches the line taken while the output register stalls, so lines still
-    move at one per clock."""
+    move at one per clock.
 
-    def __init__(self, m, sink, enable, name):
-        self.valid = Signal(name=f"{name}_out_held")
-        self.payload = Signal(sink.payload.shape(), name=f"{name}_out")
+    The payload is kept in ``groups`` column groups, each with its own copy of the two "held"
+    flags, so that no enable or select net spans the line. The spare follows ``sink.payload``
+    while it is empty, so its enable is a flag alone."""
+
+    def __init__(self, m, sink, enable, name, groups):
         self.ready = Signal(name=f"{name}_out_ready")
-        spare_valid = Signal(name=f"{name}_spare_held")
-        spare = Signal(sink.payload.shape(), name=f"{name}_spare")
-        m.d.comb += sink.ready.eq(enable & ~spare_valid)
+        held = Signal(groups, name=f"{name}_out_held")
+        spare_held = Signal(groups, name=f"{name}_spare_held")
+        self.valid = held[0]
+        m.d.comb += sink.ready.eq(enable & ~spare_held[0])
         taken = sink.valid & sink.ready
-        with m.If(~self.valid | self.ready):
-            m.d.sync += [self.valid.eq(spare_valid | taken),
-                         self.payload.eq(Mux(spare_valid, spare, sink.payload)),
-                         spare_valid.eq(0)]
+        with m.If(~held[0] | self.ready):
+            m.d.sync += [held.eq(Mux(spare_held[0] | taken, -1, 0)), spare_held.eq(0)]
         with m.Elif(taken):
-            m.d.sync += [spare_valid.eq(1), spare.eq(sink.payload)]
+            m.d.sync += spare_held.eq(-1)
+
+        bits = sink.payload.as_value()
+        size = -(-len(bits) // groups)
+        self.payload = Signal(sink.payload.shape(), name=f"{name}_out")
+        for g in range(groups):
+            incoming = bits[g * size:][:size]
+            spare = Signal(len(incoming), name=f"{name}_spare_{g}")
+            out = self.payload.as_value()[g * size:][:size]
+            with m.If(~held[g] | self.ready):
+                m.d.sync += out.eq(Mux(spare_held[g], spare, incoming))
+            with m.If(~spare_held[g]):
+                m.d.sync += spare.eq(incoming)
 
 
 class _Countdown:

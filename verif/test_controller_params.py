@@ -39,6 +39,10 @@ def test_controller_refuses_other_params():
      "line_bits must be a power of two up to 1024 (the widest AXI4 transfer), not 96"),
     ({"line_bits": 512, "address_bits": 32, "id_bits": 0},
      "id_bits must be an integer of at least 1, not 0"),
+    ({"line_bits": 512, "address_bits": 32, "copies": 0},
+     "copies must be an integer of at least 1, not 0"),
+    ({"line_bits": 8, "address_bits": 32, "copies": 9},
+     "copies must be at most line_bits (8), not 9"),
 ])
 def test_axi_master_params_refused(kwargs, message):
     with pytest.raises(ValueError) as error:
