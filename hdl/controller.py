@@ -46,6 +46,14 @@ def _request_layout(params):
     })
 
 
+def _columns(params, group):
+    """The line bits and byte-enable bits of column group ``group`` (``DatapathParams``: one
+    group per control copy), as slices."""
+    width = params.control_copy_bits
+    return (slice(group * width, (group + 1) * width),
+            slice(group * width // 8, (group + 1) * width // 8))
+
+
 class CxlMemController(wiring.Component):
     """A CXL.mem Type-3 memory expander that aggregates low-bit gradient lines.
 
@@ -102,16 +110,18 @@ class CxlMemController(wiring.Component):
         m.submodules.decoder = decoder = AddressDecoder(params)
         m.submodules.memory = memory = AxiLineMaster(
             line_bits=p.line_bits, address_bits=params.address_bits,
-            id_bits=params.axi_id_bits)
+            id_bits=params.axi_id_bits, copies=p.control_copies)
         m.submodules.datapath = datapath = AggregationDatapath(p, user_width=1)
         wiring.connect(m, memory.axi, wiring.flipped(self.axi))
 
         req_queue, rwd_queue = self._ingress(m)
         # A request leaves its queue the clock after the engine took it (see _accept).
-        pop_req, pop_rwd = Signal(), Signal()
-        m.d.comb += [req_queue.r_en.eq(pop_req), rwd_queue.r_en.eq(pop_rwd)]
+        # pop_rwd has a copy per group of columns: it also loads the line (see _load_line).
+        pop_req, pop_rwd = Signal(), Signal(p.control_copies)
+        m.d.comb += [req_queue.r_en.eq(pop_req), rwd_queue.r_en.eq(pop_rwd[0])]
         m.d.sync += [pop_req.eq(0), pop_rwd.eq(0)]
         current = Signal(_request_layout(params))
+        self._load_line(m, rwd_queue, current, pop_rwd)
         m.d.comb += [decoder.address.eq(current.address), decoder.enable.eq(control.enable),
                      decoder.regions.eq(control.regions)]
         # The decoded address, registered once per request (state DECODE): the path and state
@@ -196,9 +206,11 @@ class CxlMemController(wiring.Component):
         m.d.comb += [
             datapath.request.payload.data.eq(current.data),
             # The datapath needs the byte enables only to tell whether all are set: one
-            # register (set at accept) rather than a reduction of the whole mask here.
+            # register (set at accept) rather than a reduction of the whole mask, and in one
+            # bit, so that it reaches the datapath's decision alone. (The response's byte
+            # enables, the rest of them set, are not read.)
             datapath.request.payload.byte_enable.eq(
-                current.full_line.replicate(p.line_bytes)),
+                Cat(current.full_line, Const(-1, p.line_bytes - 1))),
             datapath.request.payload.state.eq(request_state),
             datapath.request.payload.threshold.eq(decoded.threshold),
             datapath.request.payload.mode.eq(decoded.mode),
@@ -209,10 +221,10 @@ class CxlMemController(wiring.Component):
         # Clear engine requests, served between host requests.
         clear_pending = Signal()
         clear_region = Signal.like(control.clear_region)
-        clear_active = Signal()
+        clear_active = Signal(p.control_copies)    # one copy per group of columns
         clear_wanted = Signal()                     # the region exists and aggregates
         clear_lines = Signal(params.address_bits)   # its lines
-        m.d.comb += control.clear_busy.eq(clear_pending | clear_active)
+        m.d.comb += control.clear_busy.eq(clear_pending | clear_active[0])
         with m.If(control.clear_start):
             m.d.sync += [clear_pending.eq(1), clear_region.eq(control.clear_region)]
 
@@ -225,47 +237,73 @@ class CxlMemController(wiring.Component):
         window_word = current.address[2:params.window_bytes.bit_length() - 1]
 
         # The read reply, loaded from whichever source has it; every condition is a register or
-        # a memory handshake (no decode of the engine's state but IDLE's), since reply_data
-        # is a whole line of flip-flops. IDLE zeroes it: the data of a MemData-NXM.
+        # a memory handshake (no decode of the engine's state), since reply_data is a whole
+        # line of flip-flops. It is zeroed the clock after IDLE (the data of a MemData-NXM),
+        # by the copy of ``reply_zero`` (set in IDLE) of each group of columns.
         line_reading = Signal()           # an identity read's line is on its way
-        line_writing = Signal()           # an identity write's line is on its way
+        line_writing = Signal(p.control_copies)   # an identity write's line is on its way
+        reply_zero = Signal(p.control_copies)
+        m.d.sync += reply_zero.eq(0)
         with m.If(capture[-1]):
             m.d.sync += reply_data.eq(Cat(reply_data[32:], control.bus.r_data))
         with m.Elif(line_reading & memory.read_data.valid):
             m.d.sync += reply_data.eq(memory.read_data.payload.data)
         with m.Elif(datapath.response.valid):
             m.d.sync += reply_data.eq(result.line)
+        with m.Else():
+            for g in range(p.control_copies):
+                with m.If(reply_zero[g]):
+                    m.d.sync += reply_data[_columns(p, g)[0]].eq(0)
 
         # The memory master's write stream, driven from registers and from flags that are set
         # when a run starts and cleared after its last line (never from a decode of the
         # engine's state): the master registers it, so these are timed paths into a line of
-        # flip-flops. A clear writes zeros. (Read data has no ready: the state buffer takes it
-        # while ``state_reading``, the reply while ``line_reading``.)
-        m.d.comb += [
-            memory.write_data.valid.eq(line_writing | state_sending[0] | clear_active),
-            memory.write_data.payload.data.eq(
-                Mux(line_writing, current.data, Mux(clear_active, 0, state[:p.line_bits]))),
-            memory.write_data.payload.strobe.eq(Mux(line_writing, current.byte_enable, -1)),
-        ]
+        # flip-flops. Each group of columns reads its own copy of the flags. A clear writes
+        # zeros. (Read data has no ready: the state buffer takes it while ``state_reading``,
+        # the reply while ``line_reading``.)
+        m.d.comb += memory.write_data.valid.eq(line_writing[0] | state_sending[0]
+                                               | clear_active[0])
+        for g in range(p.control_copies):
+            data_bits, strobe_bits = _columns(p, g)
+            m.d.comb += [
+                memory.write_data.payload.data[data_bits].eq(
+                    Mux(line_writing[g], current.data[data_bits],
+                        Mux(clear_active[g], 0, state[data_bits]))),
+                memory.write_data.payload.strobe[strobe_bits].eq(
+                    Mux(line_writing[g], current.byte_enable[strobe_bits], -1)),
+            ]
+
+        # The engine is in IDLE: a flip-flop of its own, set on the way in and cleared on the way
+        # out, so that the accept logic beside the queues reads one register rather than a
+        # decode of the engine's state.
+        idle = Signal()
+        taken = Signal()        # a request is accepted this clock (see _accept)
+        with m.If(idle & control.table_ready & ~clear_pending):
+            self._accept(m, params, req_queue, rwd_queue, current, pop_req, pop_rwd, taken)
+
+        def to_idle():
+            m.next = "IDLE"
+            m.d.sync += idle.eq(1)
 
         with m.FSM(name="engine"):
             with m.State("START"):
                 # One cycle after reset, so that the state register changes once: Icarus
                 # Verilog evaluates an ``always @*`` block only when something it reads changes,
                 # and outputs decoded from the state alone would read X until then.
-                m.next = "IDLE"
+                to_idle()
 
             with m.State("IDLE"):
                 m.d.sync += [memory_error.eq(0), beats.eq(0), issued.eq(0), captured.eq(0),
                              reply_poison.eq(0), reply_nxm.eq(0), decode_wait.eq(0),
-                             reply_data.eq(0)]
+                             reply_zero.eq(-1)]
                 with m.If(~control.table_ready):
                     pass            # an APPLY is copying the region table: wait for all of it
                 with m.Elif(clear_pending):
-                    m.d.sync += [clear_pending.eq(0), clear_active.eq(1)]
+                    m.d.sync += [clear_pending.eq(0), clear_active.eq(-1), idle.eq(0)]
                     m.next = "CLEAR"
-                with m.Else():
-                    self._accept(m, params, req_queue, rwd_queue, current, pop_req, pop_rwd)
+                with m.Elif(taken):
+                    m.d.sync += idle.eq(0)
+                    m.next = "DECODE"
 
             with m.State("DECODE"):
                 # The decoder needs its inputs steady for LATENCY clocks: count them again
@@ -286,7 +324,7 @@ class CxlMemController(wiring.Component):
 
             with m.State("DISPATCH"):
                 self._dispatch(m, current, decoded, memory, events, reply_nxm, state_reading,
-                               line_reading, line_writing)
+                               line_reading, line_writing, to_idle)
 
             with m.State("WINDOW"):
                 # Loads word ``issued`` into the window registers whenever they are free or
@@ -376,13 +414,13 @@ class CxlMemController(wiring.Component):
                 m.d.comb += self.s2m_drs.valid.eq(1)
                 with m.If(self.s2m_drs.ready):
                     m.d.comb += events.reads.eq(1)
-                    m.next = "IDLE"
+                    to_idle()
 
             with m.State("REPLY_DONE"):
                 m.d.comb += self.s2m_ndr.valid.eq(1)
                 with m.If(self.s2m_ndr.ready):
                     m.d.comb += events.writes.eq(current.operation == Operation.WRITE)
-                    m.next = "IDLE"
+                    to_idle()
 
             with m.State("CLEAR"):
                 region = control.regions[clear_region[:len(decoded.region)]]
@@ -405,14 +443,14 @@ class CxlMemController(wiring.Component):
                 with m.Else():
                     m.d.sync += clear_active.eq(0)
                     m.d.comb += control.clear_done.eq(1)
-                    m.next = "IDLE"
+                    to_idle()
 
             with m.State("CLEAR_WRITE"):
                 with m.If(memory.write_done):
                     m.d.sync += clear_active.eq(0)
                     m.d.comb += [control.clear_done.eq(1),
                                  events.mem_error.eq(memory.write_error)]
-                    m.next = "IDLE"
+                    to_idle()
         return m
 
     def _state_buffer(self, m, memory, response, reading, result, sending):
@@ -451,11 +489,13 @@ class CxlMemController(wiring.Component):
             queues.append(queue)
         return queues
 
-    def _accept(self, m, params, req_queue, rwd_queue, current, pop_req, pop_rwd):
-        """In state IDLE: load the next host request into ``current`` (every clock, whether or
-        not one is waiting), alternating between the channels when both have one waiting, and
-        leave IDLE if one was. The queue gives up the request on the next clock (``pop_req``
-        or ``pop_rwd``, registers), so that no path runs from the engine's decisions into the
+    def _accept(self, m, params, req_queue, rwd_queue, current, pop_req, pop_rwd, taken):
+        """While the engine may take a request (in IDLE, with the region table ready and no
+        clear pending): load the next host request into ``current`` (every such clock, whether
+        or not one is waiting; the line itself follows in :meth:`_load_line`), alternating
+        between the channels when both have one waiting, and drive ``taken`` if one was (IDLE
+        leaves on it). The queue gives up the request on the next clock (``pop_req`` or
+        ``pop_rwd``, registers), so that no path runs from the engine's decisions into the
         queues."""
         p = params.datapath
         req = m2s_req_layout()(req_queue.r_data)
@@ -468,12 +508,6 @@ class CxlMemController(wiring.Component):
         offset_bits = p.line_bytes.bit_length() - 1
         line_bits = params.address_bits - offset_bits
 
-        # A Req carries no data; its data and byte enables are loaded but never used.
-        # MemWr writes the whole line whatever the mask says.
-        whole = rwd.opcode == RwDOpcode.MEM_WR
-        m.d.sync += [current.data.eq(rwd.data),
-                     current.byte_enable.eq(Mux(whole, -1, rwd.byte_enable)),
-                     current.full_line.eq(whole | rwd.byte_enable.all())]
         with m.If(take_rwd):
             supported = (rwd.opcode == RwDOpcode.MEM_WR) | (rwd.opcode == RwDOpcode.MEM_WR_PTL)
             m.d.sync += [
@@ -504,22 +538,39 @@ class CxlMemController(wiring.Component):
                 current.out_of_range.eq(line[line_bits:] != 0),
                 current.poison.eq(0),
             ]
+        m.d.comb += taken.eq(take_req | take_rwd)
         with m.If(take_req):
             m.d.sync += [pop_req.eq(1), prefer_rwd.eq(1)]
-            m.next = "DECODE"
         with m.Elif(take_rwd):
-            m.d.sync += [pop_rwd.eq(1), prefer_rwd.eq(0)]
-            m.next = "DECODE"
+            m.d.sync += [pop_rwd.eq(-1), prefer_rwd.eq(0)]
+
+    def _load_line(self, m, rwd_queue, current, pop_rwd):
+        """Load the line and byte enables of an RwD into ``current`` on the clock its queue gives
+        it up (``pop_rwd``: in DECODE, which does not read them), each group of columns by its
+        own copy of ``pop_rwd``, so no decode of the engine's state reaches the line. A Req
+        carries no data and leaves them as they were; they are not read for it. MemWr writes
+        the whole line whatever the mask says."""
+        p = self._params.datapath
+        rwd = m2s_rwd_layout(p.line_bits)(rwd_queue.r_data)
+        whole = rwd.opcode == RwDOpcode.MEM_WR
+        for g in range(p.control_copies):
+            data_bits, strobe_bits = _columns(p, g)
+            with m.If(pop_rwd[g]):
+                m.d.sync += [current.data[data_bits].eq(rwd.data[data_bits]),
+                             current.byte_enable[strobe_bits].eq(
+                                 Mux(whole, -1, rwd.byte_enable[strobe_bits]))]
+        with m.If(pop_rwd[0]):
+            m.d.sync += current.full_line.eq(whole | rwd.byte_enable.all())
 
     def _dispatch(self, m, current, decoded, memory, events, reply_nxm, state_reading,
-                  line_reading, line_writing):
+                  line_reading, line_writing, to_idle):
         """Choose the path of the request just accepted, and start it. The memory master is idle
         here (every earlier command has finished), so its command register is empty and takes
         the command (``run_address``, ``run_lines``, set in DECODE) at once."""
         operation = current.operation
         reading = operation == Operation.READ
         with m.If(operation == Operation.SPECULATIVE):
-            m.next = "IDLE"
+            to_idle()
         with m.Elif(operation == Operation.UNSUPPORTED):
             m.d.comb += events.bad_opcode.eq(1)
             m.next = "REPLY_DONE"
@@ -547,7 +598,7 @@ class CxlMemController(wiring.Component):
             m.next = "LINE_READ"
         with m.Else():
             m.d.comb += memory.write_command.valid.eq(1)
-            m.d.sync += line_writing.eq(1)
+            m.d.sync += line_writing.eq(-1)
             m.next = "LINE_WRITE"
 
     @staticmethod
