@@ -75,11 +75,14 @@ def synthesize(folder, top):
 
     Registers are kept as written (``keep`` on every flip-flop before optimisation): the
     datapath replicates its control registers on purpose, and Yosys would merge the copies.
+    Only registers that drive nothing are removed first (``opt_clean``): in the controller, the
+    datapath's response fields it does not read.
     LUTs are mapped with ABC9 (``synth_ecp5``'s default); where YoWASP's ABC9 stops without a
     message (seen on the register block alone), the flow maps with classic ``abc -lut 4``
     instead and records it as ``lut_mapper``.
     """
-    prepare = f"read_verilog {top}.v; hierarchy -top {top}; proc; setattr -set keep 1 t:$dff; "
+    prepare = (f"read_verilog {top}.v; hierarchy -top {top}; proc; flatten; opt_clean; "
+               "setattr -set keep 1 t:$dff; ")
     report = "; tee -q -o stat.json stat -json"
     mapper = "abc9"
     try:
