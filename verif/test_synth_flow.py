@@ -28,6 +28,13 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
             assert run["critical_path"]["from"] == path[0]["from"]["cell"]
             assert abs(run["critical_path"]["logic_ns"] + run["critical_path"]["routing_ns"]
                        - 1000 / run["fmax_mhz"]) < 0.05, run["critical_path"]
+            # The slack breakdown (from the SDF) agrees with nextpnr on the worst path.
+            worst = run["slack_by_register"][0]
+            assert abs(worst["worst_slack_ns"] - (1000 / freq - 1000 / run["fmax_mhz"])) \
+                < 0.01, (design["design"], run["seed"], worst)
+            assert 0 < sum(r["endpoints"] for r in run["slack_by_register"]) \
+                <= run["timed_endpoints"], run["slack_by_register"]
+            assert (folder / f"routed_seed{run['seed']}.sdf").stat().st_size > 0
         assert [r["seed"] for r in design["pnr"]] == [1, 2]
 
     registers = json.loads((tmp_path / "registers" / "L32_W1_D2_R1" / "stat.json").read_text())
@@ -36,6 +43,8 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
     table = (tmp_path / "synth.md").read_text()
     assert f"| datapath | L32_W1_D2 | {datapath['cells']['lut4']:,} |" in table
     assert "| register block |" in table
+    first = controller["pnr"][0]["slack_by_register"][0]
+    assert f"| `{first['register']}` | {first['endpoints']:,} |" in table
     assert "wrote" in capsys.readouterr().out
 
 
