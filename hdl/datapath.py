@@ -23,7 +23,7 @@ from .params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregates
 from .pipeline import PipelineRegister
 
 __all__ = ["state_layout", "planes_of_state", "state_of_planes", "request_layout",
-           "work_layout", "addend_layout", "response_layout", "verdict_layout",
+           "work_layout", "addend_layout", "sum_layout", "response_layout", "verdict_layout",
            "gbinary_lanes", "gternary_lanes", "Decode", "Addends", "Add", "Compare", "Select",
            "AggregationDatapath"]
 
@@ -75,7 +75,7 @@ def decision_status_layout():
 
 def status_layout():
     """The response's status: the accept decision and whether an added G-Ternary line held an
-    invalid lane code (found copy by copy in :class:`Decode`, combined in :class:`Select`)."""
+    invalid lane code (found copy by copy in :class:`Decode`, combined a step per stage)."""
     return data.StructLayout({**{name: field.shape for name, field in decision_status_layout()},
                               "invalid": 1})
 
@@ -90,10 +90,13 @@ def control_layout(params):
         "add_gbinary": 1,
         "add_gternary": 1,
         "mode": Mode,                      # how to read back
-        "half_n": unsigned(width),         # G-Binary majority: 2c > n  <=>  c > n // 2
-        # G-Ternary gate T, as bounds on the sum offset by 2**W (see Compare._bounds):
-        "upper": unsigned(width + 1),      # s >= T   <=>  s + 2**W >= 2**W + T
-        "lower": unsigned(width + 1),      # s <= -T  <=>  s + 2**W <= 2**W - T
+        # What Compare adds to a lane so that one bit of the sum is the comparison (see
+        # Compare): no logic before or after the carry chain.
+        # G-Binary majority 2c > n  <=>  c > n // 2  <=>  carry of c + (2**W - 1 - n // 2)
+        "majority_addend": unsigned(width),
+        # G-Ternary gate T, on the sum s taken as W + 2 bits, two's complement:
+        "negative_threshold": unsigned(width + 2),   # s < T    <=>  s - T < 0
+        "threshold_less_one": unsigned(width + 2),   # s <= -T  <=>  s + T - 1 < 0
     })
 
 
@@ -125,6 +128,36 @@ def work_layout(params, user_width):
         "invalid_lanes": unsigned(params.control_copies),
         "user": unsigned(user_width),
     })
+
+
+#: Flags that one stage combines into one (an OR of up to four: one LUT4).
+INVALID_FLAGS_PER_OR = 4
+
+
+def _or_groups(flags):
+    """``flags`` ORed in groups of :data:`INVALID_FLAGS_PER_OR`: one flag per group."""
+    step = INVALID_FLAGS_PER_OR
+    return Cat(flags[k:k + step].any() for k in range(0, len(flags), step))
+
+
+def _or_groups_width(flags):
+    """Flags left of ``flags`` flags by :func:`_or_groups`."""
+    return -(-flags // INVALID_FLAGS_PER_OR)
+
+
+def _complement(value, width):
+    """``2**width - 1 - value``: the bits of ``value``, zero-extended to ``width``, inverted."""
+    return ~Cat(value, Const(0, width))[:width]
+
+
+def sum_layout(params, user_width):
+    """Between :class:`Add` and :class:`Compare`: :func:`work_layout` with the new lanes, and
+    the invalid-code flags of the control copies ORed in groups (``invalid_groups``)."""
+    fields = {name: field.shape for name, field in work_layout(params, user_width)}
+    del fields["invalid_lanes"], fields["user"]
+    return data.StructLayout({**fields,
+                              "invalid_groups": unsigned(_or_groups_width(params.control_copies)),
+                              "user": unsigned(user_width)})
 
 
 def addend_layout(params, user_width):
@@ -208,8 +241,9 @@ class Decode(_CombStage):
     aggregation mode without every byte enable), ``CAPACITY`` (``n`` already at capacity). A
     rejected or read-only request leaves the state unchanged. Decode also finds, for each
     control copy's line bits, whether they hold an invalid G-Ternary code (``invalid_lanes``:
-    from the data alone, beside the decisions); :class:`Compare` keeps the flags of added
-    G-Ternary lines and :class:`Select` combines them into ``status.invalid``.
+    from the data alone, beside the decisions); :class:`Add` and :class:`Compare` OR the flags
+    a group of four at a time, and :class:`Select` makes ``status.invalid`` of the rest if the
+    line was added as G-Ternary.
     """
 
     def __init__(self, params, user_width):
@@ -217,6 +251,7 @@ class Decode(_CombStage):
 
     def compute(self, m, req, out):
         p = self._params
+        width = p.counter_width
         is_gternary = req.mode == Mode.GTERNARY
         aggregating = aggregates(req.mode)
         contribution = req.contribute & aggregating
@@ -243,10 +278,12 @@ class Decode(_CombStage):
             "add_gbinary": adding & ~is_gternary,
             "add_gternary": adding & is_gternary,
             "mode": req.mode,
-            # Both candidates from n alone, so no adder follows the accept decision.
-            "half_n": Mux(adding, (req.state.n + 1) >> 1, req.state.n >> 1),
-            "upper": (1 << p.counter_width) + req.threshold,
-            "lower": (1 << p.counter_width) - req.threshold,
+            # 2**W - 1 - n // 2 of the new n: both candidates from the old n alone, so no adder
+            # follows the accept decision.
+            "majority_addend": Mux(adding, _complement((req.state.n + 1) >> 1, width),
+                                   _complement(req.state.n >> 1, width)),
+            "negative_threshold": -req.threshold,
+            "threshold_less_one": req.threshold - 1,
         }
         m.d.comb += [getattr(copy, name).eq(value)
                      for copy in self._controls(out) for name, value in controls.items()]
@@ -282,11 +319,11 @@ class Add(_CombStage):
     sign-extended lane value (``01`` +1, ``11`` -1, ``00`` and the invalid ``10`` 0) to the whole
     pair (the sum of lane ``k``); :class:`Addends` has worked out which. A count never carries
     into its neighbour, because a line at capacity takes no contribution. An accepted
-    contribution also increments ``n``.
+    contribution also increments ``n``. The invalid-code flags leave ORed in groups of four.
     """
 
     def __init__(self, params, user_width):
-        super().__init__(params, user_width, addend_layout, work_layout)
+        super().__init__(params, user_width, addend_layout, sum_layout)
 
     def compute(self, m, work, out):
         p = self._params
@@ -294,9 +331,12 @@ class Add(_CombStage):
         pairs = data.ArrayLayout(unsigned(2 * width), p.gternary_lanes)
         old, new = pairs(work.state.lanes), pairs(out.state.lanes)
         addends = data.ArrayLayout(addend_bits_layout(), p.gternary_lanes)(work.addends)
-        # addend_layout begins with work_layout's fields: carry them in one statement (see
-        # _CombStage), then replace the state.
-        m.d.comb += out.eq(work.as_value()[:len(out.as_value())])
+        # addend_layout and sum_layout both begin with work_layout's fields up to the flags:
+        # carry them in one statement (see _CombStage), then replace the state.
+        shared = work_layout(p, 1)["invalid_lanes"].offset
+        m.d.comb += [out.as_value()[:shared].eq(work.as_value()[:shared]),
+                     out.invalid_groups.eq(_or_groups(work.invalid_lanes))]
+        self._carry(m, work, out, "user")
         with m.If(self._controls(work)[0].add):
             m.d.comb += out.state.n.eq(work.state.n + 1)
         for k, addend in enumerate(addends):
@@ -311,14 +351,14 @@ def verdict_layout(params, user_width):
     return data.StructLayout({
         "data": unsigned(params.line_bits),
         "majority": unsigned(params.line_bits),
-        # per G-Ternary lane k: bit 2k is s >= T, bit 2k + 1 is s <= -T
+        # per G-Ternary lane k: bit 2k is s < T, bit 2k + 1 is s <= -T
         "bounds": unsigned(params.line_bits),
         "byte_enable": unsigned(params.line_bytes),
         "state": state_layout(params),
         "control": unsigned(control_layout(params).size * params.control_copies),
         "status": decision_status_layout(),
-        # per control copy: its line bits hold an invalid G-Ternary code of an added line
-        "invalid_codes": unsigned(params.control_copies),
+        # the invalid-code flags of the control copies, ORed in groups of groups
+        "invalid_codes": unsigned(_or_groups_width(_or_groups_width(params.control_copies))),
         "user": unsigned(user_width),
     })
 
@@ -326,55 +366,59 @@ def verdict_layout(params, user_width):
 class Compare(_CombStage):
     """Reads the new state back both ways (combinational).
 
-    G-Binary lane bit: 1 iff ``2c > n``. G-Ternary lane: the two bounds ``s >= T`` and
-    ``s <= -T`` (:class:`Select` makes the code of them); ``s`` is read from the low ``W + 1``
-    bits of its stored ``2W``, which hold any ``|s| <= capacity``. Each control copy also keeps
-    its ``invalid_lanes`` flag (from :class:`Decode`) if the line was added as G-Ternary;
-    :class:`Select` combines the flags into ``status.invalid``, so no stage reduces the whole
-    line at once. Which of the read-backs (or the request data) becomes the line is left to
-    :class:`Select`.
+    G-Binary lane bit: 1 iff ``2c > n``. G-Ternary lane: the two bounds ``s < T`` and
+    ``s <= -T`` (:class:`Select` makes the code of them); ``s`` is read as ``W + 2`` bits of its
+    stored ``2W``, which hold any ``|s| <= capacity``. Each comparison is one bit of the sum of
+    the lane and an addend of its control copy (``control_layout``): a carry chain between
+    two registers, with no logic before or after it. The invalid-code flags are ORed
+    a second time, in groups of four. Which of the read-backs (or the request data) becomes
+    the line is left to :class:`Select`.
     """
 
     def __init__(self, params, user_width):
-        super().__init__(params, user_width, work_layout, verdict_layout)
+        super().__init__(params, user_width, sum_layout, verdict_layout)
 
     def compute(self, m, work, out):
         p = self._params
+        width = p.counter_width
         counts = gbinary_lanes(p, work.state.lanes)
         sums = gternary_lanes(p, work.state.lanes)
         self._carry(m, work, out, "data", "byte_enable", "state", "control", "status", "user")
+        m.d.comb += out.invalid_codes.eq(_or_groups(work.invalid_groups))
         for copy, control in enumerate(self._controls(work)):
             bits = self._copy_bits(copy)
             m.d.comb += [
                 out.majority[bits.start:bits.stop].eq(
-                    Cat(counts[k] > control.half_n for k in bits)),
+                    Cat((counts[k] + control.majority_addend)[width] for k in bits)),
                 out.bounds[bits.start:bits.stop].eq(
                     Cat(self._bounds(sums[k // 2], control) for k in bits[::2])),
-                out.invalid_codes[copy].eq(
-                    control.add_gternary & work.invalid_lanes[copy]),
             ]
 
     def _bounds(self, stored_sum, control):
-        # The sum's low W + 1 bits with the sign bit flipped are s + 2**W, an unsigned number:
-        # both bounds become unsigned compares with nothing after the carry chains.
+        # s as W + 2 bits, sign-extended (2W < W + 2 only at W = 1); each bound is the sign of
+        # a (W + 2)-bit sum. No operand is inverted: an inverter would be a LUT in front of
+        # the carry chain.
         width = self._params.counter_width
-        offset = Cat(stored_sum[:width], ~stored_sum[width])
-        return Cat(offset >= control.upper, offset <= control.lower)
+        sum_bits = Cat(stored_sum, stored_sum[-1])[:width + 2]
+        return Cat((sum_bits + control.negative_threshold)[width + 1],
+                   (sum_bits + control.threshold_less_one)[width + 1])
 
 
 class Select(_CombStage):
     """Chooses the read-back line by ``mode`` (combinational): identity the request data,
     G-Binary the majority bits, G-Ternary the gated codes (``01`` if ``s >= T``, else ``11`` if
-    ``s <= -T``, else ``00``), mode code 3 all zero."""
+    ``s <= -T``, else ``00``), mode code 3 all zero; ``status.invalid`` if the line was added
+    as G-Ternary and any invalid-code flag is left."""
 
     def __init__(self, params, user_width):
         super().__init__(params, user_width, verdict_layout, response_layout)
 
     def compute(self, m, verdict, out):
         self._carry(m, verdict, out, "byte_enable", "state", "user")
+        added_gternary = self._controls(verdict)[0].add_gternary
         m.d.comb += [out.status.accepted.eq(verdict.status.accepted),
                      out.status.reason.eq(verdict.status.reason),
-                     out.status.invalid.eq(verdict.invalid_codes.any())]
+                     out.status.invalid.eq(added_gternary & verdict.invalid_codes.any())]
         for copy, control in enumerate(self._controls(verdict)):
             bits = self._copy_bits(copy)
             line = out.line[bits.start:bits.stop]
@@ -394,11 +438,12 @@ class Select(_CombStage):
 
     @staticmethod
     def _gated(bounds):
-        """The gated codes of bound pairs (``s >= T``, ``s <= -T``): 01 plus, 11 minus, 00."""
+        """The gated codes of bound pairs (``s < T``, ``s <= -T``): 01 if ``s >= T``, else 11 if
+        ``s <= -T``, else 00."""
         codes = []
         for k in range(0, len(bounds), 2):
-            plus, minus = bounds[k], bounds[k + 1]
-            codes.append(Cat(plus | minus, minus & ~plus))
+            below, minus = bounds[k], bounds[k + 1]
+            codes.append(Cat(~below | minus, minus & below))
         return Cat(codes)
 
 
