@@ -35,6 +35,9 @@ def _request_layout(params):
     p = params.datapath
     return data.StructLayout({
         "operation": Operation,
+        # operation is WRITE: the datapath's contribute, a register of its own so that no
+        # decode of the operation is in front of the datapath's decision
+        "write": 1,
         "tag": 16,
         "ld_id": 4,
         "address": unsigned(params.address_bits),  # first byte of the line
@@ -214,7 +217,7 @@ class CxlMemController(wiring.Component):
             datapath.request.payload.state.eq(request_state),
             datapath.request.payload.threshold.eq(decoded.threshold),
             datapath.request.payload.mode.eq(decoded.mode),
-            datapath.request.payload.contribute.eq(current.operation == Operation.WRITE),
+            datapath.request.payload.contribute.eq(current.write),
         ]
         result = datapath.response.payload
 
@@ -419,7 +422,7 @@ class CxlMemController(wiring.Component):
             with m.State("REPLY_DONE"):
                 m.d.comb += self.s2m_ndr.valid.eq(1)
                 with m.If(self.s2m_ndr.ready):
-                    m.d.comb += events.writes.eq(current.operation == Operation.WRITE)
+                    m.d.comb += events.writes.eq(current.write)
                     to_idle()
 
             with m.State("CLEAR"):
@@ -512,6 +515,7 @@ class CxlMemController(wiring.Component):
             supported = (rwd.opcode == RwDOpcode.MEM_WR) | (rwd.opcode == RwDOpcode.MEM_WR_PTL)
             m.d.sync += [
                 current.operation.eq(Mux(supported, Operation.WRITE, Operation.UNSUPPORTED)),
+                current.write.eq(supported),
                 current.tag.eq(rwd.tag),
                 current.ld_id.eq(rwd.ld_id),
                 current.address.eq(Cat(Const(0, offset_bits), rwd.address[:line_bits])),
@@ -532,6 +536,7 @@ class CxlMemController(wiring.Component):
                     m.d.comb += operation.eq(Operation.UNSUPPORTED)
             m.d.sync += [
                 current.operation.eq(operation),
+                current.write.eq(0),
                 current.tag.eq(req.tag),
                 current.ld_id.eq(req.ld_id),
                 current.address.eq(Cat(Const(0, offset_bits), line[:line_bits])),
@@ -604,7 +609,7 @@ class CxlMemController(wiring.Component):
     @staticmethod
     def _count_result(m, current, result, events):
         """Events of a contribution's datapath result."""
-        with m.If(current.operation == Operation.WRITE):
+        with m.If(current.write):
             status = result.status
             m.d.comb += [
                 events.accepted.eq(status.accepted),
