@@ -286,8 +286,11 @@ def markdown(report):
            f"Device {DEVICE}, speed grade {SPEED_GRADE}, out of context; Fmax from nextpnr's "
            f"post-route JSON report, seeds {report['seeds']}. Tools: "
            f"{report['tools']['yosys']}; {report['tools']['nextpnr-ecp5']}.", "",
-           "| design | config | LUT4 | FF | CCU2C | DPR16X4 | DP16KD | generic transistors | "
-           "constraint MHz | Fmax median (min-max) MHz |", "|---" * 10 + "|"]
+           "LUT4 + 2 x CCU2C: the slice LUTs in use, since a CCU2C carry cell takes both LUTs of "
+           "a slice half.", "",
+           "| design | config | LUT4 | CCU2C | LUT4 + 2 x CCU2C | FF | DPR16X4 | DP16KD | "
+           "generic transistors | constraint MHz | Fmax median (min-max) MHz |",
+           "|---" * 11 + "|"]
     for d in report["designs"] + report.get("sweep", []):
         c = d["cells"]
         if not d["pnr"]:
@@ -297,8 +300,9 @@ def markdown(report):
         else:
             fmax = (f"{d['fmax_median_mhz']:.1f} "
                     f"({d['fmax_min_mhz']:.1f}-{d['fmax_max_mhz']:.1f})")
-        out.append(f"| {d['design']} | {d['config']} | {c['lut4']:,} | {c['ff']:,} | "
-                   f"{c['carry_ccu2c']:,} | {c['lutram_dpr16x4']} | {c['block_ram_dp16kd']} | "
+        out.append(f"| {d['design']} | {d['config']} | {c['lut4']:,} | {c['carry_ccu2c']:,} | "
+                   f"{c['lut4'] + 2 * c['carry_ccu2c']:,} | {c['ff']:,} | "
+                   f"{c['lutram_dpr16x4']} | {c['block_ram_dp16kd']} | "
                    f"{c['generic_transistors']} | {d['constraint_mhz']:g} | {fmax} |")
     if report.get("targets"):
         out += ["", "Targets of the default configuration:", "",
@@ -341,8 +345,8 @@ def _slack_tables(designs):
     stands between the design and its constraint."""
     out = []
     for d in designs:
-        if not d["pnr"]:
-            continue
+        if not d["pnr"] or not d["pnr"][0]["slack_by_register"]:
+            continue                # not placed, or no register-to-register path
         r = d["pnr"][0]
         out += ["", f"{d['design']} {d['config']}, seed {r['seed']}: the {SLACK_ROWS} registers "
                 f"with the worst slack at {r['constraint_mhz']:g} MHz (a register's copies "

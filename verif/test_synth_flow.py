@@ -70,7 +70,7 @@ def test_unplaced_design_is_reported_as_such():
     report = {"seeds": [], "tools": {"yosys": "y", "nextpnr-ecp5": "n"}, "designs": [
         {"design": "controller", "config": "c", "cells": cells, "pnr": [],
          "constraint_mhz": 150.0}]}
-    assert "| controller | c | 1 | 2 | 3 | 0 | 0 | 40 | 150 | not placed (see " \
+    assert "| controller | c | 1 | 3 | 7 | 2 | 0 | 0 | 40 | 150 | not placed (see " \
            "--controller-seeds) |" in markdown(report)
 
 
