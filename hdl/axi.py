@@ -56,11 +56,6 @@ class AxiLineMaster(wiring.Component):
       empty while lines of the run remain), which keeps one line per clock moving; its flags
       have ``copies`` copies, one per group of columns.
 
-    ``read_valid`` and ``write_ready`` are ``copies`` copies of ``read_data.valid`` and
-    ``write_data.ready``, each from registers of its own, for an owner whose line-wide
-    registers are enabled by them: each group of its columns reads its own copy, so no
-    enable net spans the line.
-
     - ``read_command``: issues one read per line; the lines come back, in order, on
       ``read_data``, each valid for one clock (``error`` when the memory answered anything but
       OKAY). Both commands need ``beats`` >= 1.
@@ -85,7 +80,6 @@ class AxiLineMaster(wiring.Component):
     read_command, write_command : In(stream.Signature(line_command_layout(address_bits)))
     read_data : Out(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
     write_data : In(stream.Signature({"data": line_bits, "strobe": line_bits // 8}))
-    read_valid, write_ready : Out(copies)
     write_busy, write_done, write_error : Out(1)
     """
 
@@ -112,8 +106,6 @@ class AxiLineMaster(wiring.Component):
             "write_command": In(stream.Signature(command)),
             "write_data": In(stream.Signature(data.StructLayout({"data": line_bits,
                                                                   "strobe": line_bits // 8}))),
-            "read_valid": Out(copies),
-            "write_ready": Out(copies),
             "write_busy": Out(1),
             "write_done": Out(1),
             "write_error": Out(1),
@@ -138,7 +130,6 @@ class AxiLineMaster(wiring.Component):
             axi.rready.eq(1),
         ]
         m.d.sync += [self.read_data.valid.eq(axi.rvalid),
-                     self.read_valid.eq(axi.rvalid.replicate(self._copies)),
                      self.read_data.payload.data.eq(axi.rdata),
                      self.read_data.payload.error.eq(axi.rresp != RESP_OKAY)]
         with m.If(read.take):
@@ -147,8 +138,7 @@ class AxiLineMaster(wiring.Component):
             m.d.sync += [axi.araddr.eq(axi.araddr + line_bytes), *ar.step()]
 
         # Write: addresses and data move independently; count the responses back.
-        aw, b = _Countdown(width, "aw"), _Countdown(width, "b")
-        w = _Countdown(width, "w", self._copies)
+        aw, w, b = _Countdown(width, "aw"), _Countdown(width, "w"), _Countdown(width, "b")
         write = _CommandRegister(m, self.write_command, "write_command")
         m.d.comb += [
             write.take.eq(write.valid & ~b.more),
@@ -157,8 +147,7 @@ class AxiLineMaster(wiring.Component):
             axi.bready.eq(b.more),
         ]
         # ``w`` counts the lines still to take from the owner.
-        beat = _SkidBuffer(m, self.write_data, w.more_copies, "write_data", self._copies)
-        m.d.comb += self.write_ready.eq(beat.sink_ready)
+        beat = _SkidBuffer(m, self.write_data, w.more, "write_data", self._copies)
         m.d.comb += [axi.wvalid.eq(beat.valid), axi.wdata.eq(beat.payload.data),
                      axi.wstrb.eq(beat.payload.strobe), beat.ready.eq(axi.wready)]
         with m.If(write.take):
@@ -203,16 +192,14 @@ class _SkidBuffer:
 
     The payload is kept in ``groups`` column groups, each with its own copy of the two "held"
     flags, so that no enable or select net spans the line. The spare follows ``sink.payload``
-    while it is empty, so its enable is a flag alone. ``enable`` has a copy per group too, and
-    ``sink_ready`` is ``sink.ready`` per group, each from that group's copies."""
+    while it is empty, so its enable is a flag alone."""
 
     def __init__(self, m, sink, enable, name, groups):
         self.ready = Signal(name=f"{name}_out_ready")
         held = Signal(groups, name=f"{name}_out_held")
         spare_held = Signal(groups, name=f"{name}_spare_held")
         self.valid = held[0]
-        self.sink_ready = Signal(groups, name=f"{name}_sink_ready")
-        m.d.comb += [self.sink_ready.eq(enable & ~spare_held), sink.ready.eq(self.sink_ready[0])]
+        m.d.comb += sink.ready.eq(enable & ~spare_held[0])
         taken = sink.valid & sink.ready
         with m.If(~held[0] | self.ready):
             m.d.sync += [held.eq(Mux(spare_held[0] | taken, -1, 0)), spare_held.eq(0)]
@@ -234,16 +221,14 @@ class _SkidBuffer:
 
 class _Countdown:
     """Lines left of a run, with ``more`` (``left != 0``) in a register of its own: handshakes
-    see one flip-flop instead of a wide compare. ``more_copies`` holds ``copies`` copies of it
-    (``more`` is the first)."""
+    see one flip-flop instead of a wide compare."""
 
-    def __init__(self, width, name, copies=1):
+    def __init__(self, width, name):
         self.left = Signal(width, name=f"{name}_left")
-        self.more_copies = Signal(copies, name=f"{name}_more")
-        self.more = self.more_copies[0]
+        self.more = Signal(name=f"{name}_more")
 
     def load(self, beats):
-        return [self.left.eq(beats), self.more_copies.eq(Mux(beats != 0, -1, 0))]
+        return [self.left.eq(beats), self.more.eq(beats != 0)]
 
     def step(self):
-        return [self.left.eq(self.left - 1), self.more_copies.eq(Mux(self.left != 1, -1, 0))]
+        return [self.left.eq(self.left - 1), self.more.eq(self.left != 1)]

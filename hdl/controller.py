@@ -187,15 +187,14 @@ class CxlMemController(wiring.Component):
         # Accumulator state of the line being served, as its memory image (bit planes, see
         # planes_of_state): read from memory beat by beat into the top, written back from the
         # bottom; both shift down by one line. Whether a beat moves is decided by flags of
-        # their own (set when a state read or a write-back is due, cleared when it is done),
-        # the memory master's copies of its handshakes and, for the datapath's result, a
-        # delay line of the request (``result_due``), not by the engine's state. Each flag has
+        # their own (set when a state read, the datapath's result or a write-back is due,
+        # cleared when it is done) and the handshake, not by the engine's state. Each flag has
         # one copy (one bit) per group of buffer columns, the datapath's control copies, so
         # that no enable net spans the line.
-        state_reading, state_sending = (Signal(p.control_copies, name=name)
-                                        for name in ("state_reading", "state_sending"))
-        result_due = self._result_due(m, datapath)
-        state = self._state_buffer(m, memory, datapath.response, state_reading, result_due,
+        state_reading, state_result, state_sending = (
+            Signal(p.control_copies, name=name)
+            for name in ("state_reading", "state_result", "state_sending"))
+        state = self._state_buffer(m, memory, datapath.response, state_reading, state_result,
                                    state_sending)
         beats = Signal(range(p.state_lines + 1))
         memory_error = Signal()
@@ -240,28 +239,24 @@ class CxlMemController(wiring.Component):
         word = issued[:max(1, (words - 1).bit_length())] if words > 1 else C(0)
         window_word = current.address[2:params.window_bytes.bit_length() - 1]
 
-        # The read reply, loaded from whichever source has it; every condition is a register (no
-        # decode of the engine's state), since reply_data is a whole line of flip-flops, and
-        # each group of columns reads its own copy of each: a register word arrived
-        # (``capture_last``, the last bit of ``capture``), the memory's line (``line_reading``
-        # and the master's ``read_valid``), the datapath's result (``result_due``). It is zeroed
-        # the clock after IDLE (the data of a MemData-NXM), by ``reply_zero`` (set in IDLE).
-        line_reading = Signal(p.control_copies)   # an identity read's line is on its way
+        # The read reply, loaded from whichever source has it; every condition is a register or
+        # a memory handshake (no decode of the engine's state), since reply_data is a whole
+        # line of flip-flops. It is zeroed the clock after IDLE (the data of a MemData-NXM),
+        # by the copy of ``reply_zero`` (set in IDLE) of each group of columns.
+        line_reading = Signal()           # an identity read's line is on its way
         line_writing = Signal(p.control_copies)   # an identity write's line is on its way
         reply_zero = Signal(p.control_copies)
-        capture_last = Signal(p.control_copies)
         m.d.sync += reply_zero.eq(0)
-        shifted = Cat(reply_data[32:], control.bus.r_data)
-        for g in range(p.control_copies):
-            columns = _columns(p, g)[0]
-            with m.If(capture_last[g]):
-                m.d.sync += reply_data[columns].eq(shifted[columns])
-            with m.Elif(line_reading[g] & memory.read_valid[g]):
-                m.d.sync += reply_data[columns].eq(memory.read_data.payload.data[columns])
-            with m.Elif(result_due[g]):
-                m.d.sync += reply_data[columns].eq(result.line[columns])
-            with m.Elif(reply_zero[g]):
-                m.d.sync += reply_data[columns].eq(0)
+        with m.If(capture[-1]):
+            m.d.sync += reply_data.eq(Cat(reply_data[32:], control.bus.r_data))
+        with m.Elif(line_reading & memory.read_data.valid):
+            m.d.sync += reply_data.eq(memory.read_data.payload.data)
+        with m.Elif(datapath.response.valid):
+            m.d.sync += reply_data.eq(result.line)
+        with m.Else():
+            for g in range(p.control_copies):
+                with m.If(reply_zero[g]):
+                    m.d.sync += reply_data[_columns(p, g)[0]].eq(0)
 
         # The memory master's write stream, driven from registers and from flags that are set
         # when a run starts and cleared after its last line (never from a decode of the
@@ -352,9 +347,7 @@ class CxlMemController(wiring.Component):
                     ]
                 with m.Elif(window_fire):
                     m.d.sync += window_pending.eq(0)
-                arriving = Cat(window_fire & window_read, capture[:-1])
-                m.d.sync += [capture.eq(arriving),
-                             capture_last.eq(arriving[-1].replicate(p.control_copies))]
+                m.d.sync += capture.eq(Cat(window_fire & window_read, capture[:-1]))
                 with m.If(capture[-1]):
                     m.d.sync += captured.eq(captured + 1)
                 with m.If(reading & (captured == words)):
@@ -395,12 +388,13 @@ class CxlMemController(wiring.Component):
                         m.next = "REPLY_DONE"
                 with m.Else():
                     m.d.comb += datapath.request.valid.eq(1)
+                    m.d.sync += state_result.eq(-1)         # every copy
                     m.next = "RESULT"
 
             with m.State("RESULT"):
                 with m.If(datapath.response.valid):
                     self._count_result(m, current, result, events)
-                    m.d.sync += beats.eq(0)
+                    m.d.sync += [beats.eq(0), state_result.eq(0)]
                     with m.If(current.operation == Operation.READ):
                         m.next = "REPLY_DATA"
                     with m.Elif(result.status.accepted):
@@ -462,23 +456,12 @@ class CxlMemController(wiring.Component):
                     to_idle()
         return m
 
-    def _result_due(self, m, datapath):
-        """Copies (one per group of columns) of the datapath's response valid, made by a delay
-        line of its request valid (the response follows ``latency`` clocks later): the groups
-        that load the response read flip-flops of their own, not the datapath's one."""
-        copies = self._params.datapath.control_copies
-        line = [Signal(copies, name=f"result_due_{k}") for k in range(datapath.latency)]
-        m.d.sync += line[0].eq(datapath.request.valid.replicate(copies))
-        m.d.sync += [later.eq(earlier) for earlier, later in zip(line, line[1:])]
-        return line[-1]
-
-    def _state_buffer(self, m, memory, response, reading, due, sending):
+    def _state_buffer(self, m, memory, response, reading, result, sending):
         """The accumulator state's memory image (``state_lines`` lines), kept as one register
         per group of columns; returns the image. A group shifts down by one line, the memory's
         read beat entering at the top, while ``reading`` and a beat is valid or while
-        ``sending`` and the memory takes one; it loads the datapath's response while ``due``.
-        Each group follows its own copy (bit) of the three flags and of the memory master's
-        ``read_valid`` and ``write_ready``."""
+        ``sending`` and the memory takes one; it loads the datapath's result while ``result``
+        and the response is valid. Each group follows its own copy (bit) of the three flags."""
         p = self._params.datapath
         width = p.control_copy_bits
         groups = []
@@ -486,10 +469,10 @@ class CxlMemController(wiring.Component):
             group = Signal(p.state_lines * width, name=f"state_columns_{g}")
             columns = range(g * width, (g + 1) * width)
             incoming = memory.read_data.payload.data[g * width:][:width]
-            with m.If((reading[g] & memory.read_valid[g])
-                      | (sending[g] & memory.write_ready[g])):
+            with m.If((reading[g] & memory.read_data.valid)
+                      | (sending[g] & memory.write_data.ready)):
                 m.d.sync += group.eq(Cat(group[width:], incoming))
-            with m.Elif(due[g]):
+            with m.Elif(result[g] & response.valid):
                 m.d.sync += group.eq(planes_of_state(p, response.payload.state, columns))
             groups.append(group)
         state = Signal(p.state_lines * p.line_bits)
@@ -616,7 +599,7 @@ class CxlMemController(wiring.Component):
             m.next = "STATE_READ"
         with m.Elif(reading):
             m.d.comb += memory.read_command.valid.eq(1)
-            m.d.sync += line_reading.eq(-1)
+            m.d.sync += line_reading.eq(1)
             m.next = "LINE_READ"
         with m.Else():
             m.d.comb += memory.write_command.valid.eq(1)
