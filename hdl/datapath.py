@@ -242,7 +242,7 @@ class Decode(_CombStage):
     rejected or read-only request leaves the state unchanged. Decode also finds, for each
     control copy's line bits, whether they hold an invalid G-Ternary code (``invalid_lanes``:
     from the data alone, beside the decisions); :class:`Add` and :class:`Compare` OR the flags
-    a group of four at a time, and :class:`Select` makes ``status.invalid`` of the rest if the
+    in groups of :data:`INVALID_FLAGS_PER_OR`, and :class:`Select` makes ``status.invalid`` of the rest if the
     line was added as G-Ternary.
     """
 
@@ -319,7 +319,8 @@ class Add(_CombStage):
     sign-extended lane value (``01`` +1, ``11`` -1, ``00`` and the invalid ``10`` 0) to the whole
     pair (the sum of lane ``k``); :class:`Addends` has worked out which. A count never carries
     into its neighbour, because a line at capacity takes no contribution. An accepted
-    contribution also increments ``n``. The invalid-code flags leave ORed in groups of four.
+    contribution also increments ``n``. The invalid-code flags leave ORed in groups
+    (:func:`_or_groups`).
     """
 
     def __init__(self, params, user_width):
@@ -371,7 +372,7 @@ class Compare(_CombStage):
     stored ``2W``, which hold any ``|s| <= capacity``. Each comparison is one bit of the sum of
     the lane and an addend of its control copy (``control_layout``): a carry chain between
     two registers, with no logic before or after it. The invalid-code flags are ORed
-    a second time, in groups of four. Which of the read-backs (or the request data) becomes
+    a second time (:func:`_or_groups`). Which of the read-backs (or the request data) becomes
     the line is left to :class:`Select`.
     """
 

@@ -123,9 +123,9 @@ def by_register(required, period_ns):
     from."""
     families = {}
     for (instance, _), (time, start) in required.items():
-        family = families.setdefault(register_family(instance), {
-            "register": register_family(instance), "endpoints": 0, "failing": 0,
-            "worst_slack_ns": None, "worst_from": None})
+        name = register_family(instance)
+        family = families.setdefault(name, {"register": name, "endpoints": 0, "failing": 0,
+                                            "worst_slack_ns": None, "worst_from": None})
         slack = period_ns - time
         family["endpoints"] += 1
         family["failing"] += slack < 0
