@@ -2,7 +2,7 @@
 
 import json
 
-from synth.flow import TARGETS, breakdown, main, markdown, sweep_chart, targets
+from synth.flow import PLACER, TARGETS, breakdown, main, markdown, sweep_chart, targets
 
 
 def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
@@ -35,6 +35,9 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
             assert 0 < sum(r["endpoints"] for r in run["slack_by_register"]) \
                 <= run["timed_endpoints"], run["slack_by_register"]
             assert (folder / f"routed_seed{run['seed']}.sdf").stat().st_size > 0
+            log = (folder / f"nextpnr_seed{run['seed']}.log").read_text()
+            assert f"Running {PLACER.capitalize()} placer" in log, \
+                f"{design['design']} seed {run['seed']}: not placed by the {PLACER} placer"
         assert [r["seed"] for r in design["pnr"]] == [1, 2]
 
     registers = json.loads((tmp_path / "registers" / "L32_W1_D2_R1" / "stat.json").read_text())
