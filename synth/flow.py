@@ -391,8 +391,9 @@ def main(argv=None):
                         help="controller constraint, MHz")
     parser.add_argument("--controller-seeds", type=int, nargs="*", default=[],
                         help="placement seeds for the controller (none by default: one "
-                             "placement takes longer than the default report's 10-minute "
-                             "budget; README.md gives the measured time)")
+                             "placement adds about 11 minutes of a core to a report that is "
+                             "already over its 10-minute budget; README.md gives the measured "
+                             "times)")
     parser.add_argument("--jobs", type=int, default=2,
                         help="tool runs at once (synthesis, gate estimate, placement), shared "
                              "by all designs")
