@@ -49,8 +49,9 @@ TARGETS = {"datapath": {"lut4": 6000, "fmax_mhz": 250.0}, "controller": {"fmax_m
 _NEXTPNR_DEVICE = "--um-85k"
 # nextpnr's electrostatic placer, not its default (HeAP): on the default configuration it gave
 # the datapath 288.0 / 290.9 / 278.2 MHz on seeds 1-3 against HeAP's 255.0 / 268.0 / 251.7,
-# and the controller 92.6 MHz on seed 1 against 82.9, in less time. Both are followed by the
-# same simulated-annealing refinement and router1 (router2 gave 135.5 MHz against 210.8).
+# in slightly less time. The controller got 92.6 / 84.9 / 73.3 (HeAP: 82.9 on seed 1, the only
+# seed placed on this netlist), in about half the time. Both placers are followed by the same
+# simulated-annealing refinement and router1 (router2 gave 135.5 MHz against 210.8).
 PLACER = "static"
 _BIN = Path(sys.executable).parent
 
