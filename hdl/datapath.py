@@ -242,8 +242,8 @@ class Decode(_CombStage):
     rejected or read-only request leaves the state unchanged. Decode also finds, for each
     control copy's line bits, whether they hold an invalid G-Ternary code (``invalid_lanes``:
     from the data alone, beside the decisions); :class:`Add` and :class:`Compare` OR the flags
-    in groups of :data:`INVALID_FLAGS_PER_OR`, and :class:`Select` makes ``status.invalid`` of the rest if the
-    line was added as G-Ternary.
+    in groups of :data:`INVALID_FLAGS_PER_OR`, and :class:`Select` makes ``status.invalid`` of
+    the rest if the line was added as G-Ternary.
     """
 
     def __init__(self, params, user_width):

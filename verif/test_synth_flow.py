@@ -44,6 +44,8 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
     parts = report["breakdown"]
     assert parts["register block"]["lut4"] == registers["design"]["num_cells_by_type"]["LUT4"]
     table = (tmp_path / "synth.md").read_text()
+    assert report["placer"] == PLACER and f"nextpnr's {PLACER} placer" in table, \
+        (report["placer"], table.splitlines()[2])
     assert f"| datapath | L32_W1_D2 | {datapath['cells']['lut4']:,} |" in table
     assert "| register block |" in table
     first = controller["pnr"][0]["slack_by_register"][0]
@@ -67,12 +69,17 @@ def test_sweep_chart_is_a_png(tmp_path):
     assert (tmp_path / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def _report(designs, **parts):
+    """A report as :func:`synth.flow.main` assembles it, without tool runs."""
+    return {"seeds": [], "placer": PLACER, "tools": {"yosys": "y", "nextpnr-ecp5": "n"},
+            "designs": designs, **parts}
+
+
 def test_unplaced_design_is_reported_as_such():
     cells = {"lut4": 1, "ff": 2, "carry_ccu2c": 3, "lutram_dpr16x4": 0, "block_ram_dp16kd": 0,
              "generic_transistors": 40}
-    report = {"seeds": [], "tools": {"yosys": "y", "nextpnr-ecp5": "n"}, "designs": [
-        {"design": "controller", "config": "c", "cells": cells, "pnr": [],
-         "constraint_mhz": 150.0}]}
+    report = _report([{"design": "controller", "config": "c", "cells": cells, "pnr": [],
+                       "constraint_mhz": 150.0}])
     assert "| controller | c | 1 | 3 | 7 | 2 | 0 | 0 | 40 | 150 | not placed (see " \
            "--controller-seeds) |" in markdown(report)
 
@@ -100,9 +107,7 @@ def test_targets_are_compared_with_the_figures():
     verdicts = {(r["design"], r["figure"]): r["met"] for r in rows}
     assert verdicts == {("datapath", "LUT4"): True, ("datapath", "median Fmax MHz"): False,
                         ("controller", "median Fmax MHz"): None}, rows
-    report = {"seeds": [], "tools": {"yosys": "y", "nextpnr-ecp5": "n"}, "designs": [],
-              "targets": rows}
-    table = markdown(report)
+    table = markdown(_report([], targets=rows))
     assert f"| datapath | LUT4 | {lut_budget:,} | {lut_budget:,} | met |" in table, table
     assert f"| datapath | median Fmax MHz | {datapath_mhz:,.0f} | {datapath_mhz - 1:,.0f} | " \
            "missed |" in table, table
