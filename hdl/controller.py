@@ -4,7 +4,7 @@ One request is served at a time, start to finish, by the engine below; that is h
 contribution to a line is counted exactly once (``docs/controller.md``, "Hazards").
 """
 
-from amaranth import C, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -231,13 +231,23 @@ class CxlMemController(wiring.Component):
         with m.If(control.clear_start):
             m.d.sync += [clear_pending.eq(1), clear_region.eq(control.clear_region)]
 
-        # Register window word loop: one 32-bit register per word of the line.
+        # Register window word loop: one 32-bit register per word of the line, word ``issued``
+        # next. Its data and byte enables are selected in two registered steps, so that no
+        # path runs from the counter through a select of the whole line into the window
+        # registers: each group of up to four words has a free-running register of its word
+        # ``sub`` (the next word's place in its group), and a load takes the register of the
+        # next word's group once ``staged`` says they hold the next word (one clock after the
+        # previous load, so a word is issued every other clock at most).
         words = p.line_bytes // 4
         issued = Signal(range(words + 1))
         captured = Signal(range(words + 1))
         capture = Signal(READ_LATENCY)      # the window's reads in flight, by age
-        word = issued[:max(1, (words - 1).bit_length())] if words > 1 else C(0)
         window_word = current.address[2:params.window_bytes.bit_length() - 1]
+        sub_bits = min(words, 4).bit_length() - 1       # a group has 2 ** sub_bits words
+        sub, staged = Signal(sub_bits), Signal()
+        group_data, group_whole = self._window_word_groups(m, current, words, sub_bits, sub)
+        group = issued[sub_bits:(words - 1).bit_length()]   # the next word's group
+        m.d.sync += staged.eq(1)
 
         # The read reply, loaded from whichever source has it; every condition is a register or
         # a memory handshake (no decode of the engine's state), since reply_data is a whole
@@ -297,6 +307,7 @@ class CxlMemController(wiring.Component):
 
             with m.State("IDLE"):
                 m.d.sync += [memory_error.eq(0), beats.eq(0), issued.eq(0), captured.eq(0),
+                             sub.eq(0), staged.eq(0),
                              reply_poison.eq(0), reply_nxm.eq(0), decode_wait.eq(0),
                              reply_zero.eq(-1)]
                 with m.If(~control.table_ready):
@@ -335,15 +346,16 @@ class CxlMemController(wiring.Component):
                 # is issued.
                 reading = current.operation == Operation.READ
                 more = issued != words
-                with m.If(more & (~window_pending | window_fire)):
+                with m.If(more & staged & (~window_pending | window_fire)):
                     m.d.sync += [
                         window_pending.eq(1),
                         window_read.eq(reading),
-                        window_write.eq(~reading
-                                        & current.byte_enable.word_select(word, 4).all()),
+                        window_write.eq(~reading & group_whole[group]),
                         window_addr.eq(window_word + issued),
-                        window_wdata.eq(current.data.word_select(word, 32)),
+                        window_wdata.eq(group_data[group]),
                         issued.eq(issued + 1),
+                        sub.eq((issued + 1)[:sub_bits]),
+                        staged.eq(0),
                     ]
                 with m.Elif(window_fire):
                     m.d.sync += window_pending.eq(0)
@@ -491,6 +503,23 @@ class CxlMemController(wiring.Component):
                          channel.ready.eq(queue.w_rdy)]
             queues.append(queue)
         return queues
+
+    @staticmethod
+    def _window_word_groups(m, current, words, sub_bits, sub):
+        """The first step of the window's word select: for each group of ``2 ** sub_bits``
+        words of the request's line, a register of word ``sub`` of the group (its data, and
+        whether all four of its byte enables are set), loaded every clock. Returns the two
+        registers of every group as :class:`Array` s, indexed by group."""
+        per_group = 1 << sub_bits
+        data, whole = [], []
+        for g in range(words // per_group):
+            bits, enables = current.data.word_select(g, 32 * per_group), \
+                current.byte_enable.word_select(g, 4 * per_group)
+            data.append(Signal(32, name=f"window_group{g}_data"))
+            whole.append(Signal(name=f"window_group{g}_whole"))
+            m.d.sync += [data[-1].eq(bits.word_select(sub, 32)),
+                         whole[-1].eq(enables.word_select(sub, 4).all())]
+        return Array(data), Array(whole)
 
     def _accept(self, m, params, req_queue, rwd_queue, current, pop_req, pop_rwd, taken):
         """While the engine may take a request (in IDLE, with the region table ready and no

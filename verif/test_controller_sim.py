@@ -1,7 +1,11 @@
-"""Device-memory error responses (which AxiRam never gives), in ``amaranth.sim``: a read error
+"""In ``amaranth.sim``: device-memory error responses (which AxiRam never gives): a read error
 answers the host with poisoned data, a write error still completes, and both set
-``STATUS.MEM_ERROR``; a contribution whose state read failed changes nothing."""
+``STATUS.MEM_ERROR``; a contribution whose state read failed changes nothing. And line writes
+to the register window at every line width the controller takes: whole words written, the
+rest untouched."""
 
+import numpy as np
+import pytest
 from amaranth.sim import Simulator
 
 from hdl.axi import RESP_OKAY
@@ -17,8 +21,8 @@ SLVERR = 0b10
 FAILING_LINE = 0x40          # device memory answers SLVERR for this byte address
 
 
-def _run(testbench):
-    dut = CxlMemController(PARAMS)
+def _run(testbench, params=PARAMS):
+    dut = CxlMemController(params)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     writes = []
@@ -145,3 +149,44 @@ def test_contribution_with_failed_state_read_changes_nothing():
         assert writes == [], f"the state was written back: {writes}"
         assert _mem_error(dut, await _status(ctx, dut)), "STATUS.MEM_ERROR not set"
     _run(testbench)
+
+
+@pytest.mark.parametrize("line_bits", [32, 128, 256, 512])
+def test_window_line_writes_take_whole_words_only(line_bits):
+    """Two MemWrPtl to the window's line of region 0's registers, each with random data and a
+    random byte mask (some words whole, some partial): each whole word is written to its
+    register, every other register keeps its value, and MemRd returns the line."""
+    params = ControllerParams(DatapathParams(line_bits=line_bits, counter_width=2, latency=1),
+                              regions=2, address_bits=16)
+    words, regmap = line_bits // 32, CxlMemController(params).regmap
+    offset = regmap["R0_BASE_LO"].offset
+    by_offset = {r.offset: r for r in regmap}
+    writable = [sum(f.mask for f in by_offset[offset + 4 * w].fields if f.access == "RW")
+                if offset + 4 * w in by_offset else 0 for w in range(words)]
+    seed = line_bits
+    rng = np.random.default_rng(seed)
+
+    async def testbench(ctx, dut, writes):
+        line = (params.window_base + offset) // params.datapath.line_bytes
+        expected = [by_offset[offset + 4 * w].reset if offset + 4 * w in by_offset else 0
+                    for w in range(words)]
+        for tag in (1, 2):
+            values = [int(v) & mask for v, mask in
+                      zip(rng.integers(0, 1 << 32, words, dtype=np.uint64), writable)]
+            enables = [int(e) for e in rng.choice([0xF, 0x0, 0x7, 0xE], words)]
+            enables[tag % words] = 0xF                   # at least one whole word
+            await _send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR_PTL, tag=tag, address=line,
+                        data=sum(v << 32 * w for w, v in enumerate(values)),
+                        byte_enable=sum(e << 4 * w for w, e in enumerate(enables)))
+            ndr = await _receive(ctx, dut.s2m_ndr)
+            assert (ndr.opcode, ndr.tag) == (NDROpcode.CMP.value, tag), ndr
+            expected = [v if e == 0xF else old for v, e, old in zip(values, enables, expected)]
+            await _send(ctx, dut.m2s_req, opcode=ReqOpcode.MEM_RD, tag=tag, address=line << 1)
+            drs = await _receive(ctx, dut.s2m_drs)
+            got = [drs.data >> 32 * w & 0xFFFF_FFFF for w in range(words)]
+            for w in range(words):
+                assert got[w] == expected[w], \
+                    f"seed {seed}, write {tag}, word {w} (offset {offset + 4 * w:#x}, byte " \
+                    f"enables {enables[w]:#x}): read {got[w]:#010x}, expected " \
+                    f"{expected[w]:#010x}"
+    _run(testbench, params)
