@@ -23,6 +23,7 @@ from .params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregates
 from .pipeline import PipelineRegister
 
 __all__ = ["state_layout", "planes_of_state", "state_of_planes", "request_layout",
+           "decision_inputs_layout",
            "work_layout", "addend_layout", "sum_layout", "response_layout", "verdict_layout",
            "gbinary_lanes", "gternary_lanes", "Decode", "Addends", "Add", "Compare", "Select",
            "AggregationDatapath"]
@@ -110,6 +111,18 @@ def request_layout(params, user_width):
         "mode": Mode,
         "contribute": 1,
         "user": unsigned(user_width),
+    })
+
+
+def decision_inputs_layout(params):
+    """The request's fields that :class:`Decode` makes its decisions of, for one control copy
+    (``AggregationDatapath``'s ``decision_inputs``)."""
+    return data.StructLayout({
+        "n": unsigned(params.counter_width),           # state.n
+        "mode": Mode,
+        "threshold": unsigned(params.counter_width),
+        "contribute": 1,
+        "full_line": 1,                                # every byte enable is set
     })
 
 
@@ -204,11 +217,12 @@ class _CombStage(wiring.Component):
     it reads changes, so bits whose inputs kept their initial value read X.
     """
 
-    def __init__(self, params, user_width, in_layout, out_layout):
+    def __init__(self, params, user_width, in_layout, out_layout, members=None):
         self._params = params
         super().__init__({
             "sink": In(stream.Signature(in_layout(params, user_width), always_ready=True)),
-            "source": Out(stream.Signature(out_layout(params, user_width), always_ready=True))})
+            "source": Out(stream.Signature(out_layout(params, user_width), always_ready=True)),
+            **(members or {})})
 
     def elaborate(self, platform):
         m = Module()
@@ -244,49 +258,70 @@ class Decode(_CombStage):
     from the data alone, beside the decisions); :class:`Add` and :class:`Compare` OR the flags
     in groups of :data:`INVALID_FLAGS_PER_OR`, and :class:`Select` makes ``status.invalid`` of
     the rest if the line was added as G-Ternary.
+
+    With ``replicated_inputs``, the port ``inputs`` has the fields of
+    :func:`decision_inputs_layout` once per control copy, and each copy's controls are decided
+    from its own; the status is decided from the request's fields.
     """
 
-    def __init__(self, params, user_width):
-        super().__init__(params, user_width, request_layout, work_layout)
+    def __init__(self, params, user_width, *, replicated_inputs=False):
+        self._replicated_inputs = replicated_inputs
+        members = {"inputs": In(data.ArrayLayout(decision_inputs_layout(params),
+                                                 params.control_copies))}
+        super().__init__(params, user_width, request_layout, work_layout,
+                         members if replicated_inputs else None)
 
     def compute(self, m, req, out):
         p = self._params
-        width = p.counter_width
-        is_gternary = req.mode == Mode.GTERNARY
-        aggregating = aggregates(req.mode)
-        contribution = req.contribute & aggregating
-
-        bad_mode = ~aggregating & (req.mode != Mode.IDENTITY)
-        partial = contribution & ~req.byte_enable.all()
-        full = contribution & (req.state.n == p.capacity)
+        request_inputs = {"n": req.state.n, "mode": req.mode, "threshold": req.threshold,
+                          "contribute": req.contribute, "full_line": req.byte_enable.all()}
+        (bad_mode, partial, full), accepted, request_controls = self._decide(**request_inputs)
         with m.If(bad_mode):
             m.d.comb += out.status.reason.eq(Reason.MODE)
         with m.Elif(partial):
             m.d.comb += out.status.reason.eq(Reason.PARTIAL)
         with m.Elif(full):
             m.d.comb += out.status.reason.eq(Reason.CAPACITY)
-        accepted = ~(bad_mode | partial | full)
-        adding = contribution & accepted
-
         m.d.comb += out.status.accepted.eq(accepted)
         self._carry(m, req, out, "data", "byte_enable", "state", "user")
         m.d.comb += out.invalid_lanes.eq(Cat(
             Cat(req.data[k:k + 2] == TERNARY_INVALID for k in self._copy_bits(copy)[::2]).any()
             for copy in range(p.control_copies)))
+        if self._replicated_inputs:
+            names = [name for name, _ in decision_inputs_layout(p)]
+            per_copy = [self._decide(**{name: copy[name] for name in names})[2]
+                        for copy in self.inputs]
+        else:
+            per_copy = [request_controls] * p.control_copies
+        for copy, controls in zip(self._controls(out), per_copy):
+            m.d.comb += [getattr(copy, name).eq(value) for name, value in controls.items()]
+
+    def _decide(self, *, n, mode, threshold, contribute, full_line):
+        """The rejection reasons (mode, partial, capacity), whether the request is accepted, and
+        the controls (:func:`control_layout`), of one set of inputs."""
+        p = self._params
+        width = p.counter_width
+        is_gternary = mode == Mode.GTERNARY
+        aggregating = aggregates(mode)
+        contribution = contribute & aggregating
+        bad_mode = ~aggregating & (mode != Mode.IDENTITY)
+        partial = contribution & ~full_line
+        full = contribution & (n == p.capacity)
+        accepted = ~(bad_mode | partial | full)
+        adding = contribution & accepted
         controls = {
             "add": adding,
             "add_gbinary": adding & ~is_gternary,
             "add_gternary": adding & is_gternary,
-            "mode": req.mode,
+            "mode": mode,
             # 2**W - 1 - n // 2 of the new n: both candidates from the old n alone, so no adder
             # follows the accept decision.
-            "majority_addend": Mux(adding, _complement((req.state.n + 1) >> 1, width),
-                                   _complement(req.state.n >> 1, width)),
-            "negative_threshold": -req.threshold,
-            "threshold_less_one": req.threshold - 1,
+            "majority_addend": Mux(adding, _complement((n + 1) >> 1, width),
+                                   _complement(n >> 1, width)),
+            "negative_threshold": -threshold,
+            "threshold_less_one": threshold - 1,
         }
-        m.d.comb += [getattr(copy, name).eq(value)
-                     for copy in self._controls(out) for name, value in controls.items()]
+        return (bad_mode, partial, full), accepted, controls
 
 
 class Addends(_CombStage):
@@ -467,26 +502,42 @@ class AggregationDatapath(wiring.Component):
         Line width, counter width ``W`` and latency.
     user_width : int
         Width of the ``user`` tag carried alongside each request.
+    replicated_inputs : bool
+        Add the port ``decision_inputs``.
 
     Members
     -------
     request : In(stream.Signature(request_layout(params, user_width), always_ready=True))
     response : Out(stream.Signature(response_layout(params, user_width), always_ready=True))
+    decision_inputs : In(data.ArrayLayout(decision_inputs_layout(params), control_copies))
+        Only with ``replicated_inputs``: for each control copy, the request's ``state.n``,
+        ``mode``, ``threshold``, ``contribute`` and whether every byte enable is set, with the
+        request and equal to its fields. Each copy's decisions are made of its own inputs
+        (the status of the request's fields), so that an owner that keeps them in registers
+        by each copy's line bits has no net from one register to every copy in front of the
+        first pipeline register.
     """
 
-    def __init__(self, params=DatapathParams(), *, user_width=16):
+    def __init__(self, params=DatapathParams(), *, user_width=16, replicated_inputs=False):
         if not isinstance(params, DatapathParams):
             raise TypeError(f"params must be a DatapathParams, not {params!r}")
         if not isinstance(user_width, int) or user_width < 1:
             raise ValueError(f"user_width must be a positive integer, not {user_width!r}")
+        if not isinstance(replicated_inputs, bool):
+            raise TypeError(f"replicated_inputs must be a bool, not {replicated_inputs!r}")
         self._params = params
         self._user_width = user_width
-        super().__init__({
+        self._replicated_inputs = replicated_inputs
+        members = {
             "request": In(stream.Signature(request_layout(params, user_width),
                                            always_ready=True)),
             "response": Out(stream.Signature(response_layout(params, user_width),
                                              always_ready=True)),
-        })
+        }
+        if replicated_inputs:
+            members["decision_inputs"] = In(data.ArrayLayout(decision_inputs_layout(params),
+                                                             params.control_copies))
+        super().__init__(members)
 
     @property
     def params(self):
@@ -509,7 +560,10 @@ class AggregationDatapath(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p, u = self._params, self._user_width
-        stages = [("decode", Decode(p, u)), ("addends", Addends(p, u)),
+        decode = Decode(p, u, replicated_inputs=self._replicated_inputs)
+        if self._replicated_inputs:
+            m.d.comb += decode.inputs.eq(self.decision_inputs)
+        stages = [("decode", decode), ("addends", Addends(p, u)),
                   ("add", Add(p, u)), ("compare", Compare(p, u)), ("select", Select(p, u))]
         registered = {"decode": p.latency >= 5, "addends": p.latency >= 3,
                       "add": p.latency >= 2, "compare": p.latency >= 4, "select": True}

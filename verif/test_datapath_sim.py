@@ -5,13 +5,14 @@ import itertools
 import numpy as np
 import pytest
 from amaranth import Module, Signal, Value
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from golden.datapath import pack_state, run_datapath, state_to_memory
 from golden.lines import lines_to_ints
-from hdl.datapath import (AggregationDatapath, planes_of_state, request_layout,
+from hdl.datapath import (AggregationDatapath, Decode, control_layout, planes_of_state,
+                          request_layout,
                           state_layout, state_of_planes)
 from hdl.params import LATENCY_CHOICES, DatapathParams, Mode
 from hdl.pipeline import PipelineRegister
@@ -56,9 +57,21 @@ def simulate_stream(dut, sink, source, payloads, *, idle, timeout=None):
     return received
 
 
-def check_datapath(params, req, *, idle, seed):
-    dut = AggregationDatapath(params)
-    words = simulate_stream(dut, dut.request, dut.response,
+def check_datapath(params, req, *, idle, seed, replicated_inputs=False):
+    """Run ``req`` through the datapath and compare with the golden model. With
+    ``replicated_inputs``, every copy of ``decision_inputs`` is the request's own fields, as an
+    owner's registers would hold them."""
+    dut = top = AggregationDatapath(params, replicated_inputs=replicated_inputs)
+    if replicated_inputs:
+        top = Module()
+        top.submodules.datapath = dut
+        fields = dut.request.payload
+        for copy in dut.decision_inputs:
+            top.d.comb += [copy.n.eq(fields.state.n), copy.mode.eq(fields.mode),
+                           copy.threshold.eq(fields.threshold),
+                           copy.contribute.eq(fields.contribute),
+                           copy.full_line.eq(fields.byte_enable.all())]
+    words = simulate_stream(top, dut.request, dut.response,
                             request_payloads(dut.request.payload.shape(), req), idle=idle)
     actual = decode_responses(params, dut.response.payload.shape(), words)
     errors = compare_responses(params, req, run_datapath(params, req), actual,
@@ -77,6 +90,42 @@ def test_random_and_directed_with_idle_cycles(params):
     req = concat_requests([r for _, r in directed_requests(params, rng)]
                           + [random_requests(params, rng, 200)])
     check_datapath(params, req, idle=iter(lambda: rng.random() < 0.3, None), seed=SEED)
+
+
+@pytest.mark.parametrize("params", [DatapathParams(line_bits=64, counter_width=3, latency=1),
+                                    DatapathParams(line_bits=128, counter_width=2, latency=5)],
+                         ids=lambda p: p.name)
+def test_replicated_decision_inputs_fed_the_request_fields(params):
+    rng = np.random.default_rng(SEED)
+    req = concat_requests([r for _, r in directed_requests(params, rng)]
+                          + [random_requests(params, rng, 200)])
+    check_datapath(params, req, idle=iter(lambda: rng.random() < 0.3, None), seed=SEED,
+                   replicated_inputs=True)
+
+
+def test_decode_decides_each_copy_from_its_own_inputs():
+    """Copy 0's inputs say add (G-Binary, n = 0), copy 1's that the line is full; the request's
+    own fields (left zero: IDENTITY) decide the status only."""
+    params = DatapathParams(line_bits=32, counter_width=2)
+    decode = Decode(params, 1, replicated_inputs=True)
+    controls = data.ArrayLayout(control_layout(params), params.control_copies)(
+        decode.source.payload.control)
+    assert params.control_copies == 2
+
+    async def testbench(ctx):
+        for copy, n in zip(decode.inputs, (0, params.capacity)):
+            ctx.set(copy.n, n)
+            ctx.set(copy.mode, Mode.GBINARY)
+            ctx.set(copy.contribute, 1)
+            ctx.set(copy.full_line, 1)
+        await ctx.delay(1e-9)
+        assert [ctx.get(c.add) for c in controls] == [1, 0], "copy 0 adds, copy 1 is full"
+        assert [ctx.get(c.mode) for c in controls] == [Mode.GBINARY] * 2
+        assert ctx.get(decode.source.payload.status.accepted) == 1, "status: IDENTITY read"
+
+    sim = Simulator(decode)
+    sim.add_testbench(testbench)
+    sim.run()
 
 
 def test_default_configuration_random_lines():
@@ -233,6 +282,8 @@ def test_bad_component_arguments():
         AggregationDatapath(512)
     with pytest.raises(ValueError, match=r"user_width must be a positive integer, not 0"):
         AggregationDatapath(user_width=0)
+    with pytest.raises(TypeError, match=r"replicated_inputs must be a bool, not 1"):
+        AggregationDatapath(replicated_inputs=1)
 
 
 def test_state_layout_matches_params():
