@@ -63,6 +63,8 @@ class AxiLineMaster(wiring.Component):
       ``write_data`` in order. ``write_done`` pulses once, after the last write response, with
       ``write_error`` set if any response was not OKAY. ``write_busy`` is high from the
       command to ``write_done``; a new command waits until it is low.
+    - ``read_valid_copies``: ``copies`` copies of ``read_data.valid``, each a flip-flop of its
+      own, for an owner whose column groups each take a line on a local enable.
 
     Parameters
     ----------
@@ -81,6 +83,7 @@ class AxiLineMaster(wiring.Component):
     read_data : Out(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
     write_data : In(stream.Signature({"data": line_bits, "strobe": line_bits // 8}))
     write_busy, write_done, write_error : Out(1)
+    read_valid_copies : Out(copies)
     """
 
     def __init__(self, *, line_bits, address_bits, id_bits=8, copies=1):
@@ -109,6 +112,7 @@ class AxiLineMaster(wiring.Component):
             "write_busy": Out(1),
             "write_done": Out(1),
             "write_error": Out(1),
+            "read_valid_copies": Out(copies),
         })
 
     def elaborate(self, platform):
@@ -130,6 +134,7 @@ class AxiLineMaster(wiring.Component):
             axi.rready.eq(1),
         ]
         m.d.sync += [self.read_data.valid.eq(axi.rvalid),
+                     self.read_valid_copies.eq(Mux(axi.rvalid, -1, 0)),
                      self.read_data.payload.data.eq(axi.rdata),
                      self.read_data.payload.error.eq(axi.rresp != RESP_OKAY)]
         with m.If(read.take):

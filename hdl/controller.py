@@ -10,11 +10,11 @@ from amaranth.lib.wiring import In, Out
 
 from .arith import times_constant
 from .axi import AxiLineMaster, axi4_signature
-from .control import ControlRegisters
+from .control import ControlRegisters, region_layout
 from .csr import READ_LATENCY, csr_bus_signature
 from .cxl import (DevLoad, DRSOpcode, MetaField, NDROpcode, ReqOpcode,
                   RwDOpcode, m2s_req_layout, m2s_rwd_layout, s2m_drs_layout, s2m_ndr_layout)
-from .datapath import AggregationDatapath, planes_of_state, state_of_planes
+from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
 from .decode import AddressDecoder
 from .params import ControllerParams, Reason, aggregates
 
@@ -55,6 +55,23 @@ def _columns(params, group):
     width = params.control_copy_bits
     return (slice(group * width, (group + 1) * width),
             slice(group * width // 8, (group + 1) * width // 8))
+
+
+def _copies(m, flag, count):
+    """``count`` copies of the engine's one-bit register ``flag``, one per group of columns,
+    each a register that takes ``flag``'s value a clock later: the engine decides once, into
+    ``flag``, and the decision reaches the groups through a wire from one flip-flop to
+    ``count``, with no logic on it.
+
+    A copy holds a decision from two clocks after the clock in which the engine makes it. That
+    is soon enough for a flag that the engine sets no later than the clock in which it makes a
+    memory command valid: the memory master takes a write's first line two clocks later at the
+    earliest (its command register, then its countdown), and a read's first line comes later
+    still. A copy is cleared a clock after ``flag``, when the run's last line has moved and no
+    other line can move before the next command."""
+    copies = Signal(count, name=f"{flag.name}_copies")
+    m.d.sync += copies.eq(flag.replicate(count))
+    return copies
 
 
 class CxlMemController(wiring.Component):
@@ -114,7 +131,8 @@ class CxlMemController(wiring.Component):
         m.submodules.memory = memory = AxiLineMaster(
             line_bits=p.line_bits, address_bits=params.address_bits,
             id_bits=params.axi_id_bits, copies=p.control_copies)
-        m.submodules.datapath = datapath = AggregationDatapath(p, user_width=1)
+        m.submodules.datapath = datapath = AggregationDatapath(p, user_width=1,
+                                                               replicated_inputs=True)
         wiring.connect(m, memory.axi, wiring.flipped(self.axi))
 
         req_queue, rwd_queue = self._ingress(m)
@@ -188,14 +206,18 @@ class CxlMemController(wiring.Component):
         # planes_of_state): read from memory beat by beat into the top, written back from the
         # bottom; both shift down by one line. Whether a beat moves is decided by flags of
         # their own (set when a state read, the datapath's result or a write-back is due,
-        # cleared when it is done) and the handshake, not by the engine's state. Each flag has
-        # one copy (one bit) per group of buffer columns, the datapath's control copies, so
-        # that no enable net spans the line.
-        state_reading, state_result, state_sending = (
-            Signal(p.control_copies, name=name)
-            for name in ("state_reading", "state_result", "state_sending"))
-        state = self._state_buffer(m, memory, datapath.response, state_reading, state_result,
-                                   state_sending)
+        # cleared when it is done) and the handshake, not by the engine's state. Each group of
+        # buffer columns (the datapath's control copies) follows a copy of its own of each
+        # flag, so that no enable net spans the line: the reading and sending flags are
+        # registers of the engine that their copies follow a clock later (:func:`_copies`);
+        # the result flag, which the datapath's response may follow a clock after it is set,
+        # is set in every copy at once.
+        state_reading, state_sending = Signal(), Signal()
+        state_result = Signal(p.control_copies)
+        reading_copies = _copies(m, state_reading, p.control_copies)
+        sending_copies = _copies(m, state_sending, p.control_copies)
+        state = self._state_buffer(m, memory, datapath.response, reading_copies, state_result,
+                                   sending_copies)
         beats = Signal(range(p.state_lines + 1))
         memory_error = Signal()
         # The request's state: some two thousand single-bit selects of the buffer. Assigned a
@@ -220,14 +242,19 @@ class CxlMemController(wiring.Component):
             datapath.request.payload.contribute.eq(current.write),
         ]
         result = datapath.response.payload
+        self._decision_inputs(m, datapath.decision_inputs, current, decoded, memory,
+                              reading_copies)
 
         # Clear engine requests, served between host requests.
         clear_pending = Signal()
         clear_region = Signal.like(control.clear_region)
-        clear_active = Signal(p.control_copies)    # one copy per group of columns
+        clear_active = Signal()
+        clear_copies = _copies(m, clear_active, p.control_copies)
+        clear_target = Signal(region_layout(params))   # the region's descriptor
+        clear_exists = Signal()                     # clear_region names a region
         clear_wanted = Signal()                     # the region exists and aggregates
         clear_lines = Signal(params.address_bits)   # its lines
-        m.d.comb += control.clear_busy.eq(clear_pending | clear_active[0])
+        m.d.comb += control.clear_busy.eq(clear_pending | clear_active)
         with m.If(control.clear_start):
             m.d.sync += [clear_pending.eq(1), clear_region.eq(control.clear_region)]
 
@@ -251,39 +278,43 @@ class CxlMemController(wiring.Component):
 
         # The read reply, loaded from whichever source has it; every condition is a register or
         # a memory handshake (no decode of the engine's state), since reply_data is a whole
-        # line of flip-flops. It is zeroed the clock after IDLE (the data of a MemData-NXM),
-        # by the copy of ``reply_zero`` (set in IDLE) of each group of columns.
+        # line of flip-flops. Each group of columns takes an identity read's line on its own
+        # copies of ``line_reading`` and of the read's valid, and is zeroed the clock after IDLE
+        # (the data of a MemData-NXM) by its copy of ``reply_zero`` (set in IDLE).
         line_reading = Signal()           # an identity read's line is on its way
-        line_writing = Signal(p.control_copies)   # an identity write's line is on its way
+        line_reading_copies = _copies(m, line_reading, p.control_copies)
+        line_writing = Signal()           # an identity write's line is on its way
+        writing_copies = _copies(m, line_writing, p.control_copies)
         reply_zero = Signal(p.control_copies)
         m.d.sync += reply_zero.eq(0)
-        with m.If(capture[-1]):
-            m.d.sync += reply_data.eq(Cat(reply_data[32:], control.bus.r_data))
-        with m.Elif(line_reading & memory.read_data.valid):
-            m.d.sync += reply_data.eq(memory.read_data.payload.data)
-        with m.Elif(datapath.response.valid):
-            m.d.sync += reply_data.eq(result.line)
-        with m.Else():
-            for g in range(p.control_copies):
-                with m.If(reply_zero[g]):
-                    m.d.sync += reply_data[_columns(p, g)[0]].eq(0)
+        shifted = Cat(reply_data[32:], control.bus.r_data)
+        for g in range(p.control_copies):
+            bits = _columns(p, g)[0]
+            with m.If(capture[-1]):
+                m.d.sync += reply_data[bits].eq(shifted[bits])
+            with m.Elif(line_reading_copies[g] & memory.read_valid_copies[g]):
+                m.d.sync += reply_data[bits].eq(memory.read_data.payload.data[bits])
+            with m.Elif(datapath.response.valid):
+                m.d.sync += reply_data[bits].eq(result.line[bits])
+            with m.Elif(reply_zero[g]):
+                m.d.sync += reply_data[bits].eq(0)
 
         # The memory master's write stream, driven from registers and from flags that are set
         # when a run starts and cleared after its last line (never from a decode of the
         # engine's state): the master registers it, so these are timed paths into a line of
-        # flip-flops. Each group of columns reads its own copy of the flags. A clear writes
-        # zeros. (Read data has no ready: the state buffer takes it while ``state_reading``,
-        # the reply while ``line_reading``.)
-        m.d.comb += memory.write_data.valid.eq(line_writing[0] | state_sending[0]
-                                               | clear_active[0])
+        # flip-flops. Each group of columns reads its own copy of the flags, and so does the
+        # stream's valid. A clear writes zeros. (Read data has no ready: the state buffer takes
+        # it while ``state_reading``, the reply while ``line_reading``.)
+        m.d.comb += memory.write_data.valid.eq(writing_copies[0] | sending_copies[0]
+                                               | clear_copies[0])
         for g in range(p.control_copies):
             data_bits, strobe_bits = _columns(p, g)
             m.d.comb += [
                 memory.write_data.payload.data[data_bits].eq(
-                    Mux(line_writing[g], current.data[data_bits],
-                        Mux(clear_active[g], 0, state[data_bits]))),
+                    Mux(writing_copies[g], current.data[data_bits],
+                        Mux(clear_copies[g], 0, state[data_bits]))),
                 memory.write_data.payload.strobe[strobe_bits].eq(
-                    Mux(line_writing[g], current.byte_enable[strobe_bits], -1)),
+                    Mux(writing_copies[g], current.byte_enable[strobe_bits], -1)),
             ]
 
         # The engine is in IDLE: a flip-flop of its own, set on the way in and cleared on the way
@@ -313,7 +344,7 @@ class CxlMemController(wiring.Component):
                 with m.If(~control.table_ready):
                     pass            # an APPLY is copying the region table: wait for all of it
                 with m.Elif(clear_pending):
-                    m.d.sync += [clear_pending.eq(0), clear_active.eq(-1), idle.eq(0)]
+                    m.d.sync += [clear_pending.eq(0), clear_active.eq(1), idle.eq(0)]
                     m.next = "CLEAR"
                 with m.Elif(taken):
                     m.d.sync += idle.eq(0)
@@ -411,13 +442,13 @@ class CxlMemController(wiring.Component):
                         m.next = "REPLY_DATA"
                     with m.Elif(result.status.accepted):
                         m.d.comb += memory.write_command.valid.eq(1)
-                        m.d.sync += state_sending.eq(-1)
+                        m.d.sync += state_sending.eq(1)
                         m.next = "STATE_WRITE"
                     with m.Else():
                         m.next = "REPLY_DONE"
 
             with m.State("STATE_WRITE"):
-                with m.If(state_sending[0] & memory.write_data.ready):
+                with m.If(sending_copies[0] & memory.write_data.ready):
                     m.d.sync += beats.eq(beats + 1)
                     with m.If(beats == p.state_lines - 1):
                         m.d.sync += state_sending.eq(0)
@@ -438,12 +469,18 @@ class CxlMemController(wiring.Component):
                     to_idle()
 
             with m.State("CLEAR"):
-                region = control.regions[clear_region[:len(decoded.region)]]
+                # The region's descriptor is registered, then its size worked out.
+                m.d.sync += [clear_target.eq(control.regions[clear_region[:len(decoded.region)]]),
+                             clear_exists.eq(clear_region < params.regions)]
+                m.next = "CLEAR_LINES"
+
+            with m.State("CLEAR_LINES"):
                 m.d.sync += [
-                    clear_wanted.eq((clear_region < params.regions) & region.enable
-                                    & aggregates(region.mode)),
-                    run_address.eq(region.acc),
-                    clear_lines.eq((region.end - region.base)[p.line_bytes.bit_length() - 1:]),
+                    clear_wanted.eq(clear_exists & clear_target.enable
+                                    & aggregates(clear_target.mode)),
+                    run_address.eq(clear_target.acc),
+                    clear_lines.eq((clear_target.end - clear_target.base)
+                                   [p.line_bytes.bit_length() - 1:]),
                 ]
                 m.next = "CLEAR_SIZE"
 
@@ -473,7 +510,8 @@ class CxlMemController(wiring.Component):
         per group of columns; returns the image. A group shifts down by one line, the memory's
         read beat entering at the top, while ``reading`` and a beat is valid or while
         ``sending`` and the memory takes one; it loads the datapath's result while ``result``
-        and the response is valid. Each group follows its own copy (bit) of the three flags."""
+        and the response is valid. Each group follows its own copy (bit) of the three flags and
+        of the memory's read valid."""
         p = self._params.datapath
         width = p.control_copy_bits
         groups = []
@@ -481,7 +519,7 @@ class CxlMemController(wiring.Component):
             group = Signal(p.state_lines * width, name=f"state_columns_{g}")
             columns = range(g * width, (g + 1) * width)
             incoming = memory.read_data.payload.data[g * width:][:width]
-            with m.If((reading[g] & memory.read_data.valid)
+            with m.If((reading[g] & memory.read_valid_copies[g])
                       | (sending[g] & memory.write_data.ready)):
                 m.d.sync += group.eq(Cat(group[width:], incoming))
             with m.Elif(result[g] & response.valid):
@@ -491,6 +529,22 @@ class CxlMemController(wiring.Component):
         m.d.comb += state.eq(Cat(group[line * width:][:width]
                                  for line in range(p.state_lines) for group in groups))
         return state
+
+    def _decision_inputs(self, m, inputs, current, decoded, memory, reading):
+        """The datapath's decision inputs, one copy per group of columns, each a register by its
+        group, so that each copy of the datapath's decisions is made from registers beside it:
+        ``n`` from every line the group's state buffer takes while ``reading`` (the last line of
+        a state read holds ``n``), the rest following the request's registers a clock later (the
+        datapath reads them several clocks after they are set)."""
+        p = self._params.datapath
+        beat = memory.read_data.payload.data
+        beat_n = state_layout(p)(state_of_planes(
+            p, Cat(Const(0, (p.state_lines - 1) * p.line_bits), beat))).n
+        for g, copy in enumerate(inputs):
+            with m.If(reading[g] & memory.read_valid_copies[g]):
+                m.d.sync += copy.n.eq(beat_n)
+            m.d.sync += [copy.mode.eq(decoded.mode), copy.threshold.eq(decoded.threshold),
+                         copy.contribute.eq(current.write), copy.full_line.eq(current.full_line)]
 
     def _ingress(self, m):
         """The two ingress queues; their levels drive DevLoad."""
@@ -624,7 +678,7 @@ class CxlMemController(wiring.Component):
             m.next = "WINDOW"
         with m.Elif(aggregates(decoded.mode)):
             m.d.comb += memory.read_command.valid.eq(1)
-            m.d.sync += state_reading.eq(-1)
+            m.d.sync += state_reading.eq(1)
             m.next = "STATE_READ"
         with m.Elif(reading):
             m.d.comb += memory.read_command.valid.eq(1)
@@ -632,7 +686,7 @@ class CxlMemController(wiring.Component):
             m.next = "LINE_READ"
         with m.Else():
             m.d.comb += memory.write_command.valid.eq(1)
-            m.d.sync += line_writing.eq(-1)
+            m.d.sync += line_writing.eq(1)
             m.next = "LINE_WRITE"
 
     @staticmethod
