@@ -12,8 +12,7 @@ from amaranth.sim import Simulator
 from golden.datapath import pack_state, run_datapath, state_to_memory
 from golden.lines import lines_to_ints
 from hdl.datapath import (AggregationDatapath, Decode, control_layout, planes_of_state,
-                          request_layout,
-                          state_layout, state_of_planes)
+                          request_layout, state_layout, state_of_planes)
 from hdl.params import LATENCY_CHOICES, DatapathParams, Mode
 from hdl.pipeline import PipelineRegister
 from verif.payload import decode_responses, request_payloads
@@ -85,22 +84,13 @@ def check_datapath(params, req, *, idle, seed, replicated_inputs=False):
                                     DatapathParams(line_bits=64, counter_width=4, latency=4),
                                     DatapathParams(line_bits=128, counter_width=2, latency=5)],
                          ids=lambda p: p.name)
-def test_random_and_directed_with_idle_cycles(params):
-    rng = np.random.default_rng(SEED)
-    req = concat_requests([r for _, r in directed_requests(params, rng)]
-                          + [random_requests(params, rng, 200)])
-    check_datapath(params, req, idle=iter(lambda: rng.random() < 0.3, None), seed=SEED)
-
-
-@pytest.mark.parametrize("params", [DatapathParams(line_bits=64, counter_width=3, latency=1),
-                                    DatapathParams(line_bits=128, counter_width=2, latency=5)],
-                         ids=lambda p: p.name)
-def test_replicated_decision_inputs_fed_the_request_fields(params):
+@pytest.mark.parametrize("replicated_inputs", [False, True], ids=["request_fields", "replicated_inputs"])
+def test_random_and_directed_with_idle_cycles(params, replicated_inputs):
     rng = np.random.default_rng(SEED)
     req = concat_requests([r for _, r in directed_requests(params, rng)]
                           + [random_requests(params, rng, 200)])
     check_datapath(params, req, idle=iter(lambda: rng.random() < 0.3, None), seed=SEED,
-                   replicated_inputs=True)
+                   replicated_inputs=replicated_inputs)
 
 
 def test_decode_decides_each_copy_from_its_own_inputs():
