@@ -252,7 +252,8 @@ class ControlRegisters(wiring.Component):
                  [(c & b.enable, e) for c, e in pair_checks]
         failed = [Signal(name=f"failed_{k}") for k in range(len(checks))]
         m.d.sync += [f.eq(c & a.enable) for f, (c, _) in zip(failed, checks)]
-        first, fault = Signal(ConfigError), Signal(ConfigError)
+        first = Signal(ConfigError)
+        fault = Signal(ConfigError)
         self._first_fault(m, first, [(f, e) for f, (_, e) in zip(failed, checks)])
         m.d.sync += fault.eq(first)
 

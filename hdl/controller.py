@@ -138,7 +138,8 @@ class CxlMemController(wiring.Component):
         req_queue, rwd_queue = self._ingress(m)
         # A request leaves its queue the clock after the engine took it (see _accept).
         # pop_rwd has a copy per group of columns: it also loads the line (see _load_line).
-        pop_req, pop_rwd = Signal(), Signal(p.control_copies)
+        pop_req = Signal()
+        pop_rwd = Signal(p.control_copies)
         m.d.comb += [req_queue.r_en.eq(pop_req), rwd_queue.r_en.eq(pop_rwd[0])]
         m.d.sync += [pop_req.eq(0), pop_rwd.eq(0)]
         current = Signal(_request_layout(params))
@@ -161,7 +162,8 @@ class CxlMemController(wiring.Component):
         # Register window: the engine shares the control registers' bus with the csr port. Its
         # accesses wait in registers (``window_*``) until a cycle the csr port leaves free.
         window_pending = Signal()
-        window_read, window_write = Signal(), Signal()
+        window_read = Signal()
+        window_write = Signal()
         window_addr = Signal.like(self.csr.addr)
         window_wdata = Signal(32)
         external = self.csr.r_stb | self.csr.w_stb
@@ -212,7 +214,8 @@ class CxlMemController(wiring.Component):
         # registers of the engine that their copies follow a clock later (:func:`_copies`);
         # the result flag, which the datapath's response may follow a clock after it is set,
         # is set in every copy at once.
-        state_reading, state_sending = Signal(), Signal()
+        state_reading = Signal()
+        state_sending = Signal()
         state_result = Signal(p.control_copies)
         reading_copies = _copies(m, state_reading, p.control_copies)
         sending_copies = _copies(m, state_sending, p.control_copies)
@@ -224,7 +227,8 @@ class CxlMemController(wiring.Component):
         # second time under a condition (which changes nothing), it is driven from one process:
         # Icarus Verilog would evaluate a continuous assignment of that many operands once per
         # changed operand (as in hdl.datapath._CombStage).
-        request_state, lane_order = Signal(p.state_bits), state_of_planes(p, state)
+        request_state = Signal(p.state_bits)
+        lane_order = state_of_planes(p, state)
         m.d.comb += request_state.eq(lane_order)
         with m.If(datapath.request.valid):
             m.d.comb += request_state.eq(lane_order)
@@ -271,7 +275,8 @@ class CxlMemController(wiring.Component):
         capture = Signal(READ_LATENCY)      # the window's reads in flight, by age
         window_word = current.address[2:params.window_bytes.bit_length() - 1]
         sub_bits = min(words, 4).bit_length() - 1       # a group has 2 ** sub_bits words
-        sub, staged = Signal(sub_bits), Signal()
+        sub = Signal(sub_bits)
+        staged = Signal()
         group_data, group_whole = self._window_word_groups(m, current, words, sub_bits, sub)
         group = issued[sub_bits:(words - 1).bit_length()]   # the next word's group
         m.d.sync += staged.eq(1)

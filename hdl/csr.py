@@ -144,7 +144,8 @@ class RegisterBlock(wiring.Component):
         # The group and set address bits, carried beside the words.
         group_q = Signal(len(waited.addr) - _READ_GROUP_BITS)
         set_q = Signal(len(group_q) - _READ_SET_BITS)
-        read_q, read_qq = Signal(), Signal()
+        read_q = Signal()
+        read_qq = Signal()
         m.d.sync += [read_q.eq(waited.r_stb), read_qq.eq(read_q)]
         with m.If(waited.r_stb):
             m.d.sync += group_q.eq(waited.addr[_READ_GROUP_BITS:])

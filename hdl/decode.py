@@ -84,7 +84,8 @@ class AddressDecoder(wiring.Component):
 
         # Step 2: the matching region's fields (all zero when none matches: IDENTITY).
         selected = Signal(decoded_layout(p))
-        scaled_2, window_2 = Signal.like(scaled), Signal()
+        scaled_2 = Signal.like(scaled)
+        window_2 = Signal()
         fields = {"region": [Const(r, len(selected.region)) for r in range(p.regions)],
                   "mode": [r.mode.as_value() for r in self.regions],
                   "state_address": [r.state_offset for r in self.regions],
