@@ -156,7 +156,8 @@ class CxlMemController(wiring.Component):
         for command in (memory.read_command, memory.write_command):
             m.d.comb += [command.payload.address.eq(run_address),
                          command.payload.beats.eq(run_lines)]
-        decode_wait = Signal(range(AddressDecoder.LATENCY + 1))
+        # The clocks DECODE has waited with the decoder's inputs steady, one bit each.
+        decode_wait = Signal(AddressDecoder.LATENCY)
         events = control.events
 
         # Register window: the engine shares the control registers' bus with the csr port. Its
@@ -360,7 +361,7 @@ class CxlMemController(wiring.Component):
                 # whenever an APPLY copies the table meanwhile.
                 with m.If(~control.table_ready):
                     m.d.sync += decode_wait.eq(0)
-                with m.Elif(decode_wait == AddressDecoder.LATENCY):
+                with m.Elif(decode_wait[-1]):
                     state_path = aggregates(decoder.decoded.mode)
                     m.d.sync += [
                         decoded.eq(decoder.decoded),
@@ -370,7 +371,7 @@ class CxlMemController(wiring.Component):
                     ]
                     m.next = "DISPATCH"
                 with m.Else():
-                    m.d.sync += decode_wait.eq(decode_wait + 1)
+                    m.d.sync += decode_wait.eq(Cat(1, decode_wait[:-1]))
 
             with m.State("DISPATCH"):
                 self._dispatch(m, current, decoded, memory, events, reply_nxm, state_reading,
