@@ -57,7 +57,7 @@ def _columns(params, group):
             slice(group * width // 8, (group + 1) * width // 8))
 
 
-def _copies(m, flag, count, name=None):
+def _copies(m, flag, count):
     """``count`` copies of the engine's one-bit register ``flag``, one per group of columns,
     each a register that takes ``flag``'s value a clock later: the engine decides once, into
     ``flag``, and the decision reaches the groups through a wire from one flip-flop to
@@ -68,24 +68,10 @@ def _copies(m, flag, count, name=None):
     memory command valid: the memory master takes a write's first line two clocks later at the
     earliest (its command register, then its countdown), and a read's first line comes later
     still. A copy is cleared a clock after ``flag``, when the run's last line has moved and no
-    other line can move before the next command. The copies are named ``<name>_copies``
-    (``name`` is ``flag``'s name by default)."""
-    copies = Signal(count, name=f"{name or flag.name}_copies")
+    other line can move before the next command."""
+    copies = Signal(count, name=f"{flag.name}_copies")
     m.d.sync += copies.eq(flag.replicate(count))
     return copies
-
-
-def _result_due(m, request_valid, latency, count):
-    """``count`` copies of a flag that is high in the one clock in which the datapath's response
-    to a request (``request_valid``) is valid, ``latency`` clocks after it:
-    :class:`AggregationDatapath`'s latency is fixed and it has no backpressure. The first
-    ``latency - 1`` clocks pass one register each, the last the copies (:func:`_copies`)."""
-    due = request_valid
-    for stage in range(latency - 1):
-        delayed = Signal(name=f"result_due_{stage}")
-        m.d.sync += delayed.eq(due)
-        due = delayed
-    return _copies(m, due, count, name="result_due")
 
 
 class CxlMemController(wiring.Component):
@@ -170,8 +156,7 @@ class CxlMemController(wiring.Component):
         for command in (memory.read_command, memory.write_command):
             m.d.comb += [command.payload.address.eq(run_address),
                          command.payload.beats.eq(run_lines)]
-        # The clocks DECODE has waited with the decoder's inputs steady, one bit each.
-        decode_wait = Signal(AddressDecoder.LATENCY)
+        decode_wait = Signal(range(AddressDecoder.LATENCY + 1))
         events = control.events
 
         # Register window: the engine shares the control registers' bus with the csr port. Its
@@ -222,18 +207,19 @@ class CxlMemController(wiring.Component):
         # Accumulator state of the line being served, as its memory image (bit planes, see
         # planes_of_state): read from memory beat by beat into the top, written back from the
         # bottom; both shift down by one line. Whether a beat moves is decided by flags of
-        # their own and the handshake, not by the engine's state. Each group of buffer columns
-        # (the datapath's control copies) follows a copy of its own of each flag, so that no
-        # enable net spans the line: the reading and sending flags are registers of the engine
-        # (set when a state read or write-back starts, cleared when it is done) that their
-        # copies follow a clock later (:func:`_copies`); the result flag's copies are high in
-        # the one clock the datapath's response is valid (:func:`_result_due`).
+        # their own (set when a state read, the datapath's result or a write-back is due,
+        # cleared when it is done) and the handshake, not by the engine's state. Each group of
+        # buffer columns (the datapath's control copies) follows a copy of its own of each
+        # flag, so that no enable net spans the line: the reading and sending flags are
+        # registers of the engine that their copies follow a clock later (:func:`_copies`);
+        # the result flag, which the datapath's response may follow a clock after it is set,
+        # is set in every copy at once.
         state_reading = Signal()
         state_sending = Signal()
+        state_result = Signal(p.control_copies)
         reading_copies = _copies(m, state_reading, p.control_copies)
         sending_copies = _copies(m, state_sending, p.control_copies)
-        result_copies = _result_due(m, datapath.request.valid, p.latency, p.control_copies)
-        state = self._state_buffer(m, memory, datapath.response, reading_copies, result_copies,
+        state = self._state_buffer(m, memory, datapath.response, reading_copies, state_result,
                                    sending_copies)
         beats = Signal(range(p.state_lines + 1))
         memory_error = Signal()
@@ -286,11 +272,7 @@ class CxlMemController(wiring.Component):
         words = p.line_bytes // 4
         issued = Signal(range(words + 1))
         captured = Signal(range(words + 1))
-        # The window's reads in flight, by age (window_fire happens in WINDOW only), and a copy
-        # of the oldest per group of columns: a clock behind the next oldest, so the same.
-        capture = Signal(READ_LATENCY)
-        m.d.sync += capture.eq(Cat(window_fire & window_read, capture[:-1]))
-        capture_copies = _copies(m, capture[-2], p.control_copies, name="window_capture")
+        capture = Signal(READ_LATENCY)      # the window's reads in flight, by age
         window_word = current.address[2:params.window_bytes.bit_length() - 1]
         sub_bits = min(words, 4).bit_length() - 1       # a group has 2 ** sub_bits words
         sub = Signal(sub_bits)
@@ -299,13 +281,11 @@ class CxlMemController(wiring.Component):
         group = issued[sub_bits:(words - 1).bit_length()]   # the next word's group
         m.d.sync += staged.eq(1)
 
-        # The read reply, loaded from whichever source has it. reply_data is a whole line of
-        # flip-flops, so each group of columns decides from registers of its own (no decode of
-        # the engine's state, no handshake): it shifts in a window read's word on its copy of
-        # ``capture[-1]``, takes an identity read's line on its copies of ``line_reading`` and
-        # of the read's valid, the datapath's result on its copy of ``result_due``, and is
-        # zeroed the clock after IDLE (the data of a MemData-NXM) by its copy of ``reply_zero``
-        # (set in IDLE).
+        # The read reply, loaded from whichever source has it; every condition is a register or
+        # a memory handshake (no decode of the engine's state), since reply_data is a whole
+        # line of flip-flops. Each group of columns takes an identity read's line on its own
+        # copies of ``line_reading`` and of the read's valid, and is zeroed the clock after IDLE
+        # (the data of a MemData-NXM) by its copy of ``reply_zero`` (set in IDLE).
         line_reading = Signal()           # an identity read's line is on its way
         line_reading_copies = _copies(m, line_reading, p.control_copies)
         line_writing = Signal()           # an identity write's line is on its way
@@ -315,11 +295,11 @@ class CxlMemController(wiring.Component):
         shifted = Cat(reply_data[32:], control.bus.r_data)
         for g in range(p.control_copies):
             bits = _columns(p, g)[0]
-            with m.If(capture_copies[g]):
+            with m.If(capture[-1]):
                 m.d.sync += reply_data[bits].eq(shifted[bits])
             with m.Elif(line_reading_copies[g] & memory.read_valid_copies[g]):
                 m.d.sync += reply_data[bits].eq(memory.read_data.payload.data[bits])
-            with m.Elif(result_copies[g]):
+            with m.Elif(datapath.response.valid):
                 m.d.sync += reply_data[bits].eq(result.line[bits])
             with m.Elif(reply_zero[g]):
                 m.d.sync += reply_data[bits].eq(0)
@@ -380,7 +360,7 @@ class CxlMemController(wiring.Component):
                 # whenever an APPLY copies the table meanwhile.
                 with m.If(~control.table_ready):
                     m.d.sync += decode_wait.eq(0)
-                with m.Elif(decode_wait[-1]):
+                with m.Elif(decode_wait == AddressDecoder.LATENCY):
                     state_path = aggregates(decoder.decoded.mode)
                     m.d.sync += [
                         decoded.eq(decoder.decoded),
@@ -390,7 +370,7 @@ class CxlMemController(wiring.Component):
                     ]
                     m.next = "DISPATCH"
                 with m.Else():
-                    m.d.sync += decode_wait.eq(Cat(1, decode_wait[:-1]))
+                    m.d.sync += decode_wait.eq(decode_wait + 1)
 
             with m.State("DISPATCH"):
                 self._dispatch(m, current, decoded, memory, events, reply_nxm, state_reading,
@@ -415,6 +395,7 @@ class CxlMemController(wiring.Component):
                     ]
                 with m.Elif(window_fire):
                     m.d.sync += window_pending.eq(0)
+                m.d.sync += capture.eq(Cat(window_fire & window_read, capture[:-1]))
                 with m.If(capture[-1]):
                     m.d.sync += captured.eq(captured + 1)
                 with m.If(reading & (captured == words)):
@@ -455,12 +436,13 @@ class CxlMemController(wiring.Component):
                         m.next = "REPLY_DONE"
                 with m.Else():
                     m.d.comb += datapath.request.valid.eq(1)
+                    m.d.sync += state_result.eq(-1)         # every copy
                     m.next = "RESULT"
 
             with m.State("RESULT"):
                 with m.If(datapath.response.valid):
                     self._count_result(m, current, result, events)
-                    m.d.sync += beats.eq(0)
+                    m.d.sync += [beats.eq(0), state_result.eq(0)]
                     with m.If(current.operation == Operation.READ):
                         m.next = "REPLY_DATA"
                     with m.Elif(result.status.accepted):
@@ -533,8 +515,8 @@ class CxlMemController(wiring.Component):
         per group of columns; returns the image. A group shifts down by one line, the memory's
         read beat entering at the top, while ``reading`` and a beat is valid or while
         ``sending`` and the memory takes one; it loads the datapath's result while ``result``
-        (the response is valid then). Each group follows its own copy (bit) of the three flags and of the memory's
-        read valid."""
+        and the response is valid. Each group follows its own copy (bit) of the three flags and
+        of the memory's read valid."""
         p = self._params.datapath
         width = p.control_copy_bits
         groups = []
@@ -545,7 +527,7 @@ class CxlMemController(wiring.Component):
             with m.If((reading[g] & memory.read_valid_copies[g])
                       | (sending[g] & memory.write_data.ready)):
                 m.d.sync += group.eq(Cat(group[width:], incoming))
-            with m.Elif(result[g]):
+            with m.Elif(result[g] & response.valid):
                 m.d.sync += group.eq(planes_of_state(p, response.payload.state, columns))
             groups.append(group)
         state = Signal(p.state_lines * p.line_bits)

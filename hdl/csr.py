@@ -128,10 +128,7 @@ class RegisterBlock(wiring.Component):
     def _elaborate_read(self, m, request):
         """The read in four registered steps: a wait matching the write's hit register, the
         word within each group (a dense mux on the low address bits), the group within each
-        set, then the set. Each step's mux sits next to the registers it selects from. The
-        groups' words are registered every clock, each group from a copy of its own of the low
-        address bits (so no net of the wait step reaches every group); the later steps take
-        them in the clock after a read's wait, and the last holds the read's data."""
+        set, then the set. Each step's mux sits next to the registers it selects from."""
         groups = {}
         for reg in self._regmap:
             word = reg.offset // 4
@@ -141,10 +138,9 @@ class RegisterBlock(wiring.Component):
         words = {}
         for group, regs in groups.items():
             words[group] = Signal(32, name=f"read_group_{group}")
-            word = Signal(_READ_GROUP_BITS, name=f"read_group_{group}_word")
-            m.d.sync += word.eq(request.addr[:_READ_GROUP_BITS])
             values = {k: self._read_value(reg) for k, reg in regs.items()}
-            register_selected(m, words[group], values, word)
+            register_selected(m, words[group], values, waited.addr[:_READ_GROUP_BITS],
+                              enable=waited.r_stb)
         # The group and set address bits, carried beside the words.
         group_q = Signal(len(waited.addr) - _READ_GROUP_BITS)
         set_q = Signal(len(group_q) - _READ_SET_BITS)

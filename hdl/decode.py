@@ -36,10 +36,8 @@ class AddressDecoder(wiring.Component):
     selected by an AND-OR of the hits rather than a priority chain.
 
     ``decoded`` is that of the ``address``, ``enable`` and ``regions`` of ``LATENCY`` clocks
-    earlier, one registered step each: the compares against each bound; the hits; the
-    selection; the state address sum. Its user holds the inputs steady for ``LATENCY`` clocks
-    before reading it. The compares take line addresses: region bounds are line-aligned in
-    an applied table (``golden.config.validate``), and so is the window.
+    earlier, one registered step each: the compares; the selection; the state address sum.
+    Its user holds the inputs steady for ``LATENCY`` clocks before reading it.
 
     Members
     -------
@@ -50,7 +48,7 @@ class AddressDecoder(wiring.Component):
     """
 
     #: Clocks from a steady input to its ``decoded``.
-    LATENCY = 4
+    LATENCY = 3
 
     def __init__(self, params=ControllerParams()):
         self._params = params
@@ -66,39 +64,28 @@ class AddressDecoder(wiring.Component):
         p = self._params
         address, out = self.address, self.decoded
 
-        # Step 1: the compares, and the address part of the state address,
+        # Step 1: the compares and the address part of the state address,
         # (address - base) / line_bytes * state_lines * line_bytes + acc
         #   = address * state_lines + state_offset (state_offset precomputed at APPLY).
         line_shift = p.datapath.line_bytes.bit_length() - 1
-        line = address[line_shift:]
+        line_address = Cat(Const(0, line_shift), address[line_shift:])
         scaled = Signal(p.address_bits)
         window = Signal()
-        above_base = Signal(p.regions)
-        below_end = Signal(p.regions)
-        window_first = p.window_base >> line_shift
-        window_end = (p.window_base + p.window_bytes) >> line_shift
+        hits = Signal(p.regions)
+        window_hit = ((address >= p.window_base)
+                      & (address < p.window_base + p.window_bytes))
         m.d.sync += [
-            scaled.eq(times_constant(Cat(Const(0, line_shift), line), p.datapath.state_lines)),
-            window.eq((line >= window_first) & (line < window_end)),
-            above_base.eq(Cat(region.base[line_shift:] <= line for region in self.regions)),
-            below_end.eq(Cat(line < region.end[line_shift:] for region in self.regions)),
+            scaled.eq(times_constant(line_address, p.datapath.state_lines)),
+            window.eq(window_hit),
+            hits.eq(Cat(self.enable & ~window_hit & region.enable
+                        & (region.base <= address) & (address < region.end)
+                        for region in self.regions)),
         ]
 
-        # Step 2: which region the address is in.
-        hits = Signal(p.regions)
+        # Step 2: the matching region's fields (all zero when none matches: IDENTITY).
+        selected = Signal(decoded_layout(p))
         scaled_2 = Signal.like(scaled)
         window_2 = Signal()
-        m.d.sync += [
-            hits.eq(Cat(self.enable & ~window & region.enable & above_base[r] & below_end[r]
-                        for r, region in enumerate(self.regions))),
-            scaled_2.eq(scaled),
-            window_2.eq(window),
-        ]
-
-        # Step 3: the matching region's fields (all zero when none matches: IDENTITY).
-        selected = Signal(decoded_layout(p))
-        scaled_3 = Signal.like(scaled)
-        window_3 = Signal()
         fields = {"region": [Const(r, len(selected.region)) for r in range(p.regions)],
                   "mode": [r.mode.as_value() for r in self.regions],
                   "state_address": [r.state_offset for r in self.regions],
@@ -107,13 +94,13 @@ class AddressDecoder(wiring.Component):
         for name, values in fields.items():
             m.d.sync += Value.cast(getattr(selected, name)).eq(
                 _any_of(value & hits[r].replicate(len(value)) for r, value in enumerate(values)))
-        m.d.sync += [scaled_3.eq(scaled_2), window_3.eq(window_2)]
+        m.d.sync += [scaled_2.eq(scaled), window_2.eq(window)]
 
-        # Step 4: the state address.
+        # Step 3: the state address.
         m.d.sync += [
             out.eq(selected),
-            out.window.eq(window_3),
-            out.state_address.eq(scaled_3 + selected.state_address),
+            out.window.eq(window_2),
+            out.state_address.eq(scaled_2 + selected.state_address),
         ]
         return m
 
