@@ -8,6 +8,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from hdl.axi import RESP_OKAY, AxiLineMaster
+from verif.sim_streams import send
 
 LINE_BITS = 32
 ADDRESS = 0x100
@@ -44,16 +45,6 @@ def _simulate(master, owner, wready):
     return beats
 
 
-async def _command(ctx, master, lines):
-    """Hand the master a write command of ``lines`` lines; returns on the clock after its
-    handshake."""
-    ctx.set(master.write_command.payload.address, ADDRESS)
-    ctx.set(master.write_command.payload.beats, lines)
-    ctx.set(master.write_command.valid, 1)
-    await ctx.tick().until(master.write_command.ready)
-    ctx.set(master.write_command.valid, 0)
-
-
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_write_run_under_random_valid_and_wready(seed):
     rng = random.Random(seed)
@@ -63,7 +54,7 @@ def test_write_run_under_random_valid_and_wready(seed):
     done = []
 
     async def owner(ctx):
-        await _command(ctx, master, len(lines))
+        await send(ctx, master.write_command, address=ADDRESS, beats=len(lines))
         for data, strobe in lines:
             ctx.set(master.write_data.payload.data, data)
             ctx.set(master.write_data.payload.strobe, strobe)

@@ -14,6 +14,7 @@ from hdl.controller import CxlMemController
 from hdl.csr import READ_LATENCY
 from hdl.cxl import DRSOpcode, NDROpcode, ReqOpcode, RwDOpcode
 from hdl.params import ControllerParams, DatapathParams
+from verif.sim_streams import receive, send
 
 PARAMS = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=1), regions=2,
                           address_bits=16)
@@ -62,21 +63,6 @@ def _run(testbench, params=PARAMS):
     sim.run()
 
 
-async def _send(ctx, channel, **fields):
-    for name, value in fields.items():
-        ctx.set(getattr(channel.payload, name), value)
-    ctx.set(channel.valid, 1)
-    await ctx.tick().until(channel.ready)
-    ctx.set(channel.valid, 0)
-
-
-async def _receive(ctx, channel):
-    ctx.set(channel.ready, 1)
-    payload, = await ctx.tick().sample(channel.payload).until(channel.valid)
-    ctx.set(channel.ready, 0)
-    return payload
-
-
 async def _status(ctx, dut):
     ctx.set(dut.csr.addr, dut.regmap["STATUS"].offset // 4)
     ctx.set(dut.csr.r_stb, 1)
@@ -92,9 +78,9 @@ def _mem_error(dut, status):
 
 def test_read_error_answers_poisoned_data():
     async def testbench(ctx, dut, writes):
-        await _send(ctx, dut.m2s_req, opcode=ReqOpcode.MEM_RD, tag=7,
+        await send(ctx, dut.m2s_req, opcode=ReqOpcode.MEM_RD, tag=7,
                     address=FAILING_LINE // PARAMS.datapath.line_bytes << 1)
-        drs = await _receive(ctx, dut.s2m_drs)
+        drs = await receive(ctx, dut.s2m_drs)
         assert (drs.opcode, drs.poison, drs.tag) == (DRSOpcode.MEM_DATA.value, 1, 7), drs
         assert _mem_error(dut, await _status(ctx, dut)), "STATUS.MEM_ERROR not set"
     _run(testbench)
@@ -102,9 +88,9 @@ def test_read_error_answers_poisoned_data():
 
 def test_write_error_still_completes():
     async def testbench(ctx, dut, writes):
-        await _send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=9, byte_enable=0xFF,
+        await send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=9, byte_enable=0xFF,
                     address=FAILING_LINE // PARAMS.datapath.line_bytes, data=0x1234)
-        ndr = await _receive(ctx, dut.s2m_ndr)
+        ndr = await receive(ctx, dut.s2m_ndr)
         assert (ndr.opcode, ndr.tag) == (NDROpcode.CMP.value, 9), ndr
         assert writes == [0x1234], writes
         assert _mem_error(dut, await _status(ctx, dut)), "STATUS.MEM_ERROR not set"
@@ -113,8 +99,8 @@ def test_write_error_still_completes():
 
 def test_fine_accesses_leave_mem_error_clear():
     async def testbench(ctx, dut, writes):
-        await _send(ctx, dut.m2s_req, opcode=ReqOpcode.MEM_RD, tag=1, address=0)
-        drs = await _receive(ctx, dut.s2m_drs)
+        await send(ctx, dut.m2s_req, opcode=ReqOpcode.MEM_RD, tag=1, address=0)
+        drs = await receive(ctx, dut.s2m_drs)
         assert (drs.opcode, drs.poison) == (DRSOpcode.MEM_DATA.value, 0), drs
         assert not _mem_error(dut, await _status(ctx, dut)), "STATUS.MEM_ERROR set"
     _run(testbench)
@@ -142,9 +128,9 @@ def test_contribution_with_failed_state_read_changes_nothing():
                 break
         else:
             raise AssertionError("APPLY still busy")
-        await _send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=3, byte_enable=0xFF,
+        await send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=3, byte_enable=0xFF,
                     address=0x1000 // PARAMS.datapath.line_bytes, data=0xFF)
-        ndr = await _receive(ctx, dut.s2m_ndr)
+        ndr = await receive(ctx, dut.s2m_ndr)
         assert (ndr.opcode, ndr.tag) == (NDROpcode.CMP.value, 3), ndr
         assert writes == [], f"the state was written back: {writes}"
         assert _mem_error(dut, await _status(ctx, dut)), "STATUS.MEM_ERROR not set"
@@ -175,14 +161,14 @@ def test_window_line_writes_take_whole_words_only(line_bits):
                       zip(rng.integers(0, 1 << 32, words, dtype=np.uint64), writable)]
             enables = [int(e) for e in rng.choice([0xF, 0x0, 0x7, 0xE], words)]
             enables[tag % words] = 0xF                   # at least one whole word
-            await _send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR_PTL, tag=tag, address=line,
+            await send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR_PTL, tag=tag, address=line,
                         data=sum(v << 32 * w for w, v in enumerate(values)),
                         byte_enable=sum(e << 4 * w for w, e in enumerate(enables)))
-            ndr = await _receive(ctx, dut.s2m_ndr)
+            ndr = await receive(ctx, dut.s2m_ndr)
             assert (ndr.opcode, ndr.tag) == (NDROpcode.CMP.value, tag), ndr
             expected = [v if e == 0xF else old for v, e, old in zip(values, enables, expected)]
-            await _send(ctx, dut.m2s_req, opcode=ReqOpcode.MEM_RD, tag=tag, address=line << 1)
-            drs = await _receive(ctx, dut.s2m_drs)
+            await send(ctx, dut.m2s_req, opcode=ReqOpcode.MEM_RD, tag=tag, address=line << 1)
+            drs = await receive(ctx, dut.s2m_drs)
             got = [drs.data >> 32 * w & 0xFFFF_FFFF for w in range(words)]
             for w in range(words):
                 assert got[w] == expected[w], \
