@@ -17,6 +17,7 @@ from .cxl import (DevLoad, DRSOpcode, MetaField, NDROpcode, ReqOpcode,
 from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
 from .decode import AddressDecoder
 from .params import ControllerParams, Reason, aggregates
+from .pipeline import register_copies
 
 __all__ = ["Operation", "CxlMemController"]
 
@@ -69,9 +70,16 @@ def _copies(m, flag, count):
     earliest (its command register, then its countdown), and a read's first line comes later
     still. A copy is cleared a clock after ``flag``, when the run's last line has moved and no
     other line can move before the next command."""
-    copies = Signal(count, name=f"{flag.name}_copies")
-    m.d.sync += copies.eq(flag.replicate(count))
-    return copies
+    return register_copies(m, flag, count, f"{flag.name}_copy")
+
+
+def _late(m, flag):
+    """``flag`` a clock later, like its copies (:func:`_copies`), in a register of the engine's
+    own: the copy that the engine's logic reads (the write stream's valid, the count of lines
+    sent), which belongs beside the engine, not beside a group of columns."""
+    late = Signal(name=f"{flag.name}_late")
+    m.d.sync += late.eq(flag)
+    return late
 
 
 class CxlMemController(wiring.Component):
@@ -307,11 +315,12 @@ class CxlMemController(wiring.Component):
         # The memory master's write stream, driven from registers and from flags that are set
         # when a run starts and cleared after its last line (never from a decode of the
         # engine's state): the master registers it, so these are timed paths into a line of
-        # flip-flops. Each group of columns reads its own copy of the flags, and so does the
-        # stream's valid. A clear writes zeros. (Read data has no ready: the state buffer takes
+        # flip-flops. Each group of columns reads its own copy of the flags, and the stream's
+        # valid reads the engine's (``_late``). A clear writes zeros. (Read data has no ready: the state buffer takes
         # it while ``state_reading``, the reply while ``line_reading``.)
-        m.d.comb += memory.write_data.valid.eq(writing_copies[0] | sending_copies[0]
-                                               | clear_copies[0])
+        sending_late = _late(m, state_sending)
+        m.d.comb += memory.write_data.valid.eq(_late(m, line_writing) | sending_late
+                                               | _late(m, clear_active))
         for g in range(p.control_copies):
             data_bits, strobe_bits = _columns(p, g)
             m.d.comb += [
@@ -453,7 +462,7 @@ class CxlMemController(wiring.Component):
                         m.next = "REPLY_DONE"
 
             with m.State("STATE_WRITE"):
-                with m.If(sending_copies[0] & memory.write_data.ready):
+                with m.If(sending_late & memory.write_data.ready):
                     m.d.sync += beats.eq(beats + 1)
                     with m.If(beats == p.state_lines - 1):
                         m.d.sync += state_sending.eq(0)
@@ -545,11 +554,15 @@ class CxlMemController(wiring.Component):
         beat = memory.read_data.payload.data
         beat_n = state_layout(p)(state_of_planes(
             p, Cat(Const(0, (p.state_lines - 1) * p.line_bits), beat))).n
+        following = {name: register_copies(m, value, p.control_copies, f"decision_{name}_copy")
+                     for name, value in (("mode", decoded.mode),
+                                         ("threshold", decoded.threshold),
+                                         ("contribute", current.write),
+                                         ("full_line", current.full_line))}
         for g, copy in enumerate(inputs):
             with m.If(reading[g] & memory.read_valid_copies[g]):
                 m.d.sync += copy.n.eq(beat_n)
-            m.d.sync += [copy.mode.eq(decoded.mode), copy.threshold.eq(decoded.threshold),
-                         copy.contribute.eq(current.write), copy.full_line.eq(current.full_line)]
+            m.d.comb += [copy[name].eq(copies[g]) for name, copies in following.items()]
 
     def _ingress(self, m):
         """The two ingress queues; their levels drive DevLoad."""

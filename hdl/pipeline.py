@@ -2,11 +2,11 @@
 
 from contextlib import nullcontext
 
-from amaranth import Module
+from amaranth import Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["PipelineRegister", "register_selected"]
+__all__ = ["PipelineRegister", "register_selected", "register_copies"]
 
 
 class PipelineRegister(wiring.Component):
@@ -52,3 +52,17 @@ def register_selected(m, out, values, index, enable=None):
                     m.d.sync += out.eq(value)
             with m.Default():
                 m.d.sync += out.eq(0)
+
+
+def register_copies(m, value, count, name):
+    """``count`` registers that each take ``value`` every clock, as a list (copy ``k`` is item
+    ``k``), so that each group of the logic that reads ``value`` can read registers of its own,
+    placed beside it.
+
+    Each copy is a signal of its own (``<name>_<k>``), not a slice of one wide register: Yosys's
+    ``wreduce`` folds the bits of one register whose inputs are the same signal into a single
+    flip-flop, ``keep`` or not, and the copies would be gone from the netlist."""
+    shape = Value.cast(value).shape()
+    copies = [Signal(shape, name=f"{name}_{k}") for k in range(count)]
+    m.d.sync += [copy.eq(value) for copy in copies]
+    return copies

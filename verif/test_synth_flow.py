@@ -1,9 +1,13 @@
 """The synthesis flow on a tiny configuration: the report's numbers are the tools' numbers."""
 
 import json
+import re
+from collections import defaultdict
 
-from synth.flow import (PLACER, TARGETS, breakdown, main, markdown, sweep_chart, targets,
-                        version_line)
+from hdl.controller import CxlMemController
+from hdl.params import ControllerParams, DatapathParams
+from synth.flow import (PLACER, TARGETS, breakdown, generate, main, markdown, sweep_chart,
+                        synthesize, targets, version_line)
 
 
 def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
@@ -52,6 +56,38 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
     first = controller["pnr"][0]["slack_by_register"][0]
     assert f"| `{first['register']}` | {first['endpoints']:,} |" in table
     assert "wrote" in capsys.readouterr().out
+
+
+def test_register_copies_survive_synthesis(tmp_path):
+    """Every ``<name>_copy_<k>`` signal of the controller (one per group of columns, see
+    hdl.pipeline.register_copies) is made of flip-flops of its own in the ECP5 netlist: none
+    has been folded into another copy of the same value."""
+    params = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=2),
+                              regions=2)
+    folder = generate("controller", "nf_controller", CxlMemController(params), params.name,
+                      tmp_path)
+    synthesize(folder, "nf_controller")
+    netlist = json.loads((folder / "nf_controller.ecp5.json").read_text())
+    module = netlist["modules"]["nf_controller"]
+    drivers = {cell["connections"]["Q"][0]: name for name, cell in module["cells"].items()
+               if cell["type"] == "TRELLIS_FF"}
+    flip_flops = defaultdict(dict)      # value -> copy -> the flip-flops driving its bits
+    for net, info in module["netnames"].items():
+        copy = re.fullmatch(r"(.+_copy)_(\d+)", net)
+        if copy:
+            flip_flops[copy[1]][int(copy[2])] = [drivers.get(bit) for bit in info["bits"]]
+    copies = params.datapath.control_copies
+    expected = {"state_reading_copy", "state_sending_copy", "line_reading_copy",
+                "line_writing_copy", "clear_active_copy", "memory.read_valid_copy",
+                "decision_contribute_copy", "decision_full_line_copy"}
+    assert copies == 4 and expected <= set(flip_flops), sorted(expected - set(flip_flops))
+    for value, driven in sorted(flip_flops.items()):
+        assert sorted(driven) == list(range(copies)), \
+            f"{value}: only copies {sorted(driven)} of 0-{copies - 1} are left in the netlist"
+        bits = [ff for k in range(copies) for ff in driven[k]]
+        assert None not in bits, f"{value}: a bit of a copy is not driven by a flip-flop"
+        assert len(set(bits)) == len(bits), \
+            f"{value}: {len(bits)} bits in {copies} copies, {len(set(bits))} flip-flops: {driven}"
 
 
 def test_version_line_skips_yowasps_first_run_notice():
