@@ -200,8 +200,8 @@ class _SkidBuffer:
     Each flag is one flip-flop for the whole line: copies of them would have to be computed
     from ``ready``, which puts logic and a net across the line in front of every copy (with
     them, one placement seed of the default controller fell from 96 to 75 MHz, its worst path
-    from that logic to a far copy). The spare follows ``sink.payload`` while it is empty, so its enable is
-    a flag alone."""
+    from that logic to a far copy). The spare follows ``sink.payload`` while it is empty, so
+    its enable is a flag alone."""
 
     def __init__(self, m, sink, enable, name):
         self.ready = Signal(name=f"{name}_out_ready")

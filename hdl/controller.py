@@ -316,8 +316,8 @@ class CxlMemController(wiring.Component):
         # when a run starts and cleared after its last line (never from a decode of the
         # engine's state): the master registers it, so these are timed paths into a line of
         # flip-flops. Each group of columns reads its own copy of the flags, and the stream's
-        # valid reads the engine's (``_late``). A clear writes zeros. (Read data has no ready: the state buffer takes
-        # it while ``state_reading``, the reply while ``line_reading``.)
+        # valid reads the engine's (``_late``). A clear writes zeros. (Read data has no ready:
+        # the state buffer takes it while ``state_reading``, the reply while ``line_reading``.)
         sending_late = _late(m, state_sending)
         m.d.comb += memory.write_data.valid.eq(_late(m, line_writing) | sending_late
                                                | _late(m, clear_active))
