@@ -94,8 +94,8 @@ def synthesize(folder, top):
 
     Registers are kept as written (``keep`` on every flip-flop before optimisation): the
     datapath replicates its control registers on purpose, and Yosys would merge the copies.
-    (``keep`` does not stop ``wreduce`` folding the bits of one register that take the same
-    value, so each copy is a register of its own: ``hdl.pipeline.register_copies``.)
+    (``keep`` does not stop ``wreduce`` folding the bits of one register whose inputs are the
+    same signal, so each copy is a register of its own: ``hdl.pipeline.register_copies``.)
     Only registers that drive nothing are removed first (``opt_clean``; 104 flip-flops of the
     default controller).
     LUTs are mapped with ABC9 (``synth_ecp5``'s default); where YoWASP's ABC9 stops without a

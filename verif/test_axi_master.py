@@ -1,6 +1,6 @@
-"""In ``amaranth.sim``: :class:`hdl.axi.AxiLineMaster`'s write data path (its skid buffer, kept
-in column groups) under a random owner and a random ``WREADY``: every line of a run reaches
-``WDATA`` and ``WSTRB`` once, in order, and the run ends with one ``write_done``."""
+"""In ``amaranth.sim``: :class:`hdl.axi.AxiLineMaster`'s write data path (its skid buffer)
+under a random owner and a random ``WREADY``: every line of a run reaches ``WDATA`` and
+``WSTRB`` once, in order, and the run ends with one ``write_done``."""
 
 import random
 
@@ -48,7 +48,7 @@ def _simulate(master, owner, wready):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_write_run_under_random_valid_and_wready(seed):
     rng = random.Random(seed)
-    master = AxiLineMaster(line_bits=LINE_BITS, address_bits=16, copies=4)
+    master = AxiLineMaster(line_bits=LINE_BITS, address_bits=16)
     lines = [(rng.getrandbits(LINE_BITS), rng.getrandbits(LINE_BITS // 8)) for _ in range(20)]
     stalls = [rng.random() < 0.6 for _ in range(2000)]
     done = []

@@ -58,36 +58,61 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out
 
 
+def _flip_flops_by_register(folder, top):
+    """The ECP5 flip-flops of each register of ``<folder>/<top>.v``, by the register's name.
+    Each flip-flop's ``src`` attribute keeps the lines of the Verilog ``always`` block it came
+    from, which ends on the register's one assignment, whatever name Yosys gave the flip-flop.
+    (A submodule's registers go by their names in its own Verilog module.)"""
+    assigned = {}       # line number -> register
+    for number, line in enumerate((folder / f"{top}.v").read_text().splitlines(), start=1):
+        assignment = re.fullmatch(r"\s+(\S+) <= .*;", line)
+        if assignment:
+            assigned[number] = assignment[1]
+    cells = json.loads((folder / f"{top}.ecp5.json").read_text())["modules"][top]["cells"]
+    flip_flops = defaultdict(set)
+    for name, cell in cells.items():
+        if cell["type"] == "TRELLIS_FF":
+            for src in cell["attributes"].get("src", "").split("|"):
+                block = re.fullmatch(rf"{top}\.v:\d+\.\d+-(\d+)\.\d+", src)
+                if block and int(block[1]) in assigned:
+                    flip_flops[assigned[int(block[1])]].add(name)
+    return flip_flops
+
+
 def test_register_copies_survive_synthesis(tmp_path):
-    """Every ``<name>_copy_<k>`` signal of the controller (one per group of columns, see
-    hdl.pipeline.register_copies) is made of flip-flops of its own in the ECP5 netlist: none
-    has been folded into another copy of the same value."""
+    """Every copy register of the controller (``<name>_copy_<k>``, one per group of columns,
+    see hdl.pipeline.register_copies) has flip-flops of its own in the ECP5 netlist, as many as
+    the first copy, and so do the engine's late flags beside them; every bit of the per-group
+    flags that the engine sets itself is a flip-flop of its own."""
     params = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=2),
                               regions=2)
     folder = generate("controller", "nf_controller", CxlMemController(params), params.name,
                       tmp_path)
     synthesize(folder, "nf_controller")
-    netlist = json.loads((folder / "nf_controller.ecp5.json").read_text())
-    module = netlist["modules"]["nf_controller"]
-    drivers = {cell["connections"]["Q"][0]: name for name, cell in module["cells"].items()
-               if cell["type"] == "TRELLIS_FF"}
-    flip_flops = defaultdict(dict)      # value -> copy -> the flip-flops driving its bits
-    for net, info in module["netnames"].items():
-        copy = re.fullmatch(r"(.+_copy)_(\d+)", net)
-        if copy:
-            flip_flops[copy[1]][int(copy[2])] = [drivers.get(bit) for bit in info["bits"]]
+    flip_flops = _flip_flops_by_register(folder, "nf_controller")
     copies = params.datapath.control_copies
-    expected = {"state_reading_copy", "state_sending_copy", "line_reading_copy",
-                "line_writing_copy", "clear_active_copy", "memory.read_valid_copy",
-                "decision_contribute_copy", "decision_full_line_copy"}
-    assert copies == 4 and expected <= set(flip_flops), sorted(expected - set(flip_flops))
-    for value, driven in sorted(flip_flops.items()):
+    families = defaultdict(dict)        # name -> copy -> its flip-flops
+    for register, cells in flip_flops.items():
+        copy = re.fullmatch(r"(.+)_copy_(\d+)", register)
+        if copy:
+            families[copy[1]][int(copy[2])] = cells
+    expected = {"state_reading", "state_sending", "line_reading", "line_writing",
+                "clear_active", "read_valid", "decision_mode", "decision_threshold",
+                "decision_contribute", "decision_full_line"}
+    assert copies == 4 and expected <= set(families), sorted(expected - set(families))
+    for name, driven in sorted(families.items()):
         assert sorted(driven) == list(range(copies)), \
-            f"{value}: only copies {sorted(driven)} of 0-{copies - 1} are left in the netlist"
-        bits = [ff for k in range(copies) for ff in driven[k]]
-        assert None not in bits, f"{value}: a bit of a copy is not driven by a flip-flop"
-        assert len(set(bits)) == len(bits), \
-            f"{value}: {len(bits)} bits in {copies} copies, {len(set(bits))} flip-flops: {driven}"
+            f"{name}: only copies {sorted(driven)} of 0-{copies - 1} have flip-flops"
+        sizes = [len(driven[k]) for k in range(copies)]
+        cells = set().union(*driven.values())
+        assert len(set(sizes)) == 1 and len(cells) == sum(sizes), \
+            f"{name}: copies of {sizes} flip-flops, {len(cells)} distinct: {driven}"
+        late = flip_flops.get(f"{name}_late", set())
+        assert not late & cells, f"{name}: the late flag shares a flip-flop with a copy"
+    for name in ("line_writing", "state_sending", "clear_active"):
+        assert len(flip_flops[f"{name}_late"]) == 1, (name, flip_flops[f"{name}_late"])
+    for register in ("pop_rwd", "state_result", "reply_zero"):
+        assert len(flip_flops[register]) == copies, (register, sorted(flip_flops[register]))
 
 
 def test_version_line_skips_yowasps_first_run_notice():
