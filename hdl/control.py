@@ -111,13 +111,15 @@ class _Staged:
         self.aggregating = aggregates(self.mode)
 
 
-#: Clocks an APPLY step waits for its region pair: the _Staged pipeline, the registered check
-#: results, then the registered first fault.
-_SETTLE_CLOCKS = _Staged.STAGES + 2
+#: Clocks an APPLY step waits for its region pair: the _Staged pipeline, the registered
+#: compares, the registered check results, then the registered first fault.
+_SETTLE_CLOCKS = _Staged.STAGES + 3
 
 
-def _overlap(a_start, a_end, b_start, b_end):
-    return (a_start < b_end) & (b_start < a_end)
+def _overlap(a_start, a_end, b_start, b_end, compared):
+    """Whether ``[a_start, a_end)`` and ``[b_start, b_end)`` overlap, from the two compares,
+    each registered by ``compared``."""
+    return compared(a_start < b_end) & compared(b_start < a_end)
 
 
 class ControlRegisters(wiring.Component):
@@ -221,31 +223,41 @@ class ControlRegisters(wiring.Component):
                      block.hold.eq(busy), self.table_ready.eq(~copying)]
         a = _Staged(m, block, p, i, "region_i")
         b = _Staged(m, block, p, j, "region_j")
-        # i and j hold while the pair's values pass the pipeline and the check results and the
-        # first fault are registered (_SETTLE_CLOCKS), then the step acts: one more clock.
+        # i and j hold while the pair's values pass the pipeline and the compares, the check
+        # results and the first fault are registered (_SETTLE_CLOCKS), then the step acts: one
+        # more clock.
         settle = Signal(range(_SETTLE_CLOCKS + 1))
         settled = settle == _SETTLE_CLOCKS
+        compares = []
+
+        def compared(value):
+            """``value``, a compare of addresses up to 72 bits wide, in a register of its own, so
+            that the check that reads it has no carry chain in front of it."""
+            compares.append(Signal(name=f"compare_{len(compares)}"))
+            m.d.sync += compares[-1].eq(value)
+            return compares[-1]
 
         own_checks = [
             (a.mode == 3, ConfigError.RESERVED_MODE),
             (((a.base | a.size) & line_mask) != 0, ConfigError.MISALIGNED),
-            (a.size == 0, ConfigError.ZERO_SIZE),
-            (a.end > space, ConfigError.OUT_OF_RANGE),
-            (_overlap(a.base, a.end, window_start, window_end), ConfigError.COVERS_WINDOW),
+            (compared(a.size == 0), ConfigError.ZERO_SIZE),
+            (compared(a.end > space), ConfigError.OUT_OF_RANGE),
+            (_overlap(a.base, a.end, window_start, window_end, compared),
+             ConfigError.COVERS_WINDOW),
             ((a.mode == Mode.GTERNARY) & ((a.threshold == 0)
                                           | (a.threshold > p.datapath.capacity)),
              ConfigError.BAD_THRESHOLD),
             (a.aggregating & (a.expected > p.datapath.capacity), ConfigError.OVER_CAPACITY),
             (a.aggregating & ((a.acc & line_mask) != 0), ConfigError.ACC_MISALIGNED),
-            (a.aggregating & (a.acc_end > space), ConfigError.OUT_OF_RANGE),
-            (a.aggregating & _overlap(a.acc, a.acc_end, window_start, window_end),
+            (a.aggregating & compared(a.acc_end > space), ConfigError.OUT_OF_RANGE),
+            (a.aggregating & _overlap(a.acc, a.acc_end, window_start, window_end, compared),
              ConfigError.ACC_OVERLAP),
         ]
         pair_checks = [
-            ((i != j) & _overlap(a.base, a.end, b.base, b.end), ConfigError.OVERLAP),
-            (a.aggregating & (_overlap(a.acc, a.acc_end, b.base, b.end)
+            ((i != j) & _overlap(a.base, a.end, b.base, b.end, compared), ConfigError.OVERLAP),
+            (a.aggregating & (_overlap(a.acc, a.acc_end, b.base, b.end, compared)
                               | ((i != j) & b.aggregating
-                                 & _overlap(a.acc, a.acc_end, b.acc, b.acc_end))),
+                                 & _overlap(a.acc, a.acc_end, b.acc, b.acc_end, compared))),
              ConfigError.ACC_OVERLAP),
         ]
         checks = [(c & (j == 0), e) for c, e in own_checks] + \

@@ -8,7 +8,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .pipeline import register_selected
+from .pipeline import register_copies, register_selected
 
 __all__ = ["READ_LATENCY", "WRITE_LATENCY", "csr_bus_signature", "RegisterBlock"]
 
@@ -128,19 +128,23 @@ class RegisterBlock(wiring.Component):
     def _elaborate_read(self, m, request):
         """The read in four registered steps: a wait matching the write's hit register, the
         word within each group (a dense mux on the low address bits), the group within each
-        set, then the set. Each step's mux sits next to the registers it selects from."""
+        set, then the set. Each step's mux sits next to the registers it selects from, and each
+        group's word select takes the wait's address and strobe from a copy of its own, so that
+        no one register's net reaches every group."""
         groups = {}
         for reg in self._regmap:
             word = reg.offset // 4
             groups.setdefault(word >> _READ_GROUP_BITS, {})[word % (1 << _READ_GROUP_BITS)] = reg
         waited = Signal.like(request)
         m.d.sync += waited.eq(request)
+        selects = register_copies(m, Cat(request.addr[:_READ_GROUP_BITS], request.r_stb),
+                                  len(groups), "read_select")
         words = {}
-        for group, regs in groups.items():
+        for (group, regs), select in zip(groups.items(), selects):
             words[group] = Signal(32, name=f"read_group_{group}")
             values = {k: self._read_value(reg) for k, reg in regs.items()}
-            register_selected(m, words[group], values, waited.addr[:_READ_GROUP_BITS],
-                              enable=waited.r_stb)
+            register_selected(m, words[group], values, select[:_READ_GROUP_BITS],
+                              enable=select[-1])
         # The group and set address bits, carried beside the words.
         group_q = Signal(len(waited.addr) - _READ_GROUP_BITS)
         set_q = Signal(len(group_q) - _READ_SET_BITS)

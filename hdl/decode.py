@@ -36,8 +36,9 @@ class AddressDecoder(wiring.Component):
     selected by an AND-OR of the hits rather than a priority chain.
 
     ``decoded`` is that of the ``address``, ``enable`` and ``regions`` of ``LATENCY`` clocks
-    earlier, one registered step each: the compares; the selection; the state address sum.
-    Its user holds the inputs steady for ``LATENCY`` clocks before reading it.
+    earlier, one registered step each: the compares (each bound of each region on its own);
+    the hits and the selection; the state address sum. Its user holds the inputs steady for
+    ``LATENCY`` clocks before reading it.
 
     Members
     -------
@@ -71,18 +72,22 @@ class AddressDecoder(wiring.Component):
         line_address = Cat(Const(0, line_shift), address[line_shift:])
         scaled = Signal(p.address_bits)
         window = Signal()
-        hits = Signal(p.regions)
+        above_base = Signal(p.regions)      # base <= address
+        below_end = Signal(p.regions)       # address < end
+        enabled = Signal(p.regions)         # the region may hit: enabled, not the window
         window_hit = ((address >= p.window_base)
                       & (address < p.window_base + p.window_bytes))
         m.d.sync += [
             scaled.eq(times_constant(line_address, p.datapath.state_lines)),
             window.eq(window_hit),
-            hits.eq(Cat(self.enable & ~window_hit & region.enable
-                        & (region.base <= address) & (address < region.end)
-                        for region in self.regions)),
+            above_base.eq(Cat(region.base <= address for region in self.regions)),
+            below_end.eq(Cat(address < region.end for region in self.regions)),
+            enabled.eq(Cat(self.enable & ~window_hit & region.enable
+                           for region in self.regions)),
         ]
 
         # Step 2: the matching region's fields (all zero when none matches: IDENTITY).
+        hits = above_base & below_end & enabled
         selected = Signal(decoded_layout(p))
         scaled_2 = Signal.like(scaled)
         window_2 = Signal()
