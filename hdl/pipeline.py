@@ -61,8 +61,12 @@ def register_copies(m, value, count, name):
 
     Each copy is a signal of its own (``<name>_<k>``), not a slice of one wide register: Yosys's
     ``wreduce`` folds the bits of one register whose inputs are the same signal into a single
-    flip-flop, ``keep`` or not, and the copies would be gone from the netlist."""
+    flip-flop, ``keep`` or not, and the copies would be gone from the netlist.
+
+    The copies have no reset: they follow ``value`` (and its reset) a clock later. A reset of
+    their own costs a gate in front of them, which Yosys shares among all of them, so that
+    every copy, however far, was reached through one LUT beside ``value``."""
     shape = Value.cast(value).shape()
-    copies = [Signal(shape, name=f"{name}_{k}") for k in range(count)]
+    copies = [Signal(shape, name=f"{name}_{k}", reset_less=True) for k in range(count)]
     m.d.sync += [copy.eq(value) for copy in copies]
     return copies
