@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from .pipeline import register_copies
 
-__all__ = ["axi4_signature", "line_command_layout", "AxiLineMaster"]
+__all__ = ["axi4_signature", "line_command_layout", "write_command_layout", "AxiLineMaster"]
 
 #: AXI4 ``xBURST`` code of an incrementing burst and ``xRESP`` of a good response.
 BURST_INCR = 0b01
@@ -38,6 +38,12 @@ def line_command_layout(address_bits):
                               "beats": unsigned(address_bits)})
 
 
+def write_command_layout(address_bits):
+    """A line command, and ``fill``: write every line of the run with the owner's line as it
+    is, taking none (:class:`AxiLineMaster`)."""
+    return data.StructLayout({**line_command_layout(address_bits).members, "fill": 1})
+
+
 class AxiLineMaster(wiring.Component):
     """Reads and writes runs of consecutive lines through an AXI4 port.
 
@@ -54,16 +60,25 @@ class AxiLineMaster(wiring.Component):
     - read data waits one clock in a register and is the owner's that clock: ``read_data``
       has no ``ready`` and ``rready`` is always high, so the owner issues a read command only
       when it will take every line of it;
-    - write data enters a two-entry skid buffer (``write_data.ready`` is its spare entry being
-      empty while lines of the run remain), which keeps one line per clock moving.
+    - write data enters a two-entry skid buffer, which keeps one line per clock moving. It is
+      kept in ``copies`` groups of columns, each with a handshake of its own (``write_valid``
+      and ``write_ready``, one bit per group) and flags of its own, computed from that group's
+      valid and ``WREADY`` only: an owner whose groups each decide from registers beside them
+      is then never waiting on a flag across the line.
 
     - ``read_command``: issues one read per line; the lines come back, in order, on
       ``read_data``, each valid for one clock (``error`` when the memory answered anything but
       OKAY). Both commands need ``beats`` >= 1.
-    - ``write_command``: issues one write per line; the owner supplies the lines on
-      ``write_data`` in order. ``write_done`` pulses once, after the last write response, with
-      ``write_error`` set if any response was not OKAY. ``write_busy`` is high from the
-      command to ``write_done``; a new command waits until it is low.
+    - ``write_command``: issues one write per line. Without ``fill``, the owner supplies the
+      ``beats`` lines on ``write_data``, in order: group ``g`` of a line is taken on a clock
+      when ``write_valid[g]`` and ``write_ready[g]`` are both high, and every group must offer
+      the same lines on the same clocks (the AXI W channel follows group 0). With ``fill``, the
+      owner offers no line (``write_valid`` low) and every line of the run is written with
+      ``write_data`` as it is, which the owner holds steady from the clock it makes the command
+      valid to ``write_done``.
+      ``write_done`` pulses once, after the last write response, with ``write_error`` set if any
+      response was not OKAY. ``write_busy`` is high from the command to ``write_done``; a new
+      command waits until it is low.
     - ``read_valid_copies``: ``copies`` copies of ``read_data.valid``, each a flip-flop of its
       own, for an owner whose column groups each take a line on a local enable.
 
@@ -74,15 +89,19 @@ class AxiLineMaster(wiring.Component):
     address_bits : int
     id_bits : int
     copies : int
-        Copies of ``read_data.valid`` (``read_valid_copies``), one per column group of the
-        owner's line.
+        Column groups of the owner's line, a power of two of at most ``line_bits // 8``: the
+        copies of ``read_data.valid`` (``read_valid_copies``) and the groups of the write
+        data's handshake (``write_valid``, ``write_ready``).
 
     Members
     -------
     axi : Out(axi4_signature(...))
-    read_command, write_command : In(stream.Signature(line_command_layout(address_bits)))
+    read_command : In(stream.Signature(line_command_layout(address_bits)))
+    write_command : In(stream.Signature(write_command_layout(address_bits)))
     read_data : Out(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
-    write_data : In(stream.Signature({"data": line_bits, "strobe": line_bits // 8}))
+    write_data : In({"data": line_bits, "strobe": line_bits // 8})
+    write_valid : In(copies)
+    write_ready : Out(copies)
     write_busy, write_done, write_error : Out(1)
     read_valid_copies : Out(copies)
     """
@@ -95,8 +114,9 @@ class AxiLineMaster(wiring.Component):
         if line_bits & (line_bits - 1) or line_bits > 1024:
             raise ValueError(f"line_bits must be a power of two up to 1024 (the widest AXI4 "
                              f"transfer), not {line_bits}")
-        if copies > line_bits:
-            raise ValueError(f"copies must be at most line_bits ({line_bits}), not {copies}")
+        if copies & (copies - 1) or copies > line_bits // 8:
+            raise ValueError(f"copies must be a power of two of at most line_bits // 8 "
+                             f"({line_bits // 8}), not {copies}")
         self._line_bits = line_bits
         self._copies = copies
         command = line_command_layout(address_bits)
@@ -107,9 +127,10 @@ class AxiLineMaster(wiring.Component):
             "read_data": Out(stream.Signature(data.StructLayout({"data": line_bits,
                                                                    "error": 1}),
                                               always_ready=True)),
-            "write_command": In(stream.Signature(command)),
-            "write_data": In(stream.Signature(data.StructLayout({"data": line_bits,
-                                                                  "strobe": line_bits // 8}))),
+            "write_command": In(stream.Signature(write_command_layout(address_bits))),
+            "write_data": In(data.StructLayout({"data": line_bits, "strobe": line_bits // 8})),
+            "write_valid": In(copies),
+            "write_ready": Out(copies),
             "write_busy": Out(1),
             "write_done": Out(1),
             "write_error": Out(1),
@@ -144,27 +165,29 @@ class AxiLineMaster(wiring.Component):
         with m.Elif(axi.arvalid & axi.arready):
             m.d.sync += [axi.araddr.eq(axi.araddr + line_bytes), *ar.step()]
 
-        # Write: addresses and data move independently; count the responses back.
+        # Write: addresses and data move independently; count a fill run's W beats (an owner's
+        # run ends with its last line) and the responses back.
         aw, w, b = _Countdown(width, "aw"), _Countdown(width, "w"), _Countdown(width, "b")
         write = _CommandRegister(m, self.write_command, "write_command")
+        filling = Signal()
         m.d.comb += [
             write.take.eq(write.valid & ~b.more),
             self.write_busy.eq(write.valid | b.more),
             axi.awvalid.eq(aw.more),
             axi.bready.eq(b.more),
         ]
-        # ``w`` counts the lines still to take from the owner.
-        beat = _SkidBuffer(m, self.write_data, w.more, "write_data")
-        m.d.comb += [axi.wvalid.eq(beat.valid), axi.wdata.eq(beat.payload.data),
-                     axi.wstrb.eq(beat.payload.strobe), beat.ready.eq(axi.wready)]
+        beat = _GroupedSkidBuffer(m, self.write_data, self.write_valid, self.write_ready,
+                                  axi.wready, self._copies, "write_data")
+        m.d.comb += [axi.wvalid.eq(beat.valid | (filling & w.more)),
+                     axi.wdata.eq(beat.payload.data), axi.wstrb.eq(beat.payload.strobe)]
         with m.If(write.take):
             beats = write.payload.beats
-            m.d.sync += [axi.awaddr.eq(write.payload.address),
+            m.d.sync += [axi.awaddr.eq(write.payload.address), filling.eq(write.payload.fill),
                          *aw.load(beats), *w.load(beats), *b.load(beats),
                          self.write_error.eq(0)]
         with m.If(axi.awvalid & axi.awready):
             m.d.sync += [axi.awaddr.eq(axi.awaddr + line_bytes), *aw.step()]
-        with m.If(self.write_data.valid & self.write_data.ready):
+        with m.If(filling & w.more & axi.wready):
             m.d.sync += w.step()
         m.d.sync += self.write_done.eq(0)
         with m.If(axi.bvalid & axi.bready):
@@ -191,36 +214,41 @@ class _CommandRegister:
             m.d.sync += self.valid.eq(0)
 
 
-class _SkidBuffer:
-    """Two registers between the stream ``sink`` and the handshake ``valid``/``payload``/
-    ``ready``. ``sink.ready`` is ``enable`` and the spare register being empty, with no path from
-    ``ready``; the spare catches the line taken while the output register stalls, so lines still
-    move at one per clock.
+class _GroupedSkidBuffer:
+    """Two registers between the owner's line ``payload`` and the AXI W channel, in ``groups``
+    groups of columns, each with its own handshake (``valid[g]``, ``ready[g]``) and its own
+    flags: whether its output register holds a line and whether its spare does. ``ready[g]`` is
+    the spare being empty, so lines still move at one per clock while ``wready`` stalls.
 
-    Each flag is one flip-flop for the whole line: copies of them would have to be computed
-    from ``ready``, which puts logic and a net across the line in front of every copy (with
-    them, one placement seed of the default controller fell from 96 to 75 MHz, its worst path
-    from that logic to a far copy). The spare follows ``sink.payload`` while it is empty, so
-    its enable is a flag alone."""
+    A group's flags follow its own ``valid[g]`` and ``wready`` alone, so every enable of the
+    group's registers, and ``ready[g]``, come from flip-flops of the group (a flag for the whole
+    line, in front of every group's enable, was the controller's worst path). The groups take
+    the same lines on the same clocks, so their flags are equal: ``valid`` is group 0's (the
+    output registers hold a line), ``payload`` the output registers."""
 
-    def __init__(self, m, sink, enable, name):
-        self.ready = Signal(name=f"{name}_out_ready")
-        held = Signal(name=f"{name}_out_held")
-        spare_held = Signal(name=f"{name}_spare_held")
-        self.valid = held
-        m.d.comb += sink.ready.eq(enable & ~spare_held)
-        taken = sink.valid & sink.ready
-        with m.If(~held | self.ready):
-            m.d.sync += [held.eq(spare_held | taken), spare_held.eq(0)]
-        with m.Elif(taken):
-            m.d.sync += spare_held.eq(1)
-
-        spare = Signal(sink.payload.shape(), name=f"{name}_spare")
-        self.payload = Signal(sink.payload.shape(), name=f"{name}_out")
-        with m.If(~held | self.ready):
-            m.d.sync += self.payload.eq(Mux(spare_held, spare, sink.payload))
-        with m.If(~spare_held):
-            m.d.sync += spare.eq(sink.payload)
+    def __init__(self, m, payload, valid, ready, wready, groups, name):
+        self.payload = Signal(payload.shape(), name=f"{name}_out")
+        spare = Signal(payload.shape(), name=f"{name}_spare")
+        flags = []
+        for g in range(groups):
+            held = Signal(name=f"{name}_out_held_{g}")
+            spare_held = Signal(name=f"{name}_spare_held_{g}")
+            flags.append(held)
+            m.d.comb += ready[g].eq(~spare_held)
+            taken = valid[g] & ~spare_held
+            with m.If(~held | wready):
+                m.d.sync += [held.eq(spare_held | taken), spare_held.eq(0)]
+            with m.Elif(taken):
+                m.d.sync += spare_held.eq(1)
+            for field in ("data", "strobe"):
+                width = len(payload[field]) // groups
+                columns = slice(g * width, (g + 1) * width)
+                with m.If(~held | wready):
+                    m.d.sync += self.payload[field][columns].eq(
+                        Mux(spare_held, spare[field][columns], payload[field][columns]))
+                with m.If(~spare_held):
+                    m.d.sync += spare[field][columns].eq(payload[field][columns])
+        self.valid = flags[0]
 
 
 class _Countdown:

@@ -39,6 +39,7 @@ def _request_layout(params):
         # operation is WRITE: the datapath's contribute, a register of its own so that no
         # decode of the operation is in front of the datapath's decision
         "write": 1,
+        "read": 1,          # operation is READ, likewise for the engine's branches
         "tag": 16,
         "ld_id": 4,
         "address": unsigned(params.address_bits),  # first byte of the line
@@ -48,6 +49,14 @@ def _request_layout(params):
         "full_line": 1,                            # every byte enable is set
         "data": unsigned(p.line_bits),
     })
+
+
+def _rwd_header_layout(line_bits):
+    """An RwD as the RwD ingress queue keeps it: every field but the line and its byte enables
+    (which wait in their groups' queues), and whether every byte enable is set."""
+    fields = {name: shape for name, shape in m2s_rwd_layout(line_bits).members.items()
+              if name not in ("data", "byte_enable")}
+    return data.StructLayout({**fields, "full_mask": 1})
 
 
 def _columns(params, group):
@@ -71,15 +80,6 @@ def _copies(m, flag, count):
     still. A copy is cleared a clock after ``flag``, when the run's last line has moved and no
     other line can move before the next command."""
     return register_copies(m, flag, count, f"{flag.name}_copy")
-
-
-def _late(m, flag):
-    """``flag`` a clock later, like its copies (:func:`_copies`), in a register of the engine's
-    own: the copy that the engine's logic reads (the write stream's valid, the count of lines
-    sent), which belongs beside the engine, not beside a group of columns."""
-    late = Signal(name=f"{flag.name}_late")
-    m.d.sync += late.eq(flag)
-    return late
 
 
 class CxlMemController(wiring.Component):
@@ -143,19 +143,22 @@ class CxlMemController(wiring.Component):
                                                                replicated_inputs=True)
         wiring.connect(m, memory.axi, wiring.flipped(self.axi))
 
-        req_queue, rwd_queue = self._ingress(m)
-        # A request leaves its queue the clock after the engine took it (see _accept).
-        # pop_rwd has a copy per group of columns: it also loads the line (see _load_line).
+        req_queue, rwd_queue, line_queues = self._ingress(m)
+        # A Req leaves its queue the clock after the engine took it (see _accept), an RwD two
+        # clocks after: ``rwd_taken`` says it was taken, and its copies, one per group of
+        # columns, load the line (see _load_line) on the clock ``pop_rwd`` pops the queue.
         pop_req = Signal()
-        pop_rwd = Signal(p.control_copies)
-        m.d.comb += [req_queue.r_en.eq(pop_req), rwd_queue.r_en.eq(pop_rwd[0])]
-        m.d.sync += [pop_req.eq(0), pop_rwd.eq(0)]
+        rwd_taken = Signal()
+        pop_rwd = Signal()
+        m.d.comb += [req_queue.r_en.eq(pop_req), rwd_queue.r_en.eq(pop_rwd)]
+        m.d.sync += [pop_req.eq(0), rwd_taken.eq(0), pop_rwd.eq(rwd_taken)]
         current = Signal(_request_layout(params))
-        self._load_line(m, rwd_queue, current, pop_rwd)
+        self._load_line(m, rwd_queue, line_queues, current, pop_rwd,
+                        _copies(m, rwd_taken, p.control_copies))
         m.d.comb += [decoder.address.eq(current.address), decoder.enable.eq(control.enable),
                      decoder.regions.eq(control.regions)]
-        # The decoded address, registered once per request (state DECODE): the path and state
-        # address stay those of the table when the request began.
+        # The decoded address, as registered on DECODE's last clock: the path and state address
+        # stay those of the table the request was decoded against.
         decoded = Signal.like(decoder.decoded)
         # The device-memory run of the request (or of a clear): first byte and lines. Set ahead
         # of the state that issues it, so that a command's payload is a register.
@@ -165,6 +168,9 @@ class CxlMemController(wiring.Component):
             m.d.comb += [command.payload.address.eq(run_address),
                          command.payload.beats.eq(run_lines)]
         decode_wait = Signal(range(AddressDecoder.LATENCY + 1))
+        # The engine is in DECODE: a flag of its own, so that ``decoded`` and the run registers
+        # load on a flip-flop rather than on a decode of the engine's state (see below).
+        decoding = Signal()
         events = control.events
 
         # Register window: the engine shares the control registers' bus with the csr port. Its
@@ -215,20 +221,20 @@ class CxlMemController(wiring.Component):
         # Accumulator state of the line being served, as its memory image (bit planes, see
         # planes_of_state): read from memory beat by beat into the top, written back from the
         # bottom; both shift down by one line. Whether a beat moves is decided by flags of
-        # their own (set when a state read, the datapath's result or a write-back is due,
-        # cleared when it is done) and the handshake, not by the engine's state. Each group of
+        # their own (set when a state read or a write-back is due, cleared when it is done),
+        # the handshakes and the datapath's response, not by the engine's state. Each group of
         # buffer columns (the datapath's control copies) follows a copy of its own of each
-        # flag, so that no enable net spans the line: the reading and sending flags are
-        # registers of the engine that their copies follow a clock later (:func:`_copies`);
-        # the result flag, which the datapath's response may follow a clock after it is set,
-        # is set in every copy at once.
+        # flag, of the read's valid, of the write handshake and of the response's valid, so
+        # that no enable net spans the line: the reading and sending flags are registers of the
+        # engine that their copies follow a clock later (:func:`_copies`).
         state_reading = Signal()
         state_sending = Signal()
-        state_result = Signal(p.control_copies)
         reading_copies = _copies(m, state_reading, p.control_copies)
         sending_copies = _copies(m, state_sending, p.control_copies)
-        state = self._state_buffer(m, memory, datapath.response, reading_copies, state_result,
-                                   sending_copies)
+        line_writing = Signal()           # an identity write's line is on its way
+        writing_copies = _copies(m, line_writing, p.control_copies)
+        sending_lines = self._write_offers(m, memory, sending_copies, writing_copies)
+        state = self._state_buffer(m, memory, datapath, reading_copies, sending_lines)
         beats = Signal(range(p.state_lines + 1))
         memory_error = Signal()
         # The request's state: some two thousand single-bit selects of the buffer. Assigned a
@@ -267,6 +273,21 @@ class CxlMemController(wiring.Component):
         clear_wanted = Signal()                     # the region exists and aggregates
         clear_lines = Signal(params.address_bits)   # its lines
         m.d.comb += control.clear_busy.eq(clear_pending | clear_active)
+
+        # The decoded address and the run registers load on flags, not on a decode of the
+        # engine's state: through DECODE, the decoder's output and the run of the request's
+        # path (the decoder's output counts on DECODE's last clock, the last load); through a
+        # clear, the clear's run (its descriptor is registered in CLEAR and its lines in
+        # CLEAR_LINES, so the run is settled by CLEAR_START).
+        state_path = aggregates(decoder.decoded.mode)
+        with m.If(decoding):
+            m.d.sync += [decoded.eq(decoder.decoded),
+                         run_address.eq(Mux(state_path, decoder.decoded.state_address,
+                                            current.address)),
+                         run_lines.eq(Mux(state_path, p.state_lines, 1))]
+        with m.Elif(clear_active):
+            m.d.sync += [run_address.eq(clear_target.acc),
+                         run_lines.eq(times_constant(clear_lines, p.state_lines))]
         with m.If(control.clear_start):
             m.d.sync += [clear_pending.eq(1), clear_region.eq(control.clear_region)]
 
@@ -279,6 +300,7 @@ class CxlMemController(wiring.Component):
         # previous load, so a word is issued every other clock at most).
         words = p.line_bytes // 4
         issued = Signal(range(words + 1))
+        more_words = Signal()               # issued != words, kept as a register
         captured = Signal(range(words + 1))
         capture = Signal(READ_LATENCY)      # the window's reads in flight, by age
         window_word = current.address[2:params.window_bytes.bit_length() - 1]
@@ -296,8 +318,6 @@ class CxlMemController(wiring.Component):
         # (the data of a MemData-NXM) by its copy of ``reply_zero`` (set in IDLE).
         line_reading = Signal()           # an identity read's line is on its way
         line_reading_copies = _copies(m, line_reading, p.control_copies)
-        line_writing = Signal()           # an identity write's line is on its way
-        writing_copies = _copies(m, line_writing, p.control_copies)
         reply_zero = Signal(p.control_copies)
         m.d.sync += reply_zero.eq(0)
         shifted = Cat(reply_data[32:], control.bus.r_data)
@@ -307,27 +327,25 @@ class CxlMemController(wiring.Component):
                 m.d.sync += reply_data[bits].eq(shifted[bits])
             with m.Elif(line_reading_copies[g] & memory.read_valid_copies[g]):
                 m.d.sync += reply_data[bits].eq(memory.read_data.payload.data[bits])
-            with m.Elif(datapath.response.valid):
+            with m.Elif(datapath.response_valid_copies[g]):
                 m.d.sync += reply_data[bits].eq(result.line[bits])
             with m.Elif(reply_zero[g]):
                 m.d.sync += reply_data[bits].eq(0)
 
-        # The memory master's write stream, driven from registers and from flags that are set
-        # when a run starts and cleared after its last line (never from a decode of the
-        # engine's state): the master registers it, so these are timed paths into a line of
-        # flip-flops. Each group of columns reads its own copy of the flags, and the stream's
-        # valid reads the engine's (``_late``). A clear writes zeros. (Read data has no ready:
-        # the state buffer takes it while ``state_reading``, the reply while ``line_reading``.)
-        sending_late = _late(m, state_sending)
-        m.d.comb += memory.write_data.valid.eq(_late(m, line_writing) | sending_late
-                                               | _late(m, clear_active))
+        # The memory master's write data, driven from registers and from each group's copies
+        # of the flags (never from a decode of the engine's state): the master registers it,
+        # so these are timed paths into a line of flip-flops. A clear is a fill run of zeros,
+        # which the master writes to every line of the region without taking any. (Read data
+        # has no ready: the state buffer takes it while ``state_reading``, the reply while
+        # ``line_reading``.)
+        m.d.comb += memory.write_command.payload.fill.eq(clear_active)
         for g in range(p.control_copies):
             data_bits, strobe_bits = _columns(p, g)
             m.d.comb += [
-                memory.write_data.payload.data[data_bits].eq(
+                memory.write_data.data[data_bits].eq(
                     Mux(writing_copies[g], current.data[data_bits],
                         Mux(clear_copies[g], 0, state[data_bits]))),
-                memory.write_data.payload.strobe[strobe_bits].eq(
+                memory.write_data.strobe[strobe_bits].eq(
                     Mux(writing_copies[g], current.byte_enable[strobe_bits], -1)),
             ]
 
@@ -337,11 +355,41 @@ class CxlMemController(wiring.Component):
         idle = Signal()
         taken = Signal()        # a request is accepted this clock (see _accept)
         with m.If(idle & control.table_ready & ~clear_pending):
-            self._accept(m, params, req_queue, rwd_queue, current, pop_req, pop_rwd, taken)
+            self._accept(m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken)
 
         def to_idle():
             m.next = "IDLE"
             m.d.sync += idle.eq(1)
+
+        # What IDLE and WINDOW do to the registers beside the engine, on flags of their own that
+        # say the engine is in that state, rather than on a decode of the engine's state.
+        windowing = Signal()
+        with m.If(idle):
+            m.d.sync += [memory_error.eq(0), beats.eq(0), issued.eq(0), more_words.eq(1),
+                         captured.eq(0), sub.eq(0), staged.eq(0),
+                         reply_poison.eq(0), reply_nxm.eq(0), decode_wait.eq(0),
+                         reply_zero.eq(-1)]
+        with m.If(windowing):
+            # Loads word ``issued`` into the window registers whenever they are free or being
+            # issued; a register read returns its data READ_LATENCY clocks after it is issued.
+            reading = current.read
+            with m.If(more_words & staged & (~window_pending | window_fire)):
+                m.d.sync += [
+                    window_pending.eq(1),
+                    window_read.eq(reading),
+                    window_write.eq(~reading & group_whole[group]),
+                    window_addr.eq(window_word + issued),
+                    window_wdata.eq(group_data[group]),
+                    issued.eq(issued + 1),
+                    more_words.eq(issued + 1 != words),
+                    sub.eq((issued + 1)[:sub_bits]),
+                    staged.eq(0),
+                ]
+            with m.Elif(window_fire):
+                m.d.sync += window_pending.eq(0)
+            m.d.sync += capture.eq(Cat(window_fire & window_read, capture[:-1]))
+            with m.If(capture[-1]):
+                m.d.sync += captured.eq(captured + 1)
 
         with m.FSM(name="engine"):
             with m.State("START"):
@@ -351,17 +399,14 @@ class CxlMemController(wiring.Component):
                 to_idle()
 
             with m.State("IDLE"):
-                m.d.sync += [memory_error.eq(0), beats.eq(0), issued.eq(0), captured.eq(0),
-                             sub.eq(0), staged.eq(0),
-                             reply_poison.eq(0), reply_nxm.eq(0), decode_wait.eq(0),
-                             reply_zero.eq(-1)]
+                # The request's registers are cleared on the ``idle`` flag (see above).
                 with m.If(~control.table_ready):
                     pass            # an APPLY is copying the region table: wait for all of it
                 with m.Elif(clear_pending):
                     m.d.sync += [clear_pending.eq(0), clear_active.eq(1), idle.eq(0)]
                     m.next = "CLEAR"
                 with m.Elif(taken):
-                    m.d.sync += idle.eq(0)
+                    m.d.sync += [idle.eq(0), decoding.eq(1)]
                     m.next = "DECODE"
 
             with m.State("DECODE"):
@@ -370,46 +415,22 @@ class CxlMemController(wiring.Component):
                 with m.If(~control.table_ready):
                     m.d.sync += decode_wait.eq(0)
                 with m.Elif(decode_wait == AddressDecoder.LATENCY):
-                    state_path = aggregates(decoder.decoded.mode)
-                    m.d.sync += [
-                        decoded.eq(decoder.decoded),
-                        run_address.eq(Mux(state_path, decoder.decoded.state_address,
-                                           current.address)),
-                        run_lines.eq(Mux(state_path, p.state_lines, 1)),
-                    ]
+                    m.d.sync += decoding.eq(0)
                     m.next = "DISPATCH"
                 with m.Else():
                     m.d.sync += decode_wait.eq(decode_wait + 1)
 
             with m.State("DISPATCH"):
                 self._dispatch(m, current, decoded, memory, events, reply_nxm, state_reading,
-                               line_reading, line_writing, to_idle)
+                               line_reading, line_writing, windowing, to_idle)
 
             with m.State("WINDOW"):
-                # Loads word ``issued`` into the window registers whenever they are free or
-                # being issued; a register read returns its data READ_LATENCY clocks after it
-                # is issued.
-                reading = current.operation == Operation.READ
-                more = issued != words
-                with m.If(more & staged & (~window_pending | window_fire)):
-                    m.d.sync += [
-                        window_pending.eq(1),
-                        window_read.eq(reading),
-                        window_write.eq(~reading & group_whole[group]),
-                        window_addr.eq(window_word + issued),
-                        window_wdata.eq(group_data[group]),
-                        issued.eq(issued + 1),
-                        sub.eq((issued + 1)[:sub_bits]),
-                        staged.eq(0),
-                    ]
-                with m.Elif(window_fire):
-                    m.d.sync += window_pending.eq(0)
-                m.d.sync += capture.eq(Cat(window_fire & window_read, capture[:-1]))
-                with m.If(capture[-1]):
-                    m.d.sync += captured.eq(captured + 1)
-                with m.If(reading & (captured == words)):
+                # The word loop runs on the ``windowing`` flag (see above).
+                with m.If(current.read & (captured == words)):
+                    m.d.sync += windowing.eq(0)
                     m.next = "REPLY_DATA"
-                with m.Elif(~reading & ~more & ~window_pending):
+                with m.Elif(~current.read & ~more_words & ~window_pending):
+                    m.d.sync += windowing.eq(0)
                     m.next = "REPLY_DONE"
 
             with m.State("LINE_READ"):
@@ -439,20 +460,18 @@ class CxlMemController(wiring.Component):
                     # The state is unknown: change nothing, answer with poisoned data.
                     m.d.comb += events.mem_error.eq(1)
                     m.d.sync += reply_poison.eq(1)
-                    with m.If(current.operation == Operation.READ):
+                    with m.If(current.read):
                         m.next = "REPLY_DATA"
                     with m.Else():
                         m.next = "REPLY_DONE"
                 with m.Else():
                     m.d.comb += datapath.request.valid.eq(1)
-                    m.d.sync += state_result.eq(-1)         # every copy
                     m.next = "RESULT"
 
             with m.State("RESULT"):
                 with m.If(datapath.response.valid):
                     self._count_result(m, current, result, events)
-                    m.d.sync += [beats.eq(0), state_result.eq(0)]
-                    with m.If(current.operation == Operation.READ):
+                    with m.If(current.read):
                         m.next = "REPLY_DATA"
                     with m.Elif(result.status.accepted):
                         m.d.comb += memory.write_command.valid.eq(1)
@@ -462,11 +481,9 @@ class CxlMemController(wiring.Component):
                         m.next = "REPLY_DONE"
 
             with m.State("STATE_WRITE"):
-                with m.If(sending_late & memory.write_data.ready):
-                    m.d.sync += beats.eq(beats + 1)
-                    with m.If(beats == p.state_lines - 1):
-                        m.d.sync += state_sending.eq(0)
+                # Each group counts the lines it gives (_write_offers).
                 with m.If(memory.write_done):
+                    m.d.sync += state_sending.eq(0)
                     m.d.comb += events.mem_error.eq(memory.write_error)
                     m.next = "REPLY_DONE"
 
@@ -492,15 +509,13 @@ class CxlMemController(wiring.Component):
                 m.d.sync += [
                     clear_wanted.eq(clear_exists & clear_target.enable
                                     & aggregates(clear_target.mode)),
-                    run_address.eq(clear_target.acc),
                     clear_lines.eq((clear_target.end - clear_target.base)
                                    [p.line_bytes.bit_length() - 1:]),
                 ]
                 m.next = "CLEAR_SIZE"
 
             with m.State("CLEAR_SIZE"):
-                m.d.sync += run_lines.eq(times_constant(clear_lines, p.state_lines))
-                m.next = "CLEAR_START"
+                m.next = "CLEAR_START"      # the run registers load the clear's run
 
             with m.State("CLEAR_START"):
                 with m.If(clear_wanted):
@@ -519,13 +534,33 @@ class CxlMemController(wiring.Component):
                     to_idle()
         return m
 
-    def _state_buffer(self, m, memory, response, reading, result, sending):
+    def _write_offers(self, m, memory, sending, writing):
+        """Each group of columns offers the memory master its part of the lines of a write-back
+        (``state_lines`` of them, while its copy of ``sending``) or of an identity write (one,
+        while its copy of ``writing``), counting the lines taken itself, so that its valid and
+        the enables that follow the handshake come from registers of its own. Returns, per
+        group, whether it offers a line of the write-back (the state buffer shifts when it is
+        taken)."""
+        p = self._params.datapath
+        sending_lines = []
+        for g in range(p.control_copies):
+            sent = Signal(range(p.state_lines + 1), name=f"lines_sent_{g}")
+            sending_line = sending[g] & (sent != p.state_lines)
+            m.d.comb += memory.write_valid[g].eq(sending_line | (writing[g] & (sent == 0)))
+            with m.If(~sending[g] & ~writing[g]):
+                m.d.sync += sent.eq(0)
+            with m.Elif(memory.write_valid[g] & memory.write_ready[g]):
+                m.d.sync += sent.eq(sent + 1)
+            sending_lines.append(sending_line)
+        return sending_lines
+
+    def _state_buffer(self, m, memory, datapath, reading, sending_lines):
         """The accumulator state's memory image (``state_lines`` lines), kept as one register
         per group of columns; returns the image. A group shifts down by one line, the memory's
-        read beat entering at the top, while ``reading`` and a beat is valid or while
-        ``sending`` and the memory takes one; it loads the datapath's result while ``result``
-        and the response is valid. Each group follows its own copy (bit) of the three flags and
-        of the memory's read valid."""
+        read beat entering at the top, while ``reading`` and a beat is valid or when the memory
+        master takes the line it offers of a write-back (``sending_lines``); it loads the
+        datapath's result when the response is valid. Each group follows its own copy (bit) of
+        ``reading``, of the read's valid, of the write handshake and of the response's valid."""
         p = self._params.datapath
         width = p.control_copy_bits
         groups = []
@@ -534,10 +569,11 @@ class CxlMemController(wiring.Component):
             columns = range(g * width, (g + 1) * width)
             incoming = memory.read_data.payload.data[g * width:][:width]
             with m.If((reading[g] & memory.read_valid_copies[g])
-                      | (sending[g] & memory.write_data.ready)):
+                      | (sending_lines[g] & memory.write_ready[g])):
                 m.d.sync += group.eq(Cat(group[width:], incoming))
-            with m.Elif(result[g] & response.valid):
-                m.d.sync += group.eq(planes_of_state(p, response.payload.state, columns))
+            with m.Elif(datapath.response_valid_copies[g]):
+                m.d.sync += group.eq(planes_of_state(p, datapath.response.payload.state,
+                                                     columns))
             groups.append(group)
         state = Signal(p.state_lines * p.line_bits)
         m.d.comb += state.eq(Cat(group[line * width:][:width]
@@ -565,16 +601,42 @@ class CxlMemController(wiring.Component):
             m.d.comb += [copy[name].eq(copies[g]) for name, copies in following.items()]
 
     def _ingress(self, m):
-        """The two ingress queues; their levels drive DevLoad."""
+        """The ingress queues; returns the Req queue, the RwD queue and the RwD lines' queues.
+        Their levels (the RwD queue's for RwDs) drive DevLoad.
+
+        An RwD's line and byte enables wait in one queue per group of columns
+        (:func:`_columns`), the rest of the message (:func:`_rwd_header_layout`) in the RwD
+        queue: every queue takes every RwD the host sends, and each line queue is popped by
+        its group's own copy of the pop (:meth:`_load_line`), so that a queue's pointers and
+        level sit beside the columns they address. The queues are alike, take and give up the
+        same messages on the same clocks, and so always hold the same number. Each gives its
+        head from a register (``SyncFIFOBuffered``), not from a read of its memory."""
+        p = self._params.datapath
         depth = self._params.queue_depth
-        queues = []
-        for name, channel in (("req_queue", self.m2s_req), ("rwd_queue", self.m2s_rwd)):
-            queue = fifo.SyncFIFOBuffered(width=channel.payload.shape().size, depth=depth)
-            m.submodules[name] = queue
-            m.d.comb += [queue.w_data.eq(channel.payload), queue.w_en.eq(channel.valid),
-                         channel.ready.eq(queue.w_rdy)]
-            queues.append(queue)
-        return queues
+        req_queue = fifo.SyncFIFOBuffered(width=m2s_req_layout().size, depth=depth)
+        m.submodules.req_queue = req_queue
+        m.d.comb += [req_queue.w_data.eq(self.m2s_req.payload),
+                     req_queue.w_en.eq(self.m2s_req.valid),
+                     self.m2s_req.ready.eq(req_queue.w_rdy)]
+
+        rwd = self.m2s_rwd.payload
+        header = Signal(_rwd_header_layout(p.line_bits))
+        m.d.comb += [header[name].eq(rwd[name]) for name, _ in m2s_rwd_layout(p.line_bits)
+                     if name not in ("data", "byte_enable")]
+        m.d.comb += header.full_mask.eq(rwd.byte_enable.all())
+        rwd_queue = fifo.SyncFIFOBuffered(width=len(header.as_value()), depth=depth)
+        m.submodules.rwd_queue = rwd_queue
+        m.d.comb += [rwd_queue.w_data.eq(header), rwd_queue.w_en.eq(self.m2s_rwd.valid),
+                     self.m2s_rwd.ready.eq(rwd_queue.w_rdy)]
+        line_queues = []
+        for g in range(p.control_copies):
+            data_bits, strobe_bits = _columns(p, g)
+            queue = fifo.SyncFIFOBuffered(width=p.control_copy_bits * 9 // 8, depth=depth)
+            m.submodules[f"line_queue_{g}"] = queue
+            m.d.comb += [queue.w_data.eq(Cat(rwd.data[data_bits], rwd.byte_enable[strobe_bits])),
+                         queue.w_en.eq(self.m2s_rwd.valid)]
+            line_queues.append(queue)
+        return req_queue, rwd_queue, line_queues
 
     @staticmethod
     def _window_word_groups(m, current, words, sub_bits, sub):
@@ -593,17 +655,17 @@ class CxlMemController(wiring.Component):
                          whole[-1].eq(enables.word_select(sub, 4).all())]
         return Array(data), Array(whole)
 
-    def _accept(self, m, params, req_queue, rwd_queue, current, pop_req, pop_rwd, taken):
+    def _accept(self, m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken):
         """While the engine may take a request (in IDLE, with the region table ready and no
         clear pending): load the next host request into ``current`` (every such clock, whether
         or not one is waiting; the line itself follows in :meth:`_load_line`), alternating
         between the channels when both have one waiting, and drive ``taken`` if one was (IDLE
-        leaves on it). The queue gives up the request on the next clock (``pop_req`` or
-        ``pop_rwd``, registers), so that no path runs from the engine's decisions into the
+        leaves on it). The queue gives up the request later (``pop_req``, or ``rwd_taken`` and
+        then ``pop_rwd``: registers), so that no path runs from the engine's decisions into the
         queues."""
         p = params.datapath
         req = m2s_req_layout()(req_queue.r_data)
-        rwd = m2s_rwd_layout(p.line_bits)(rwd_queue.r_data)
+        rwd = _rwd_header_layout(p.line_bits)(rwd_queue.r_data)
         prefer_rwd = Signal()
         take_rwd = rwd_queue.r_rdy & (prefer_rwd | ~req_queue.r_rdy)
         take_req = req_queue.r_rdy & ~take_rwd
@@ -617,6 +679,7 @@ class CxlMemController(wiring.Component):
             m.d.sync += [
                 current.operation.eq(Mux(supported, Operation.WRITE, Operation.UNSUPPORTED)),
                 current.write.eq(supported),
+                current.read.eq(0),
                 current.tag.eq(rwd.tag),
                 current.ld_id.eq(rwd.ld_id),
                 current.address.eq(Cat(Const(0, offset_bits), rwd.address[:line_bits])),
@@ -638,6 +701,7 @@ class CxlMemController(wiring.Component):
             m.d.sync += [
                 current.operation.eq(operation),
                 current.write.eq(0),
+                current.read.eq(operation == Operation.READ),
                 current.tag.eq(req.tag),
                 current.ld_id.eq(req.ld_id),
                 current.address.eq(Cat(Const(0, offset_bits), line[:line_bits])),
@@ -648,33 +712,34 @@ class CxlMemController(wiring.Component):
         with m.If(take_req):
             m.d.sync += [pop_req.eq(1), prefer_rwd.eq(1)]
         with m.Elif(take_rwd):
-            m.d.sync += [pop_rwd.eq(-1), prefer_rwd.eq(0)]
+            m.d.sync += [rwd_taken.eq(1), prefer_rwd.eq(0)]
 
-    def _load_line(self, m, rwd_queue, current, pop_rwd):
-        """Load the line and byte enables of an RwD into ``current`` on the clock its queue gives
-        it up (``pop_rwd``: in DECODE, which does not read them), each group of columns by its
-        own copy of ``pop_rwd``, so no decode of the engine's state reaches the line. A Req
-        carries no data and leaves them as they were; they are not read for it. MemWr writes
-        the whole line whatever the mask says."""
+    def _load_line(self, m, rwd_queue, line_queues, current, pop_rwd, pop_copies):
+        """Load the line and byte enables of an RwD into ``current`` on the clock its queues give
+        it up (``pop_rwd``: in DECODE, which does not read them), each group of columns from its
+        own queue on its own copy of the pop (``pop_copies``), so no decode of the engine's
+        state reaches the line. A Req carries no data and leaves them as they were; they are
+        not read for it. MemWr writes the whole line whatever the mask says."""
         p = self._params.datapath
-        rwd = m2s_rwd_layout(p.line_bits)(rwd_queue.r_data)
+        rwd = _rwd_header_layout(p.line_bits)(rwd_queue.r_data)
         whole = rwd.opcode == RwDOpcode.MEM_WR
-        for g in range(p.control_copies):
+        for g, queue in enumerate(line_queues):
             data_bits, strobe_bits = _columns(p, g)
-            with m.If(pop_rwd[g]):
-                m.d.sync += [current.data[data_bits].eq(rwd.data[data_bits]),
-                             current.byte_enable[strobe_bits].eq(
-                                 Mux(whole, -1, rwd.byte_enable[strobe_bits]))]
-        with m.If(pop_rwd[0]):
-            m.d.sync += current.full_line.eq(whole | rwd.byte_enable.all())
+            line, mask = queue.r_data[:p.control_copy_bits], queue.r_data[p.control_copy_bits:]
+            m.d.comb += queue.r_en.eq(pop_copies[g])
+            with m.If(pop_copies[g]):
+                m.d.sync += [current.data[data_bits].eq(line),
+                             current.byte_enable[strobe_bits].eq(Mux(whole, -1, mask))]
+        with m.If(pop_rwd):
+            m.d.sync += current.full_line.eq(whole | rwd.full_mask)
 
-    def _dispatch(self, m, current, decoded, memory, events, reply_nxm, state_reading,
-                  line_reading, line_writing, to_idle):
-        """Choose the path of the request just accepted, and start it. The memory master is idle
+    @staticmethod
+    def _dispatch(m, current, decoded, memory, events, reply_nxm, state_reading, line_reading,
+                  line_writing, windowing, to_idle):
+        """Choose the path of the request just decoded, and start it. The memory master is idle
         here (every earlier command has finished), so its command register is empty and takes
         the command (``run_address``, ``run_lines``, set in DECODE) at once."""
         operation = current.operation
-        reading = operation == Operation.READ
         with m.If(operation == Operation.SPECULATIVE):
             to_idle()
         with m.Elif(operation == Operation.UNSUPPORTED):
@@ -684,7 +749,7 @@ class CxlMemController(wiring.Component):
             m.next = "REPLY_DONE"
         with m.Elif(current.out_of_range):
             m.d.comb += events.bad_address.eq(1)
-            with m.If(reading):
+            with m.If(current.read):
                 m.d.sync += reply_nxm.eq(1)     # with the zero data loaded in IDLE
                 m.next = "REPLY_DATA"
             with m.Else():
@@ -693,12 +758,13 @@ class CxlMemController(wiring.Component):
             m.d.comb += events.poison.eq(1)
             m.next = "REPLY_DONE"
         with m.Elif(decoded.window):
+            m.d.sync += windowing.eq(1)
             m.next = "WINDOW"
         with m.Elif(aggregates(decoded.mode)):
             m.d.comb += memory.read_command.valid.eq(1)
             m.d.sync += state_reading.eq(1)
             m.next = "STATE_READ"
-        with m.Elif(reading):
+        with m.Elif(current.read):
             m.d.comb += memory.read_command.valid.eq(1)
             m.d.sync += line_reading.eq(1)
             m.next = "LINE_READ"

@@ -20,7 +20,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregates
-from .pipeline import PipelineRegister
+from .pipeline import PipelineRegister, register_copies
 
 __all__ = ["state_layout", "planes_of_state", "state_of_planes", "request_layout",
            "decision_inputs_layout",
@@ -503,7 +503,7 @@ class AggregationDatapath(wiring.Component):
     user_width : int
         Width of the ``user`` tag carried alongside each request.
     replicated_inputs : bool
-        Add the port ``decision_inputs``.
+        Add the ports ``decision_inputs`` and ``response_valid_copies``.
 
     Members
     -------
@@ -516,6 +516,10 @@ class AggregationDatapath(wiring.Component):
         (the status of the request's fields), so that an owner that keeps them in registers
         by each copy's line bits has no net from one register to every copy in front of the
         first pipeline register.
+    response_valid_copies : Out(control_copies)
+        Only with ``replicated_inputs``: ``response.valid``, once per control copy, each a
+        flip-flop of its own, for an owner whose groups of columns each take the response on
+        an enable of their own.
     """
 
     def __init__(self, params=DatapathParams(), *, user_width=16, replicated_inputs=False):
@@ -537,6 +541,7 @@ class AggregationDatapath(wiring.Component):
         if replicated_inputs:
             members["decision_inputs"] = In(data.ArrayLayout(decision_inputs_layout(params),
                                                              params.control_copies))
+            members["response_valid_copies"] = Out(params.control_copies)
         super().__init__(members)
 
     @property
@@ -579,4 +584,9 @@ class AggregationDatapath(wiring.Component):
                 wiring.connect(m, upstream, register.sink)
                 upstream = register.source
         wiring.connect(m, upstream, wiring.flipped(self.response))
+        if self._replicated_inputs:
+            # The last stage is always registered: its register's input is the response's
+            # valid a clock early.
+            m.d.comb += self.response_valid_copies.eq(Cat(register_copies(
+                m, stage.source.valid, p.control_copies, "response_valid_copy")))
         return m

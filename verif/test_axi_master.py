@@ -1,6 +1,7 @@
-"""In ``amaranth.sim``: :class:`hdl.axi.AxiLineMaster`'s write data path (its skid buffer)
-under a random owner and a random ``WREADY``: every line of a run reaches ``WDATA`` and
-``WSTRB`` once, in order, and the run ends with one ``write_done``."""
+"""In ``amaranth.sim``: :class:`hdl.axi.AxiLineMaster`'s write data path (its skid buffer, kept
+in groups of columns) under a random owner and a random ``WREADY``: every line of a run
+reaches ``WDATA`` and ``WSTRB`` once, in order, every group's ready agrees, a fill run writes
+the owner's line to every line of the run, and each run ends with one ``write_done``."""
 
 import random
 
@@ -11,6 +12,8 @@ from hdl.axi import RESP_OKAY, AxiLineMaster
 from verif.sim_streams import send
 
 LINE_BITS = 32
+COPIES = 4                      # groups of columns, each with its own handshake
+EVERY_GROUP = (1 << COPIES) - 1
 ADDRESS = 0x100
 
 
@@ -48,24 +51,25 @@ def _simulate(master, owner, wready):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_write_run_under_random_valid_and_wready(seed):
     rng = random.Random(seed)
-    master = AxiLineMaster(line_bits=LINE_BITS, address_bits=16)
+    master = AxiLineMaster(line_bits=LINE_BITS, address_bits=16, copies=COPIES)
     lines = [(rng.getrandbits(LINE_BITS), rng.getrandbits(LINE_BITS // 8)) for _ in range(20)]
     stalls = [rng.random() < 0.6 for _ in range(2000)]
-    done = []
+    done, readies = [], set()
 
     async def owner(ctx):
-        await send(ctx, master.write_command, address=ADDRESS, beats=len(lines))
+        await send(ctx, master.write_command, address=ADDRESS, beats=len(lines), fill=0)
         for data, strobe in lines:
-            ctx.set(master.write_data.payload.data, data)
-            ctx.set(master.write_data.payload.strobe, strobe)
-            ctx.set(master.write_data.valid, rng.random() < 0.8)
+            ctx.set(master.write_data.data, data)
+            ctx.set(master.write_data.strobe, strobe)
             while True:
-                valid, ready = ctx.get(master.write_data.valid), ctx.get(master.write_data.ready)
+                offered = rng.random() < 0.8
+                ctx.set(master.write_valid, EVERY_GROUP if offered else 0)
+                ready = ctx.get(master.write_ready)
+                readies.add(ready)
                 await ctx.tick()
-                if valid and ready:
+                if offered and ready:
                     break
-                ctx.set(master.write_data.valid, rng.random() < 0.8)
-        ctx.set(master.write_data.valid, 0)
+        ctx.set(master.write_valid, 0)
         await ctx.tick().until(master.write_done)
         done.append(ctx.get(master.write_error))
 
@@ -73,4 +77,42 @@ def test_write_run_under_random_valid_and_wready(seed):
     for i, (got, pushed) in enumerate(zip(beats, lines)):
         assert got == pushed, f"seed {seed}: line {i}: WDATA/WSTRB {got}, pushed {pushed}"
     assert len(beats) == len(lines), f"seed {seed}: {len(beats)} W beats for {len(lines)} lines"
+    assert readies <= {0, EVERY_GROUP}, f"seed {seed}: the groups' write_ready differ: {readies}"
     assert done == [0], f"seed {seed}: write_done/write_error {done}"
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_fill_run_writes_the_owners_line_to_every_line(seed):
+    """A fill run after an ordinary one (whose last line the output registers still hold)
+    writes the owner's line, not the held one, on every beat."""
+    rng = random.Random(seed)
+    master = AxiLineMaster(line_bits=LINE_BITS, address_bits=16, copies=COPIES)
+    first = (rng.getrandbits(LINE_BITS), rng.getrandbits(LINE_BITS // 8))
+    fill = (rng.getrandbits(LINE_BITS), rng.getrandbits(LINE_BITS // 8))
+    stalls = [rng.random() < 0.5 for _ in range(2000)]
+    done, taken = [], []
+
+    async def owner(ctx):
+        await send(ctx, master.write_command, address=ADDRESS, beats=1, fill=0)
+        ctx.set(master.write_data.data, first[0])
+        ctx.set(master.write_data.strobe, first[1])
+        ctx.set(master.write_valid, EVERY_GROUP)
+        await ctx.tick().until(master.write_ready == EVERY_GROUP)
+        ctx.set(master.write_valid, 0)
+        await ctx.tick().until(master.write_done)
+        done.append(ctx.get(master.write_error))
+        ctx.set(master.write_data.data, fill[0])
+        ctx.set(master.write_data.strobe, fill[1])
+        await send(ctx, master.write_command, address=ADDRESS, beats=7, fill=1)
+        async for _, _, done_now, error in ctx.tick().sample(master.write_done,
+                                                             master.write_error):
+            if done_now:
+                done.append(error)
+                break
+
+    beats = _simulate(master, owner, wready=lambda clock: not stalls[clock % len(stalls)])
+    expected = [first] + [fill] * 7
+    wrong = [(i, got, want) for i, (got, want) in enumerate(zip(beats, expected)) if got != want]
+    assert not wrong, f"seed {seed}: (beat, WDATA/WSTRB, expected) {wrong[:3]}"
+    assert len(beats) == len(expected), f"seed {seed}: {len(beats)} W beats, not {len(expected)}"
+    assert done == [0, 0], f"seed {seed}: write_done/write_error {done}"

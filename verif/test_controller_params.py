@@ -41,8 +41,10 @@ def test_controller_refuses_other_params():
      "id_bits must be an integer of at least 1, not 0"),
     ({"line_bits": 512, "address_bits": 32, "copies": 0},
      "copies must be an integer of at least 1, not 0"),
-    ({"line_bits": 8, "address_bits": 32, "copies": 9},
-     "copies must be at most line_bits (8), not 9"),
+    ({"line_bits": 64, "address_bits": 32, "copies": 16},
+     "copies must be a power of two of at most line_bits // 8 (8), not 16"),
+    ({"line_bits": 64, "address_bits": 32, "copies": 3},
+     "copies must be a power of two of at most line_bits // 8 (8), not 3"),
 ])
 def test_axi_master_params_refused(kwargs, message):
     with pytest.raises(ValueError) as error:

@@ -22,10 +22,10 @@ from verif.vectors import concat_requests, directed_requests, random_requests
 SEED = 7
 
 
-def simulate_stream(dut, sink, source, payloads, *, idle, timeout=None):
+def simulate_stream(dut, sink, source, payloads, *, idle, timeout=None, watch=None):
     """Push ``payloads`` into the always-ready stream ``sink``, one per clock except on cycles
     from ``idle``; collect what ``source`` is valid with. Returns the received payload ints in
-    order."""
+    order. ``watch``, if given, is a process run beside them."""
     received = []
     timeout = timeout or 20 * (len(payloads) + 10)
 
@@ -52,6 +52,8 @@ def simulate_stream(dut, sink, source, payloads, *, idle, timeout=None):
     sim.add_clock(1e-8)
     sim.add_testbench(producer)
     sim.add_testbench(consumer)
+    if watch is not None:
+        sim.add_process(watch)
     sim.run()
     return received
 
@@ -59,9 +61,20 @@ def simulate_stream(dut, sink, source, payloads, *, idle, timeout=None):
 def check_datapath(params, req, *, idle, seed, replicated_inputs=False):
     """Run ``req`` through the datapath and compare with the golden model. With
     ``replicated_inputs``, every copy of ``decision_inputs`` is the request's own fields, as an
-    owner's registers would hold them."""
+    owner's registers would hold them, and every copy of ``response_valid_copies`` must equal
+    the response's valid on every clock."""
     dut = top = AggregationDatapath(params, replicated_inputs=replicated_inputs)
+    differing = []      # (clock, response valid, its copies)
+    watch = None
     if replicated_inputs:
+        async def watch(ctx):
+            clock = 0
+            async for _, _, valid, copies in ctx.tick().sample(dut.response.valid,
+                                                                dut.response_valid_copies):
+                if copies != (-valid) % (1 << params.control_copies):
+                    differing.append((clock, valid, f"{copies:#x}"))
+                clock += 1
+
         top = Module()
         top.submodules.datapath = dut
         fields = dut.request.payload
@@ -71,7 +84,10 @@ def check_datapath(params, req, *, idle, seed, replicated_inputs=False):
                            copy.contribute.eq(fields.contribute),
                            copy.full_line.eq(fields.byte_enable.all())]
     words = simulate_stream(top, dut.request, dut.response,
-                            request_payloads(dut.request.payload.shape(), req), idle=idle)
+                            request_payloads(dut.request.payload.shape(), req), idle=idle,
+                            watch=watch)
+    assert not differing, (f"{params.name}, seed {seed}: response_valid_copies differ from "
+                           f"response.valid at (clock, valid, copies) {differing[:5]}")
     actual = decode_responses(params, dut.response.payload.shape(), words)
     errors = compare_responses(params, req, run_datapath(params, req), actual,
                                 context=f"{params.name}, seed {seed}")
