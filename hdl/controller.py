@@ -75,10 +75,11 @@ def _copies(m, flag, count):
 
     A copy holds a decision from two clocks after the clock in which the engine makes it. That
     is soon enough for a flag that the engine sets no later than the clock in which it makes a
-    memory command valid: the memory master takes a write's first line two clocks later at the
-    earliest (its command register, then its countdown), and a read's first line comes later
-    still. A copy is cleared a clock after ``flag``, when the run's last line has moved and no
-    other line can move before the next command."""
+    memory read command valid: the read's first line comes back four clocks later at the
+    earliest (the master's command register, its address, the memory, its read register). A
+    write's lines are offered by the groups themselves, on their copies (``_write_offers``), so
+    they simply start two clocks after the decision. A copy is cleared a clock after ``flag``,
+    when the run's last line has moved and no other line can move before the next command."""
     return register_copies(m, flag, count, f"{flag.name}_copy")
 
 
@@ -540,11 +541,16 @@ class CxlMemController(wiring.Component):
         while its copy of ``writing``), counting the lines taken itself, so that its valid and
         the enables that follow the handshake come from registers of its own. Returns, per
         group, whether it offers a line of the write-back (the state buffer shifts when it is
-        taken)."""
+        taken).
+
+        A group's count starts (at reset) as if every line had been given, and restarts from
+        zero once both its copies are low: the copies have no reset (``register_copies``), so
+        for a clock after a reset in the middle of a run they may still say that a run is on,
+        and no line may be offered for it."""
         p = self._params.datapath
         sending_lines = []
         for g in range(p.control_copies):
-            sent = Signal(range(p.state_lines + 1), name=f"lines_sent_{g}")
+            sent = Signal(range(p.state_lines + 1), init=p.state_lines, name=f"lines_sent_{g}")
             sending_line = sending[g] & (sent != p.state_lines)
             m.d.comb += memory.write_valid[g].eq(sending_line | (writing[g] & (sent == 0)))
             with m.If(~sending[g] & ~writing[g]):

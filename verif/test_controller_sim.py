@@ -2,10 +2,11 @@
 answers the host with poisoned data, a write error still completes, and both set
 ``STATUS.MEM_ERROR``; a contribution whose state read failed changes nothing. And line writes
 to the register window at every line width the controller takes: whole words written, the
-rest untouched."""
+rest untouched. And a reset in the middle of a write."""
 
 import numpy as np
 import pytest
+from amaranth import ClockDomain, Module
 from amaranth.sim import Simulator
 
 from hdl.axi import RESP_OKAY
@@ -176,3 +177,43 @@ def test_window_line_writes_take_whole_words_only(line_bits):
                     f"enables {enables[w]:#x}): read {got[w]:#010x}, expected " \
                     f"{expected[w]:#010x}"
     _run(testbench, params)
+
+
+@pytest.mark.parametrize("reset_clocks", [1, 2])
+def test_reset_during_a_write_sends_no_line_after_it(reset_clocks):
+    """A reset while an identity write waits for its response (which never comes) ends it:
+    the one line written before the reset is the only W beat, even with a reset of one clock
+    (the per-group copies that offer the line have no reset, see ``_write_offers``)."""
+    dut = CxlMemController(PARAMS)
+    top = Module()
+    top.domains.sync = domain = ClockDomain("sync")
+    top.submodules.dut = dut
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    beats = []          # (clock, WDATA, in reset)
+
+    async def memory(ctx):
+        for ready in (dut.axi.awready, dut.axi.wready):
+            ctx.set(ready, 1)
+        clock = 0
+        async for _, wvalid, wdata, reset in ctx.posedge(domain.clk).sample(
+                dut.axi.wvalid, dut.axi.wdata, domain.rst):     # tick() stops at a reset
+            if wvalid:
+                beats.append((clock, wdata, reset))
+            clock += 1
+
+    async def host(ctx):
+        await send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=3, byte_enable=0xFF,
+                   address=5, data=0x1122334455667788)
+        await ctx.tick().repeat(15)
+        ctx.set(domain.rst, 1)
+        for _ in range(reset_clocks):
+            await ctx.posedge(domain.clk)
+        ctx.set(domain.rst, 0)
+        await ctx.tick().repeat(20)
+
+    sim.add_process(memory)
+    sim.add_testbench(host)
+    sim.run()
+    assert [data for _, data, _ in beats] == [0x1122334455667788], \
+        f"{reset_clocks}-clock reset: W beats (clock, data, in reset) {beats}"
