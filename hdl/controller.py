@@ -637,7 +637,8 @@ class CxlMemController(wiring.Component):
         line_queues = []
         for g in range(p.control_copies):
             data_bits, strobe_bits = _columns(p, g)
-            queue = fifo.SyncFIFOBuffered(width=p.control_copy_bits * 9 // 8, depth=depth)
+            queue = fifo.SyncFIFOBuffered(width=p.control_copy_bits + p.control_copy_bits // 8,
+                                          depth=depth)
             m.submodules[f"line_queue_{g}"] = queue
             m.d.comb += [queue.w_data.eq(Cat(rwd.data[data_bits], rwd.byte_enable[strobe_bits])),
                          queue.w_en.eq(self.m2s_rwd.valid)]
