@@ -36,9 +36,10 @@ class AddressDecoder(wiring.Component):
     selected by an AND-OR of the hits rather than a priority chain.
 
     ``decoded`` is that of the ``address``, ``enable`` and ``regions`` of ``LATENCY`` clocks
-    earlier, one registered step each: the compares (each bound of each region on its own);
-    the hits and the selection; the state address sum. Its user holds the inputs steady for
-    ``LATENCY`` clocks before reading it.
+    earlier, one registered step each: the compares, each bound of each region in two halves
+    (the high halves' order and equality, the low halves' order); the hits; the selection; the
+    state address sum. Its user holds the inputs steady for ``LATENCY`` clocks before reading
+    it.
 
     Members
     -------
@@ -49,7 +50,7 @@ class AddressDecoder(wiring.Component):
     """
 
     #: Clocks from a steady input to its ``decoded``.
-    LATENCY = 3
+    LATENCY = 4
 
     def __init__(self, params=ControllerParams()):
         self._params = params
@@ -65,32 +66,38 @@ class AddressDecoder(wiring.Component):
         p = self._params
         address, out = self.address, self.decoded
 
-        # Step 1: the compares and the address part of the state address,
+        # Step 1: the compares in halves, and the address part of the state address,
         # (address - base) / line_bytes * state_lines * line_bytes + acc
         #   = address * state_lines + state_offset (state_offset precomputed at APPLY).
         line_shift = p.datapath.line_bytes.bit_length() - 1
         line_address = Cat(Const(0, line_shift), address[line_shift:])
         scaled = Signal(p.address_bits)
         window = Signal()
-        above_base = Signal(p.regions)      # base <= address
-        below_end = Signal(p.regions)       # address < end
         enabled = Signal(p.regions)         # the region may hit: enabled, not the window
         window_hit = ((address >= p.window_base)
                       & (address < p.window_base + p.window_bytes))
         m.d.sync += [
             scaled.eq(times_constant(line_address, p.datapath.state_lines)),
             window.eq(window_hit),
-            above_base.eq(Cat(region.base <= address for region in self.regions)),
-            below_end.eq(Cat(address < region.end for region in self.regions)),
             enabled.eq(Cat(self.enable & ~window_hit & region.enable
                            for region in self.regions)),
         ]
+        above_base = Cat(_ordered(m, region.base, address, f"above_base_{r}", or_equal=True)
+                         for r, region in enumerate(self.regions))
+        below_end = Cat(_ordered(m, address, region.end, f"below_end_{r}", or_equal=False)
+                        for r, region in enumerate(self.regions))
 
-        # Step 2: the matching region's fields (all zero when none matches: IDENTITY).
-        hits = above_base & below_end & enabled
-        selected = Signal(decoded_layout(p))
+        # Step 2: the hits.
+        hits = Signal(p.regions)
         scaled_2 = Signal.like(scaled)
         window_2 = Signal()
+        m.d.sync += [hits.eq(above_base & below_end & enabled),
+                     scaled_2.eq(scaled), window_2.eq(window)]
+
+        # Step 3: the matching region's fields (all zero when none matches: IDENTITY).
+        selected = Signal(decoded_layout(p))
+        scaled_3 = Signal.like(scaled)
+        window_3 = Signal()
         fields = {"region": [Const(r, len(selected.region)) for r in range(p.regions)],
                   "mode": [r.mode.as_value() for r in self.regions],
                   "state_address": [r.state_offset for r in self.regions],
@@ -99,15 +106,31 @@ class AddressDecoder(wiring.Component):
         for name, values in fields.items():
             m.d.sync += Value.cast(getattr(selected, name)).eq(
                 _any_of(value & hits[r].replicate(len(value)) for r, value in enumerate(values)))
-        m.d.sync += [scaled_2.eq(scaled), window_2.eq(window)]
+        m.d.sync += [scaled_3.eq(scaled_2), window_3.eq(window_2)]
 
-        # Step 3: the state address.
+        # Step 4: the state address.
         m.d.sync += [
             out.eq(selected),
-            out.window.eq(window_2),
-            out.state_address.eq(scaled_2 + selected.state_address),
+            out.window.eq(window_3),
+            out.state_address.eq(scaled_3 + selected.state_address),
         ]
         return m
+
+
+def _ordered(m, low, high, name, *, or_equal):
+    """``low < high`` (``low <= high`` when ``or_equal``) of two unsigned values of one width,
+    a clock late: the high halves' order and equality and the low halves' order are registered
+    (``<name>_high_less``, ``<name>_high_equal``, ``<name>_low``), and the result is the
+    expression that combines them, so that no carry chain spans the whole width."""
+    half = len(low) // 2
+    high_less = Signal(name=f"{name}_high_less")
+    high_equal = Signal(name=f"{name}_high_equal")
+    low_ordered = Signal(name=f"{name}_low")
+    m.d.sync += [high_less.eq(low[half:] < high[half:]),
+                 high_equal.eq(low[half:] == high[half:]),
+                 low_ordered.eq(low[:half] <= high[:half] if or_equal
+                                else low[:half] < high[:half])]
+    return high_less | (high_equal & low_ordered)
 
 
 def _any_of(values):

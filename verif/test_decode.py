@@ -3,7 +3,7 @@
 import numpy as np
 from amaranth.sim import Simulator
 
-from golden.config import decode, state_offset
+from golden.config import Region, decode, state_offset
 from hdl.decode import AddressDecoder
 from hdl.params import Mode
 from verif.test_control import PARAMS, good_regions
@@ -14,10 +14,15 @@ SEED = 5
 def test_random_and_edge_addresses_match_golden():
     rng = np.random.default_rng(SEED)
     regions = good_regions()
+    # An enabled region across a boundary of the decoder's halves (it compares each half of an
+    # address apart), with both bounds off that boundary.
+    half = 1 << (PARAMS.address_bits // 2)
+    regions[3] = Region(True, Mode.GBINARY.value, 2 * half - 0x40, 0x80, 0xA0000, 1, 3)
     edges = []
     for r in regions:
         edges += [r.base - 1, r.base, r.base + r.size - 1, r.base + r.size]
-    edges += [PARAMS.window_base - 1, PARAMS.window_base, (1 << PARAMS.address_bits) - 1]
+    edges += [PARAMS.window_base - 1, PARAMS.window_base, (1 << PARAMS.address_bits) - 1,
+              half - 1, half]
     addresses = [a % (1 << PARAMS.address_bits) for a in edges] + \
         rng.integers(0, 0x3000, size=200).tolist() + \
         rng.integers(0, 1 << PARAMS.address_bits, size=50).tolist()
