@@ -4,7 +4,7 @@ One request is served at a time, start to finish, by the engine below; that is h
 contribution to a line is counted exactly once (``docs/controller.md``, "Hazards").
 """
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth import Array, Cat, Const, Module, Mux, ResetSignal, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -29,6 +29,20 @@ class Operation(enum.Enum, shape=3):
     INVALIDATE = 2    # MemInv, MemInvNT: one NDR Cmp, no memory access
     SPECULATIVE = 3   # MemSpecRd: a hint; no access, no response
     UNSUPPORTED = 4   # any other opcode: one NDR Cmp, no effect, STATUS.BAD_OPCODE
+
+
+class _Route(enum.Enum, shape=4):
+    """Where DISPATCH sends a request, chosen while it is decoded (see ``_route``)."""
+    IGNORE = 0        # a hint: no access, no response
+    BAD_OPCODE = 1    # an unsupported opcode: Cmp, STATUS.BAD_OPCODE
+    NO_ACCESS = 2     # an invalidate: Cmp
+    BAD_READ = 3      # a read beyond the address bits: MemData-NXM, STATUS.BAD_ADDRESS
+    BAD_WRITE = 4     # a write beyond the address bits: Cmp, STATUS.BAD_ADDRESS
+    POISONED = 5      # a poisoned write: Cmp, STATUS.POISON
+    WINDOW = 6        # the register window
+    STATE = 7         # an aggregating region: the line's state is read first
+    LINE_READ = 8     # identity
+    LINE_WRITE = 9    # identity
 
 
 def _request_layout(params):
@@ -278,10 +292,12 @@ class CxlMemController(wiring.Component):
         # The decoded address and the run registers load on flags, not on a decode of the
         # engine's state: through DECODE, the decoder's output and the run of the request's
         # path (the decoder's output counts on DECODE's last clock, the last load); through a
-        # clear, the clear's run (its descriptor is registered in CLEAR and its lines in
-        # CLEAR_LINES, so the run is settled by CLEAR_START).
+        # clear, the clear's run (its descriptor is registered while the clear is pending, and
+        # its lines follow it a clock later, so the run is settled by CLEAR_START).
         state_path = aggregates(decoder.decoded.mode)
+        route = Signal(_Route)
         with m.If(decoding):
+            self._route(m, route, current, decoder.decoded)
             m.d.sync += [decoded.eq(decoder.decoded),
                          run_address.eq(Mux(state_path, decoder.decoded.state_address,
                                             current.address)),
@@ -291,6 +307,16 @@ class CxlMemController(wiring.Component):
                          run_lines.eq(times_constant(clear_lines, p.state_lines))]
         with m.If(control.clear_start):
             m.d.sync += [clear_pending.eq(1), clear_region.eq(control.clear_region)]
+        # The region's descriptor, on a flag rather than a decode of the engine's state: loaded
+        # every clock of a pending clear, the last time on the clock IDLE takes it (the table
+        # is applied then: IDLE takes nothing while an APPLY copies it).
+        with m.If(clear_pending):
+            m.d.sync += [clear_target.eq(control.regions[clear_region[:len(decoded.region)]]),
+                         clear_exists.eq(clear_region < params.regions)]
+        m.d.sync += [clear_wanted.eq(clear_exists & clear_target.enable
+                                     & aggregates(clear_target.mode)),
+                     clear_lines.eq((clear_target.end - clear_target.base)
+                                    [p.line_bytes.bit_length() - 1:])]
 
         # Register window word loop: one 32-bit register per word of the line, word ``issued``
         # next. Its data and byte enables are selected in two registered steps, so that no
@@ -350,10 +376,10 @@ class CxlMemController(wiring.Component):
                     Mux(writing_copies[g], current.byte_enable[strobe_bits], -1)),
             ]
 
-        # The engine is in IDLE: a flip-flop of its own, set on the way in and cleared on the way
-        # out, so that the accept logic beside the queues reads one register rather than a
-        # decode of the engine's state.
-        idle = Signal()
+        # The engine is in IDLE: a flip-flop of its own, set at reset and on the way in, cleared
+        # on the way out, so that the accept logic beside the queues reads one register rather
+        # than a decode of the engine's state.
+        idle = Signal(init=1)
         taken = Signal()        # a request is accepted this clock (see _accept)
         with m.If(idle & control.table_ready & ~clear_pending):
             self._accept(m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken)
@@ -392,20 +418,19 @@ class CxlMemController(wiring.Component):
             with m.If(capture[-1]):
                 m.d.sync += captured.eq(captured + 1)
 
-        with m.FSM(name="engine"):
-            with m.State("START"):
-                # One cycle after reset, so that the state register changes once: Icarus
-                # Verilog evaluates an ``always @*`` block only when something it reads changes,
-                # and outputs decoded from the state alone would read X until then.
-                to_idle()
-
+        # The engine's outputs are low during a reset, which is a condition of all of them: Icarus
+        # Verilog evaluates an ``always @*`` block only when something it reads changes, so an
+        # output decoded from registers that keep their initial values through the reset (the
+        # state, ``route``) read X until one of them changed, and the memory master's command
+        # register took that X on the first clock after the reset.
+        with m.If(~ResetSignal()), m.FSM(name="engine", init="IDLE"):
             with m.State("IDLE"):
                 # The request's registers are cleared on the ``idle`` flag (see above).
                 with m.If(~control.table_ready):
                     pass            # an APPLY is copying the region table: wait for all of it
                 with m.Elif(clear_pending):
                     m.d.sync += [clear_pending.eq(0), clear_active.eq(1), idle.eq(0)]
-                    m.next = "CLEAR"
+                    m.next = "CLEAR_LINES"
                 with m.Elif(taken):
                     m.d.sync += [idle.eq(0), decoding.eq(1)]
                     m.next = "DECODE"
@@ -422,7 +447,7 @@ class CxlMemController(wiring.Component):
                     m.d.sync += decode_wait.eq(decode_wait + 1)
 
             with m.State("DISPATCH"):
-                self._dispatch(m, current, decoded, memory, events, reply_nxm, state_reading,
+                self._dispatch(m, route, memory, events, reply_nxm, state_reading,
                                line_reading, line_writing, windowing, to_idle)
 
             with m.State("WINDOW"):
@@ -500,20 +525,8 @@ class CxlMemController(wiring.Component):
                     m.d.comb += events.writes.eq(current.write)
                     to_idle()
 
-            with m.State("CLEAR"):
-                # The region's descriptor is registered, then its size worked out.
-                m.d.sync += [clear_target.eq(control.regions[clear_region[:len(decoded.region)]]),
-                             clear_exists.eq(clear_region < params.regions)]
-                m.next = "CLEAR_LINES"
-
             with m.State("CLEAR_LINES"):
-                m.d.sync += [
-                    clear_wanted.eq(clear_exists & clear_target.enable
-                                    & aggregates(clear_target.mode)),
-                    clear_lines.eq((clear_target.end - clear_target.base)
-                                   [p.line_bytes.bit_length() - 1:]),
-                ]
-                m.next = "CLEAR_SIZE"
+                m.next = "CLEAR_SIZE"       # clear_wanted and clear_lines follow the descriptor
 
             with m.State("CLEAR_SIZE"):
                 m.next = "CLEAR_START"      # the run registers load the clear's run
@@ -741,44 +754,72 @@ class CxlMemController(wiring.Component):
             m.d.sync += current.full_line.eq(whole | rwd.full_mask)
 
     @staticmethod
-    def _dispatch(m, current, decoded, memory, events, reply_nxm, state_reading, line_reading,
-                  line_writing, windowing, to_idle):
-        """Choose the path of the request just decoded, and start it. The memory master is idle
-        here (every earlier command has finished), so its command register is empty and takes
-        the command (``run_address``, ``run_lines``, set in DECODE) at once."""
+    @staticmethod
+    def _route(m, route, current, decoded):
+        """Register where DISPATCH will send the request being decoded (``decoded`` is the
+        decoder's output), so that DISPATCH branches on one register, not on a chain of the
+        request's fields."""
         operation = current.operation
         with m.If(operation == Operation.SPECULATIVE):
-            to_idle()
+            m.d.sync += route.eq(_Route.IGNORE)
         with m.Elif(operation == Operation.UNSUPPORTED):
-            m.d.comb += events.bad_opcode.eq(1)
-            m.next = "REPLY_DONE"
+            m.d.sync += route.eq(_Route.BAD_OPCODE)
         with m.Elif(operation == Operation.INVALIDATE):
-            m.next = "REPLY_DONE"
+            m.d.sync += route.eq(_Route.NO_ACCESS)
+        with m.Elif(current.out_of_range & current.read):
+            m.d.sync += route.eq(_Route.BAD_READ)
         with m.Elif(current.out_of_range):
-            m.d.comb += events.bad_address.eq(1)
-            with m.If(current.read):
+            m.d.sync += route.eq(_Route.BAD_WRITE)
+        with m.Elif(current.poison):
+            m.d.sync += route.eq(_Route.POISONED)
+        with m.Elif(decoded.window):
+            m.d.sync += route.eq(_Route.WINDOW)
+        with m.Elif(aggregates(decoded.mode)):
+            m.d.sync += route.eq(_Route.STATE)
+        with m.Elif(current.read):
+            m.d.sync += route.eq(_Route.LINE_READ)
+        with m.Else():
+            m.d.sync += route.eq(_Route.LINE_WRITE)
+
+    @staticmethod
+    def _dispatch(m, route, memory, events, reply_nxm, state_reading, line_reading,
+                  line_writing, windowing, to_idle):
+        """Start the path ``route`` chose for the request just decoded. The memory master is
+        idle here (every earlier command has finished), so its command register is empty and
+        takes the command (``run_address``, ``run_lines``, set in DECODE) at once."""
+        with m.Switch(route):
+            with m.Case(_Route.IGNORE):
+                to_idle()
+            with m.Case(_Route.BAD_OPCODE):
+                m.d.comb += events.bad_opcode.eq(1)
+                m.next = "REPLY_DONE"
+            with m.Case(_Route.NO_ACCESS):
+                m.next = "REPLY_DONE"
+            with m.Case(_Route.BAD_READ):
+                m.d.comb += events.bad_address.eq(1)
                 m.d.sync += reply_nxm.eq(1)     # with the zero data loaded in IDLE
                 m.next = "REPLY_DATA"
-            with m.Else():
+            with m.Case(_Route.BAD_WRITE):
+                m.d.comb += events.bad_address.eq(1)
                 m.next = "REPLY_DONE"
-        with m.Elif(current.poison):
-            m.d.comb += events.poison.eq(1)
-            m.next = "REPLY_DONE"
-        with m.Elif(decoded.window):
-            m.d.sync += windowing.eq(1)
-            m.next = "WINDOW"
-        with m.Elif(aggregates(decoded.mode)):
-            m.d.comb += memory.read_command.valid.eq(1)
-            m.d.sync += state_reading.eq(1)
-            m.next = "STATE_READ"
-        with m.Elif(current.read):
-            m.d.comb += memory.read_command.valid.eq(1)
-            m.d.sync += line_reading.eq(1)
-            m.next = "LINE_READ"
-        with m.Else():
-            m.d.comb += memory.write_command.valid.eq(1)
-            m.d.sync += line_writing.eq(1)
-            m.next = "LINE_WRITE"
+            with m.Case(_Route.POISONED):
+                m.d.comb += events.poison.eq(1)
+                m.next = "REPLY_DONE"
+            with m.Case(_Route.WINDOW):
+                m.d.sync += windowing.eq(1)
+                m.next = "WINDOW"
+            with m.Case(_Route.STATE):
+                m.d.comb += memory.read_command.valid.eq(1)
+                m.d.sync += state_reading.eq(1)
+                m.next = "STATE_READ"
+            with m.Case(_Route.LINE_READ):
+                m.d.comb += memory.read_command.valid.eq(1)
+                m.d.sync += line_reading.eq(1)
+                m.next = "LINE_READ"
+            with m.Case(_Route.LINE_WRITE):
+                m.d.comb += memory.write_command.valid.eq(1)
+                m.d.sync += line_writing.eq(1)
+                m.next = "LINE_WRITE"
 
     @staticmethod
     def _count_result(m, current, result, events):
