@@ -22,8 +22,8 @@ READ_LATENCY = 5
 #: The read selects the word within groups of ``2**_READ_GROUP_BITS`` word addresses and
 #: registers each group's word, then the group within sets of ``2**_READ_SET_BITS`` groups,
 #: registered again, then the set.
-_READ_GROUP_BITS = 4
-_READ_SET_BITS = 2
+_READ_GROUP_BITS = 2
+_READ_SET_BITS = 3
 
 
 def csr_bus_signature(addr_width):
