@@ -266,8 +266,9 @@ class ControlRegisters(wiring.Component):
         m.d.sync += [f.eq(c & a.enable) for f, (c, _) in zip(failed, checks)]
         first = Signal(ConfigError)
         fault = Signal(ConfigError)
+        faulted = Signal()          # fault != NONE, a register of its own for the step below
         self._first_fault(m, first, [(f, e) for f, (_, e) in zip(failed, checks)])
-        m.d.sync += fault.eq(first)
+        m.d.sync += [fault.eq(first), faulted.eq(first != ConfigError.NONE)]
 
         # Region r takes its staged values on the copying step with i == r. The step's
         # condition is registered one clock ahead, one flag per region, so that each region's
@@ -290,7 +291,7 @@ class ControlRegisters(wiring.Component):
                 m.d.sync += [busy.eq(0), copying.eq(0)]
             with m.Else():
                 m.d.sync += [i.eq(i + 1), settle.eq(0)]
-        with m.Elif(fault != ConfigError.NONE):
+        with m.Elif(faulted):
             m.d.sync += [
                 busy.eq(0),
                 block.field("CFG_ERROR", "REGION").eq(i),
