@@ -148,7 +148,7 @@ class AxiLineMaster(wiring.Component):
         # Read: one address per line while lines remain; data passes one register, with no
         # enable (the owner takes every line).
         width = len(self.read_command.payload.beats)
-        ar = _Countdown(width, "ar")
+        ar = _Countdown(m, width, "ar")
         read = _CommandRegister(m, self.read_command, "read_command")
         m.d.comb += [
             read.take.eq(read.valid & ~ar.more),
@@ -161,13 +161,13 @@ class AxiLineMaster(wiring.Component):
                      self.read_data.payload.data.eq(axi.rdata),
                      self.read_data.payload.error.eq(axi.rresp != RESP_OKAY)]
         with m.If(read.take):
-            m.d.sync += [axi.araddr.eq(read.payload.address), *ar.load(read.payload.beats)]
+            m.d.sync += [axi.araddr.eq(read.payload.address), *ar.load(read)]
         with m.Elif(axi.arvalid & axi.arready):
             m.d.sync += [axi.araddr.eq(axi.araddr + line_bytes), *ar.step()]
 
         # Write: addresses and data move independently; count a fill run's W beats (an owner's
         # run ends with its last line) and the responses back.
-        aw, w, b = _Countdown(width, "aw"), _Countdown(width, "w"), _Countdown(width, "b")
+        aw, w, b = (_Countdown(m, width, name) for name in ("aw", "w", "b"))
         write = _CommandRegister(m, self.write_command, "write_command")
         filling = Signal()
         m.d.comb += [
@@ -181,9 +181,8 @@ class AxiLineMaster(wiring.Component):
         m.d.comb += [axi.wvalid.eq(beat.valid | (filling & w.more)),
                      axi.wdata.eq(beat.payload.data), axi.wstrb.eq(beat.payload.strobe)]
         with m.If(write.take):
-            beats = write.payload.beats
             m.d.sync += [axi.awaddr.eq(write.payload.address), filling.eq(write.payload.fill),
-                         *aw.load(beats), *w.load(beats), *b.load(beats),
+                         *aw.load(write), *w.load(write), *b.load(write),
                          self.write_error.eq(0)]
         with m.If(axi.awvalid & axi.awready):
             m.d.sync += [axi.awaddr.eq(axi.awaddr + line_bytes), *aw.step()]
@@ -194,22 +193,26 @@ class AxiLineMaster(wiring.Component):
             m.d.sync += b.step()
             with m.If(axi.bresp != RESP_OKAY):
                 m.d.sync += self.write_error.eq(1)
-            with m.If(b.left == 1):
+            with m.If(b.last):
                 m.d.sync += self.write_done.eq(1)
         return m
 
 
 class _CommandRegister:
     """A one-entry register in front of the command stream ``command``: ``command.ready`` while
-    it is empty. ``valid`` and ``payload`` are the held command; ``take`` empties it."""
+    it is empty. ``valid`` and ``payload`` are the held command; ``take`` empties it.
+    ``rest_zero`` says whether the command's ``beats`` is below ``2 ** _Countdown.LOW_BITS``
+    (worked out as the command is taken in, for :meth:`_Countdown.load`)."""
 
     def __init__(self, m, command, name):
         self.valid = Signal(name=f"{name}_held")
         self.payload = Signal(command.payload.shape(), name=f"{name}_payload")
+        self.rest_zero = Signal(name=f"{name}_rest_zero")
         self.take = Signal(name=f"{name}_take")
         m.d.comb += command.ready.eq(~self.valid)
         with m.If(~self.valid):
-            m.d.sync += [self.valid.eq(command.valid), self.payload.eq(command.payload)]
+            m.d.sync += [self.valid.eq(command.valid), self.payload.eq(command.payload),
+                         self.rest_zero.eq(command.payload.beats[_Countdown.LOW_BITS:] == 0)]
         with m.Elif(self.take):
             m.d.sync += self.valid.eq(0)
 
@@ -252,15 +255,34 @@ class _GroupedSkidBuffer:
 
 
 class _Countdown:
-    """Lines left of a run, with ``more`` (``left != 0``) in a register of its own: handshakes
-    see one flip-flop instead of a wide compare."""
+    """Lines left of a run, with ``more`` (any left) and ``last`` (exactly one left) read from
+    registers and a few bits, never from a compare of the whole count: the count is kept as its
+    low ``LOW_BITS`` bits (``<name>_low``) and the rest (``<name>_rest``), and
+    ``<name>_rest_zero`` (the rest is zero) follows the rest a clock late. The rest changes
+    only when the low bits wrap to all ones, after which the low bits read 1 (the only time
+    ``rest_zero`` counts) no sooner than ``2 ** LOW_BITS - 2`` steps later: two clocks at least,
+    so ``rest_zero`` has settled by then. A load takes ``rest_zero`` from the command register,
+    which works it out as it takes the command in."""
 
-    def __init__(self, width, name):
-        self.left = Signal(width, name=f"{name}_left")
+    #: Bits of the count kept apart from the rest (at least 2: see above).
+    LOW_BITS = 2
+
+    def __init__(self, m, width, name):
+        self.low = Signal(self.LOW_BITS, name=f"{name}_low")
+        self.rest = Signal(width - self.LOW_BITS, name=f"{name}_rest")
+        self.rest_zero = Signal(init=1, name=f"{name}_rest_zero")
         self.more = Signal(name=f"{name}_more")
+        self.last = self.rest_zero & (self.low == 1)
+        m.d.sync += self.rest_zero.eq(self.rest == 0)     # a load below takes precedence
 
-    def load(self, beats):
-        return [self.left.eq(beats), self.more.eq(beats != 0)]
+    def load(self, command):
+        """Statements that load the count of ``command`` (a :class:`_CommandRegister`)."""
+        beats = command.payload.beats
+        low = beats[:self.LOW_BITS]
+        return [self.low.eq(low), self.rest.eq(beats[self.LOW_BITS:]),
+                self.rest_zero.eq(command.rest_zero), self.more.eq(~command.rest_zero | low.any())]
 
     def step(self):
-        return [self.left.eq(self.left - 1), self.more.eq(self.left != 1)]
+        """Statements that count one line off (``more`` must be high)."""
+        return [self.low.eq(self.low - 1), self.more.eq(~self.last),
+                self.rest.eq(Mux(self.low == 0, self.rest - 1, self.rest))]

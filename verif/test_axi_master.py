@@ -116,3 +116,46 @@ def test_fill_run_writes_the_owners_line_to_every_line(seed):
     assert not wrong, f"seed {seed}: (beat, WDATA/WSTRB, expected) {wrong[:3]}"
     assert len(beats) == len(expected), f"seed {seed}: {len(beats)} W beats, not {len(expected)}"
     assert done == [0, 0], f"seed {seed}: write_done/write_error {done}"
+
+
+@pytest.mark.parametrize("beats", [1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17, 34])
+def test_runs_of_every_length_issue_one_address_per_line(beats):
+    """Read and fill runs against a memory that takes every address, W beat and response at
+    once, so that a run's first step comes the clock after its load: each issues exactly
+    ``beats`` addresses, in line order (the counters keep their low bits apart; every residue
+    of those bits and runs that wrap them more than once), and a write run ends with one
+    ``write_done``."""
+    master = AxiLineMaster(line_bits=LINE_BITS, address_bits=16, copies=COPIES)
+    line_bytes = LINE_BITS // 8
+    reads, writes, w_beats, done = [], [], [], []
+
+    async def memory(ctx):
+        axi = master.axi
+        for ready in (axi.arready, axi.awready, axi.wready):
+            ctx.set(ready, 1)
+        responses = 0
+        async for _, _, arvalid, araddr, awvalid, awaddr, wvalid, bready, write_done in \
+                ctx.tick().sample(axi.arvalid, axi.araddr, axi.awvalid, axi.awaddr, axi.wvalid,
+                                  axi.bready, master.write_done):
+            reads.extend([araddr] if arvalid else [])
+            writes.extend([awaddr] if awvalid else [])
+            w_beats.extend([1] if wvalid else [])
+            done.extend([1] if write_done else [])
+            responses += wvalid - (bready and responses > 0)
+            ctx.set(axi.bvalid, responses > 0)
+            ctx.set(axi.bresp, RESP_OKAY)
+
+    async def owner(ctx):
+        await send(ctx, master.read_command, address=ADDRESS, beats=beats)
+        await send(ctx, master.write_command, address=ADDRESS, beats=beats, fill=1)
+
+    sim = Simulator(master)
+    sim.add_clock(1e-8)
+    sim.add_process(memory)
+    sim.add_testbench(owner)
+    sim.run_until(1e-8 * (4 * beats + 40))
+    expected = [ADDRESS + k * line_bytes for k in range(beats)]
+    assert reads == expected, f"{beats} beats: read addresses {[hex(a) for a in reads]}"
+    assert writes == expected, f"{beats} beats: write addresses {[hex(a) for a in writes]}"
+    assert len(w_beats) == beats, f"{beats} beats: {len(w_beats)} W beats"
+    assert len(done) == 1, f"{beats} beats: write_done pulsed {len(done)} times"
