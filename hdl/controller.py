@@ -754,7 +754,6 @@ class CxlMemController(wiring.Component):
             m.d.sync += current.full_line.eq(whole | rwd.full_mask)
 
     @staticmethod
-    @staticmethod
     def _route(m, route, current, decoded):
         """Register where DISPATCH will send the request being decoded (``decoded`` is the
         decoder's output), so that DISPATCH branches on one register, not on a chain of the
