@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from .arith import times_constant
 from .control import region_layout
 from .params import ControllerParams, Mode
+from .pipeline import register_copies
 
 __all__ = ["decoded_layout", "AddressDecoder"]
 
@@ -36,9 +37,9 @@ class AddressDecoder(wiring.Component):
     selected by an AND-OR of the hits rather than a priority chain.
 
     ``decoded`` is that of the ``address``, ``enable`` and ``regions`` of ``LATENCY`` clocks
-    earlier, one registered step each: the compares, each bound of each region in two halves
-    (the high halves' order and equality, the low halves' order); the hits; the selection; the
-    state address sum. Its user holds the inputs steady for ``LATENCY`` clocks before reading
+    earlier, one registered step each: a copy of the address for each region; the compares,
+    each bound of each region in two halves (the high halves' order and equality, the low
+    halves' order); the hits; the selection; the state address sum. Its user holds the inputs steady for ``LATENCY`` clocks before reading
     it.
 
     Members
@@ -50,7 +51,7 @@ class AddressDecoder(wiring.Component):
     """
 
     #: Clocks from a steady input to its ``decoded``.
-    LATENCY = 4
+    LATENCY = 5
 
     def __init__(self, params=ControllerParams()):
         self._params = params
@@ -64,7 +65,12 @@ class AddressDecoder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        address, out = self.address, self.decoded
+        out = self.decoded
+
+        # Step 0: a copy of the address for each region, beside its compares.
+        copies = register_copies(m, self.address, p.regions, "address_copy")
+        address = Signal.like(self.address)
+        m.d.sync += address.eq(self.address)
 
         # Step 1: the compares in halves, and the address part of the state address,
         # (address - base) / line_bytes * state_lines * line_bytes + acc
@@ -82,10 +88,10 @@ class AddressDecoder(wiring.Component):
             enabled.eq(Cat(self.enable & ~window_hit & region.enable
                            for region in self.regions)),
         ]
-        above_base = Cat(_ordered(m, region.base, address, f"above_base_{r}", or_equal=True)
-                         for r, region in enumerate(self.regions))
-        below_end = Cat(_ordered(m, address, region.end, f"below_end_{r}", or_equal=False)
-                        for r, region in enumerate(self.regions))
+        above_base = Cat(_ordered(m, region.base, copy, f"above_base_{r}", or_equal=True)
+                         for r, (region, copy) in enumerate(zip(self.regions, copies)))
+        below_end = Cat(_ordered(m, copy, region.end, f"below_end_{r}", or_equal=False)
+                        for r, (region, copy) in enumerate(zip(self.regions, copies)))
 
         # Step 2: the hits.
         hits = Signal(p.regions)
