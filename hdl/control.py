@@ -146,6 +146,8 @@ class ControlRegisters(wiring.Component):
         One-cycle pulse when a clear finishes.
     table_ready : Out(1)
         Low while an APPLY copies the staged regions into ``regions`` (a mix of old and new).
+        It falls ``_SETTLE_CLOCKS`` clocks (at least 4) before the first region changes, so a
+        user may read it through a register.
     """
 
     def __init__(self, params=ControllerParams()):

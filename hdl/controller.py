@@ -381,7 +381,14 @@ class CxlMemController(wiring.Component):
         # than a decode of the engine's state.
         idle = Signal(init=1)
         taken = Signal()        # a request is accepted this clock (see _accept)
-        with m.If(idle & control.table_ready & ~clear_pending):
+        # The region table is applied (control.table_ready), and the memory master's last
+        # write finished (write_done, with write_error), through registers beside the engine:
+        # a clock late, which the table allows (ControlRegisters: it falls clocks before the
+        # first region changes) and which costs a write one clock.
+        table_ready = Signal()
+        write_done = Signal()
+        m.d.sync += [table_ready.eq(control.table_ready), write_done.eq(memory.write_done)]
+        with m.If(idle & table_ready & ~clear_pending):
             self._accept(m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken)
 
         def to_idle():
@@ -426,7 +433,7 @@ class CxlMemController(wiring.Component):
         with m.If(~ResetSignal()), m.FSM(name="engine", init="IDLE"):
             with m.State("IDLE"):
                 # The request's registers are cleared on the ``idle`` flag (see above).
-                with m.If(~control.table_ready):
+                with m.If(~table_ready):
                     pass            # an APPLY is copying the region table: wait for all of it
                 with m.Elif(clear_pending):
                     m.d.sync += [clear_pending.eq(0), clear_active.eq(1), idle.eq(0)]
@@ -438,7 +445,7 @@ class CxlMemController(wiring.Component):
             with m.State("DECODE"):
                 # The decoder needs its inputs steady for LATENCY clocks: count them again
                 # whenever an APPLY copies the table meanwhile.
-                with m.If(~control.table_ready):
+                with m.If(~table_ready):
                     m.d.sync += decode_wait.eq(0)
                 with m.Elif(decode_wait == AddressDecoder.LATENCY):
                     m.d.sync += decoding.eq(0)
@@ -467,7 +474,7 @@ class CxlMemController(wiring.Component):
                     m.next = "REPLY_DATA"
 
             with m.State("LINE_WRITE"):
-                with m.If(memory.write_done):
+                with m.If(write_done):
                     m.d.sync += line_writing.eq(0)
                     m.d.comb += events.mem_error.eq(memory.write_error)
                     m.next = "REPLY_DONE"
@@ -508,7 +515,7 @@ class CxlMemController(wiring.Component):
 
             with m.State("STATE_WRITE"):
                 # Each group counts the lines it gives (_write_offers).
-                with m.If(memory.write_done):
+                with m.If(write_done):
                     m.d.sync += state_sending.eq(0)
                     m.d.comb += events.mem_error.eq(memory.write_error)
                     m.next = "REPLY_DONE"
@@ -541,7 +548,7 @@ class CxlMemController(wiring.Component):
                     to_idle()
 
             with m.State("CLEAR_WRITE"):
-                with m.If(memory.write_done):
+                with m.If(write_done):
                     m.d.sync += clear_active.eq(0)
                     m.d.comb += [control.clear_done.eq(1),
                                  events.mem_error.eq(memory.write_error)]
