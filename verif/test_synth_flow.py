@@ -92,7 +92,7 @@ def test_register_copies_survive_synthesis(tmp_path):
     hdl.pipeline.register_copies, or a group's own flag or counter ``<name>_<k>``, one per group
     of columns) has flip-flops of its own in the ECP5 netlist, as many as group 0's; every bit
     of the per-group flag that the engine sets itself (``reply_zero``) is a flip-flop of its
-    own."""
+    own; so does each region's copy of the address in the decoder."""
     params = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=2),
                               regions=2)
     folder = generate("controller", "nf_controller", CxlMemController(params), params.name,
@@ -120,6 +120,11 @@ def test_register_copies_survive_synthesis(tmp_path):
         assert len(set(sizes)) == 1 and len(cells) == sum(sizes), \
             f"{name}: groups of {sizes} flip-flops, {len(cells)} distinct: {driven}"
     assert len(flip_flops["reply_zero"]) == copies, sorted(flip_flops["reply_zero"])
+    # The decoder's copies of the address, one per region.
+    regions = [flip_flops[f"address_copy_{r}"] for r in range(params.regions)]
+    sizes = [len(cells) for cells in regions]
+    assert sizes[0] and len(set(sizes)) == 1 and len(set().union(*regions)) == sum(sizes), \
+        f"address_copy: regions' copies of {sizes} flip-flops, not distinct or not alike"
 
 
 def test_version_line_skips_yowasps_first_run_notice():
