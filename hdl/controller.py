@@ -830,18 +830,15 @@ class CxlMemController(wiring.Component):
             with m.Case(_Route.WINDOW):
                 m.d.sync += windowing.eq(1)
                 m.next = "WINDOW"
-            with m.Case(_Route.STATE):
-                m.d.comb += memory.read_command.valid.eq(1)
-                m.d.sync += state_reading.eq(1)
-                m.next = "STATE_READ"
-            with m.Case(_Route.LINE_READ):
-                m.d.comb += memory.read_command.valid.eq(1)
-                m.d.sync += line_reading.eq(1)
-                m.next = "LINE_READ"
-            with m.Case(_Route.LINE_WRITE):
-                m.d.comb += memory.write_command.valid.eq(1)
-                m.d.sync += line_writing.eq(1)
-                m.next = "LINE_WRITE"
+            # The memory paths: the command, the flag of the run, the state that waits on it.
+            for path, command, flag, state in (
+                    (_Route.STATE, memory.read_command, state_reading, "STATE_READ"),
+                    (_Route.LINE_READ, memory.read_command, line_reading, "LINE_READ"),
+                    (_Route.LINE_WRITE, memory.write_command, line_writing, "LINE_WRITE")):
+                with m.Case(path):
+                    m.d.comb += command.valid.eq(1)
+                    m.d.sync += flag.eq(1)
+                    m.next = state
 
     @staticmethod
     def _count_result(m, current, result, events):
