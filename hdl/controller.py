@@ -45,11 +45,6 @@ class _Route(enum.Enum, shape=4):
     LINE_WRITE = 9    # identity
 
 
-#: Clocks the engine spends in DECODE: the request loads into ``current`` a clock after it is
-#: accepted (see ``CxlMemController._accept``), then the decoder takes its LATENCY.
-_DECODE_CLOCKS = AddressDecoder.LATENCY + 1
-
-
 def _request_layout(params):
     """The request the engine is serving."""
     p = params.datapath
@@ -187,7 +182,7 @@ class CxlMemController(wiring.Component):
         for command in (memory.read_command, memory.write_command):
             m.d.comb += [command.payload.address.eq(run_address),
                          command.payload.beats.eq(run_lines)]
-        decode_wait = Signal(range(_DECODE_CLOCKS + 1))
+        decode_wait = Signal(range(AddressDecoder.LATENCY + 1))
         # The engine is in DECODE: a flag of its own, so that ``decoded`` and the run registers
         # load on a flip-flop rather than on a decode of the engine's state (see below).
         decoding = Signal()
@@ -393,11 +388,8 @@ class CxlMemController(wiring.Component):
         table_ready = Signal()
         write_done = Signal()
         m.d.sync += [table_ready.eq(control.table_ready), write_done.eq(memory.write_done)]
-        load_req, load_rwd = Signal(), Signal()     # load current from that queue
-        m.d.sync += [load_req.eq(0), load_rwd.eq(0)]
         with m.If(idle & table_ready & ~clear_pending):
-            self._accept(m, req_queue, rwd_queue, pop_req, rwd_taken, load_req, load_rwd, taken)
-        self._load_request(m, req_queue, rwd_queue, current, load_req, load_rwd)
+            self._accept(m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken)
 
         def to_idle():
             m.next = "IDLE"
@@ -451,12 +443,11 @@ class CxlMemController(wiring.Component):
                     m.next = "DECODE"
 
             with m.State("DECODE"):
-                # The request loads on DECODE's first clock and the decoder needs its inputs
-                # steady for LATENCY clocks after: count them again whenever an APPLY copies
-                # the table meanwhile.
+                # The decoder needs its inputs steady for LATENCY clocks: count them again
+                # whenever an APPLY copies the table meanwhile.
                 with m.If(~table_ready):
                     m.d.sync += decode_wait.eq(0)
-                with m.Elif(decode_wait == _DECODE_CLOCKS):
+                with m.Elif(decode_wait == AddressDecoder.LATENCY):
                     m.d.sync += decoding.eq(0)
                     m.next = "DISPATCH"
                 with m.Else():
@@ -691,38 +682,26 @@ class CxlMemController(wiring.Component):
                          whole[-1].eq(enables.word_select(sub, 4).all())]
         return Array(data), Array(whole)
 
-    def _accept(self, m, req_queue, rwd_queue, pop_req, rwd_taken, load_req, load_rwd, taken):
+    def _accept(self, m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken):
         """While the engine may take a request (in IDLE, with the region table ready and no
-        clear pending): take the next host request, alternating between the channels when both
-        have one waiting, and drive ``taken`` if one was (IDLE leaves on it). It loads into
-        ``current`` on the next clock (``load_req`` or ``load_rwd``, see
-        :meth:`_load_request`). The queue gives up the request later still (``pop_req``, or
-        ``rwd_taken`` and then ``pop_rwd``: registers), so that no path runs from the engine's
-        decisions into the queues."""
-        prefer_rwd = Signal()
-        take_rwd = rwd_queue.r_rdy & (prefer_rwd | ~req_queue.r_rdy)
-        take_req = req_queue.r_rdy & ~take_rwd
-        m.d.comb += taken.eq(take_req | take_rwd)
-        with m.If(take_req):
-            m.d.sync += [pop_req.eq(1), prefer_rwd.eq(1), load_req.eq(1)]
-        with m.Elif(take_rwd):
-            m.d.sync += [rwd_taken.eq(1), prefer_rwd.eq(0), load_rwd.eq(1)]
-
-    def _load_request(self, m, req_queue, rwd_queue, current, load_req, load_rwd):
-        """Load the request taken on the clock before into ``current`` from the queue that
-        ``load_req`` or ``load_rwd`` (registers) names, still at the queue's head: the load's
-        select is a flip-flop rather than the queues' flags. (The line itself follows in
-        :meth:`_load_line`.)"""
-        params = self._params
+        clear pending): load the next host request into ``current`` (every such clock, whether
+        or not one is waiting; the line itself follows in :meth:`_load_line`), alternating
+        between the channels when both have one waiting, and drive ``taken`` if one was (IDLE
+        leaves on it). The queue gives up the request later (``pop_req``, or ``rwd_taken`` and
+        then ``pop_rwd``: registers), so that no path runs from the engine's decisions into the
+        queues."""
         p = params.datapath
         req = m2s_req_layout()(req_queue.r_data)
         rwd = _rwd_header_layout(p.line_bits)(rwd_queue.r_data)
+        prefer_rwd = Signal()
+        take_rwd = rwd_queue.r_rdy & (prefer_rwd | ~req_queue.r_rdy)
+        take_req = req_queue.r_rdy & ~take_rwd
         # The Address fields count lines: CXL's 64-byte lines at line_bits = 512, and lines of
         # line_bytes in the scaled-down configurations.
         offset_bits = p.line_bytes.bit_length() - 1
         line_bits = params.address_bits - offset_bits
 
-        with m.If(load_rwd):
+        with m.If(take_rwd):
             supported = (rwd.opcode == RwDOpcode.MEM_WR) | (rwd.opcode == RwDOpcode.MEM_WR_PTL)
             m.d.sync += [
                 current.operation.eq(Mux(supported, Operation.WRITE, Operation.UNSUPPORTED)),
@@ -734,7 +713,7 @@ class CxlMemController(wiring.Component):
                 current.out_of_range.eq(rwd.address[line_bits:] != 0),
                 current.poison.eq(rwd.poison),
             ]
-        with m.Elif(load_req):
+        with m.Else():
             line = req.address[1:]   # Req addresses count half lines (bits [51:5])
             operation = Signal(Operation)
             with m.Switch(req.opcode):
@@ -756,6 +735,11 @@ class CxlMemController(wiring.Component):
                 current.out_of_range.eq(line[line_bits:] != 0),
                 current.poison.eq(0),
             ]
+        m.d.comb += taken.eq(take_req | take_rwd)
+        with m.If(take_req):
+            m.d.sync += [pop_req.eq(1), prefer_rwd.eq(1)]
+        with m.Elif(take_rwd):
+            m.d.sync += [rwd_taken.eq(1), prefer_rwd.eq(0)]
 
     def _load_line(self, m, rwd_queue, line_queues, current, pop_rwd, pop_copies):
         """Load the line and byte enables of an RwD into ``current`` on the clock its queues give
