@@ -3,13 +3,15 @@
 Every request gets a tag no other outstanding request holds; responses are matched to requests
 by tag, in whatever order they come. Address fields count lines (64-byte CXL lines at
 ``line_bits`` = 512; see ``docs/controller.md``). A response with an unknown tag, a second
-response for a tag, or a response on the wrong channel is recorded in ``errors``. The host is also a
-:mod:`driver.device` transport (``read_line``/``write_line``).
+response for a tag, or a response on the wrong channel is recorded in ``errors``. A request
+with no response within ``RESPONSE_TIMEOUT_NS`` of simulated time fails the test (a stalled
+controller would otherwise hang it). The host is also a :mod:`driver.device` transport
+(``read_line``/``write_line``).
 """
 
 from dataclasses import dataclass
 
-from cocotb.triggers import Event
+from cocotb.triggers import Event, SimTimeoutError, with_timeout
 
 from hdl.cxl import (DRSOpcode, MetaField, ReqOpcode, RwDOpcode, m2s_req_layout, m2s_rwd_layout,
                      s2m_drs_layout, s2m_ndr_layout)
@@ -22,6 +24,11 @@ __all__ = ["Response", "CxlHost"]
 def _code(opcode):
     """The integer code of an opcode enum member (or of an int, for reserved codes)."""
     return getattr(opcode, "value", opcode)
+
+
+#: Simulated time a request may wait for its response: far beyond any legitimate wait (a
+#: request waits behind at most the ingress queues' requests, each some hundred clocks).
+RESPONSE_TIMEOUT_NS = 1_000_000
 
 
 @dataclass
@@ -98,7 +105,13 @@ class CxlHost:
         self.pending[tag] = (expect, event)
         source.send(pack_fields(layout, {name: [value] for name, value in
                                          dict(fields, tag=tag).items()}))
-        await event.wait()
+        try:
+            await with_timeout(event.wait(), RESPONSE_TIMEOUT_NS, "ns")
+        except SimTimeoutError:
+            raise AssertionError(
+                f"no {expect} response to tag {tag:#06x} (opcode {fields['opcode']}, address "
+                f"field {fields['address']:#x}) within {RESPONSE_TIMEOUT_NS} ns: the "
+                f"controller stalled") from None
         return self.responses.pop(tag)
 
     def _check_address(self, address):
