@@ -230,6 +230,12 @@ class ControlRegisters(wiring.Component):
         # more clock.
         settle = Signal(range(_SETTLE_CLOCKS + 1))
         settled = settle == _SETTLE_CLOCKS
+        # What the checks and the step read of i and j, in registers beside them: i and j hold
+        # for _SETTLE_CLOCKS clocks before anything reads these.
+        distinct, first_pair, i_last, j_last = (Signal(name=name) for name in
+                                                ("distinct", "first_pair", "i_last", "j_last"))
+        m.d.sync += [distinct.eq(i != j), first_pair.eq(j == 0),
+                     i_last.eq(i == last), j_last.eq(j == last)]
         compares = []
 
         def compared(value):
@@ -256,13 +262,13 @@ class ControlRegisters(wiring.Component):
              ConfigError.ACC_OVERLAP),
         ]
         pair_checks = [
-            ((i != j) & _overlap(a.base, a.end, b.base, b.end, compared), ConfigError.OVERLAP),
+            (distinct & _overlap(a.base, a.end, b.base, b.end, compared), ConfigError.OVERLAP),
             (a.aggregating & (_overlap(a.acc, a.acc_end, b.base, b.end, compared)
-                              | ((i != j) & b.aggregating
+                              | (distinct & b.aggregating
                                  & _overlap(a.acc, a.acc_end, b.acc, b.acc_end, compared))),
              ConfigError.ACC_OVERLAP),
         ]
-        checks = [(c & (j == 0), e) for c, e in own_checks] + \
+        checks = [(c & first_pair, e) for c, e in own_checks] + \
                  [(c & b.enable, e) for c, e in pair_checks]
         failed = [Signal(name=f"failed_{k}") for k in range(len(checks))]
         m.d.sync += [f.eq(c & a.enable) for f, (c, _) in zip(failed, checks)]
@@ -289,7 +295,7 @@ class ControlRegisters(wiring.Component):
         with m.Elif(~settled):
             m.d.sync += settle.eq(settle + 1)
         with m.Elif(copying):
-            with m.If(i == last):
+            with m.If(i_last):
                 m.d.sync += [busy.eq(0), copying.eq(0)]
             with m.Else():
                 m.d.sync += [i.eq(i + 1), settle.eq(0)]
@@ -301,13 +307,13 @@ class ControlRegisters(wiring.Component):
             ]
             m.d.comb += [block.set_strobe("STATUS", "CFG_ERROR").eq(1),
                          cfg_error_event.eq(1)]
-        with m.Elif((i == last) & (j == last)):
+        with m.Elif(i_last & j_last):
             m.d.sync += [
                 copying.eq(1), i.eq(0), j.eq(0), settle.eq(0),
                 block.field("CFG_ERROR", "REGION").eq(0),
                 block.field("CFG_ERROR", "REASON").eq(ConfigError.NONE),
             ]
-        with m.Elif(j == last):
+        with m.Elif(j_last):
             m.d.sync += [i.eq(i + 1), j.eq(0), settle.eq(0)]
         with m.Else():
             m.d.sync += [j.eq(j + 1), settle.eq(0)]
