@@ -305,12 +305,16 @@ class CxlMemController(wiring.Component):
         with m.Elif(clear_active):
             m.d.sync += [run_address.eq(clear_target.acc),
                          run_lines.eq(times_constant(clear_lines, p.state_lines))]
+        # clear_loading is clear_pending again, in a flip-flop of its own for the descriptor's
+        # load below, so that the flag IDLE reads does not also enable that whole register.
+        clear_loading = Signal()
         with m.If(control.clear_start):
-            m.d.sync += [clear_pending.eq(1), clear_region.eq(control.clear_region)]
+            m.d.sync += [clear_pending.eq(1), clear_loading.eq(1),
+                         clear_region.eq(control.clear_region)]
         # The region's descriptor, on a flag rather than a decode of the engine's state: loaded
         # every clock of a pending clear, the last time on the clock IDLE takes it (the table
         # is applied then: IDLE takes nothing while an APPLY copies it).
-        with m.If(clear_pending):
+        with m.If(clear_loading):
             m.d.sync += [clear_target.eq(control.regions[clear_region[:len(decoded.region)]]),
                          clear_exists.eq(clear_region < params.regions)]
         m.d.sync += [clear_wanted.eq(clear_exists & clear_target.enable
@@ -436,7 +440,8 @@ class CxlMemController(wiring.Component):
                 with m.If(~table_ready):
                     pass            # an APPLY is copying the region table: wait for all of it
                 with m.Elif(clear_pending):
-                    m.d.sync += [clear_pending.eq(0), clear_active.eq(1), idle.eq(0)]
+                    m.d.sync += [clear_pending.eq(0), clear_loading.eq(0), clear_active.eq(1),
+                                 idle.eq(0)]
                     m.next = "CLEAR_LINES"
                 with m.Elif(taken):
                     m.d.sync += [idle.eq(0), decoding.eq(1)]
