@@ -39,8 +39,8 @@ class AddressDecoder(wiring.Component):
     ``decoded`` is that of the ``address``, ``enable`` and ``regions`` of ``LATENCY`` clocks
     earlier, one registered step each: a copy of the address for each region; the compares,
     each bound of each region in two halves (the high halves' order and equality, the low
-    halves' order); the hits; the selection; the state address sum. Its user holds the inputs steady for ``LATENCY`` clocks before reading
-    it.
+    halves' order); the hits; the selection; the state address sum. Its user holds the inputs
+    steady for ``LATENCY`` clocks before reading it.
 
     Members
     -------
