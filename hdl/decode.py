@@ -80,8 +80,10 @@ class AddressDecoder(wiring.Component):
         scaled = Signal(p.address_bits)
         window = Signal()
         enabled = Signal(p.regions)         # the region may hit: enabled, not the window
-        window_hit = ((address >= p.window_base)
-                      & (address < p.window_base + p.window_bytes))
+        # The window is window_bytes (a power of two) long and aligned to its length: an
+        # equality of the high bits, with no carry chain.
+        window_shift = p.window_bytes.bit_length() - 1
+        window_hit = address[window_shift:] == p.window_base >> window_shift
         m.d.sync += [
             scaled.eq(times_constant(line_address, p.datapath.state_lines)),
             window.eq(window_hit),
