@@ -289,34 +289,36 @@ class ControlRegisters(wiring.Component):
             with m.If(load[r]):
                 m.d.sync += [region[name].eq(getattr(a, name)) for name, _ in region_layout(p)]
 
+        # settle counts the clocks of each step while busy, and is zero on the clock after a
+        # step (which starts the next) and while idle: it reads nothing but busy and itself.
+        m.d.sync += settle.eq(Mux(busy & ~settled, settle + 1, 0))
         with m.If(~busy):
             with m.If(block.field("CTRL", "APPLY")):
-                m.d.sync += [busy.eq(1), i.eq(0), j.eq(0), settle.eq(0)]
-        with m.Elif(~settled):
-            m.d.sync += settle.eq(settle + 1)
-        with m.Elif(copying):
-            with m.If(i_last):
-                m.d.sync += [busy.eq(0), copying.eq(0)]
+                m.d.sync += [busy.eq(1), i.eq(0), j.eq(0)]
+        with m.Elif(settled):
+            with m.If(copying):
+                with m.If(i_last):
+                    m.d.sync += [busy.eq(0), copying.eq(0)]
+                with m.Else():
+                    m.d.sync += i.eq(i + 1)
+            with m.Elif(faulted):
+                m.d.sync += [
+                    busy.eq(0),
+                    block.field("CFG_ERROR", "REGION").eq(i),
+                    block.field("CFG_ERROR", "REASON").eq(fault),
+                ]
+                m.d.comb += [block.set_strobe("STATUS", "CFG_ERROR").eq(1),
+                             cfg_error_event.eq(1)]
+            with m.Elif(i_last & j_last):
+                m.d.sync += [
+                    copying.eq(1), i.eq(0), j.eq(0),
+                    block.field("CFG_ERROR", "REGION").eq(0),
+                    block.field("CFG_ERROR", "REASON").eq(ConfigError.NONE),
+                ]
+            with m.Elif(j_last):
+                m.d.sync += [i.eq(i + 1), j.eq(0)]
             with m.Else():
-                m.d.sync += [i.eq(i + 1), settle.eq(0)]
-        with m.Elif(faulted):
-            m.d.sync += [
-                busy.eq(0),
-                block.field("CFG_ERROR", "REGION").eq(i),
-                block.field("CFG_ERROR", "REASON").eq(fault),
-            ]
-            m.d.comb += [block.set_strobe("STATUS", "CFG_ERROR").eq(1),
-                         cfg_error_event.eq(1)]
-        with m.Elif(i_last & j_last):
-            m.d.sync += [
-                copying.eq(1), i.eq(0), j.eq(0), settle.eq(0),
-                block.field("CFG_ERROR", "REGION").eq(0),
-                block.field("CFG_ERROR", "REASON").eq(ConfigError.NONE),
-            ]
-        with m.Elif(j_last):
-            m.d.sync += [i.eq(i + 1), j.eq(0), settle.eq(0)]
-        with m.Else():
-            m.d.sync += [j.eq(j + 1), settle.eq(0)]
+                m.d.sync += j.eq(j + 1)
 
     @staticmethod
     def _first_fault(m, fault, checks):
