@@ -31,6 +31,16 @@ class Operation(enum.Enum, shape=3):
     UNSUPPORTED = 4   # any other opcode: one NDR Cmp, no effect, STATUS.BAD_OPCODE
 
 
+#: What each M2S Req opcode asks of the engine; any other opcode is ``UNSUPPORTED``.
+_REQ_OPERATIONS = {
+    ReqOpcode.MEM_RD: Operation.READ,
+    ReqOpcode.MEM_RD_DATA: Operation.READ,
+    ReqOpcode.MEM_INV: Operation.INVALIDATE,
+    ReqOpcode.MEM_INV_NT: Operation.INVALIDATE,
+    ReqOpcode.MEM_SPEC_RD: Operation.SPECULATIVE,
+}
+
+
 class _Route(enum.Enum, shape=4):
     """Where DISPATCH sends a request, chosen while it is decoded (see ``_route``)."""
     IGNORE = 0        # a hint: no access, no response
@@ -65,12 +75,17 @@ def _request_layout(params):
     })
 
 
-def _rwd_header_layout(line_bits):
-    """An RwD as the RwD ingress queue keeps it: every field but the line and its byte enables
-    (which wait in their groups' queues), and whether every byte enable is set."""
-    fields = {name: shape for name, shape in m2s_rwd_layout(line_bits).members.items()
-              if name not in ("data", "byte_enable")}
-    return data.StructLayout({**fields, "full_mask": 1})
+#: The fields of :func:`_request_layout` that an ingress queue keeps of a host request.
+_ENTRY_FIELDS = ("operation", "write", "read", "tag", "ld_id", "address", "out_of_range", "poison",
+                 "full_line")
+
+
+def _entry_layout(params):
+    """A host request as its ingress queue keeps it: decoded on its way in (see
+    :meth:`CxlMemController._ingress`), so that ``current`` loads it through the choice of
+    queue alone. An RwD's line and byte enables wait in their groups' queues."""
+    request = _request_layout(params)
+    return data.StructLayout({name: request[name].shape for name in _ENTRY_FIELDS})
 
 
 def _columns(params, group):
@@ -168,8 +183,7 @@ class CxlMemController(wiring.Component):
         m.d.comb += [req_queue.r_en.eq(pop_req), rwd_queue.r_en.eq(pop_rwd)]
         m.d.sync += [pop_req.eq(0), rwd_taken.eq(0), pop_rwd.eq(rwd_taken)]
         current = Signal(_request_layout(params))
-        self._load_line(m, rwd_queue, line_queues, current, pop_rwd,
-                        _copies(m, rwd_taken, p.control_copies))
+        self._load_line(m, line_queues, current, _copies(m, rwd_taken, p.control_copies))
         m.d.comb += [decoder.address.eq(current.address), decoder.enable.eq(control.enable),
                      decoder.regions.eq(control.regions)]
         # The decoded address, as registered on DECODE's last clock: the path and state address
@@ -635,29 +649,28 @@ class CxlMemController(wiring.Component):
         """The ingress queues; returns the Req queue, the RwD queue and the RwD lines' queues.
         Their levels (the RwD queue's for RwDs) drive DevLoad.
 
-        An RwD's line and byte enables wait in one queue per group of columns
-        (:func:`_columns`), the rest of the message (:func:`_rwd_header_layout`) in the RwD
-        queue: every queue takes every RwD the host sends, and each line queue is popped by
+        The Req and RwD queues keep each request as an entry (:func:`_entry_layout`, worked
+        out by :meth:`_req_entry` and :meth:`_rwd_entry` on the way in). An RwD's line and the
+        byte enables it writes (all of them for a MemWr) wait in one queue per group of columns
+        (:func:`_columns`): every queue takes every RwD the host sends, and each line queue is popped by
         its group's own copy of the pop (:meth:`_load_line`), so that a queue's pointers and
         level sit beside the columns they address. The queues are alike, take and give up the
         same messages on the same clocks, and so always hold the same number. Each gives its
         head from a register (``SyncFIFOBuffered``), not from a read of its memory."""
         p = self._params.datapath
         depth = self._params.queue_depth
-        req_queue = fifo.SyncFIFOBuffered(width=m2s_req_layout().size, depth=depth)
+        req_queue = fifo.SyncFIFOBuffered(width=_entry_layout(self._params).size, depth=depth)
         m.submodules.req_queue = req_queue
-        m.d.comb += [req_queue.w_data.eq(self.m2s_req.payload),
+        m.d.comb += [req_queue.w_data.eq(self._req_entry(m, self.m2s_req.payload)),
                      req_queue.w_en.eq(self.m2s_req.valid),
                      self.m2s_req.ready.eq(req_queue.w_rdy)]
 
         rwd = self.m2s_rwd.payload
-        header = Signal(_rwd_header_layout(p.line_bits))
-        m.d.comb += [header[name].eq(rwd[name]) for name, _ in m2s_rwd_layout(p.line_bits)
-                     if name not in ("data", "byte_enable")]
-        m.d.comb += header.full_mask.eq(rwd.byte_enable.all())
-        rwd_queue = fifo.SyncFIFOBuffered(width=len(header.as_value()), depth=depth)
+        whole = rwd.opcode == RwDOpcode.MEM_WR      # writes the whole line whatever its mask
+        rwd_queue = fifo.SyncFIFOBuffered(width=_entry_layout(self._params).size, depth=depth)
         m.submodules.rwd_queue = rwd_queue
-        m.d.comb += [rwd_queue.w_data.eq(header), rwd_queue.w_en.eq(self.m2s_rwd.valid),
+        m.d.comb += [rwd_queue.w_data.eq(self._rwd_entry(m, rwd, whole)),
+                     rwd_queue.w_en.eq(self.m2s_rwd.valid),
                      self.m2s_rwd.ready.eq(rwd_queue.w_rdy)]
         line_queues = []
         for g in range(p.control_copies):
@@ -665,7 +678,8 @@ class CxlMemController(wiring.Component):
             queue = fifo.SyncFIFOBuffered(width=p.control_copy_bits + p.control_copy_bits // 8,
                                           depth=depth)
             m.submodules[f"line_queue_{g}"] = queue
-            m.d.comb += [queue.w_data.eq(Cat(rwd.data[data_bits], rwd.byte_enable[strobe_bits])),
+            m.d.comb += [queue.w_data.eq(Cat(rwd.data[data_bits],
+                                             Mux(whole, -1, rwd.byte_enable[strobe_bits]))),
                          queue.w_en.eq(self.m2s_rwd.valid)]
             line_queues.append(queue)
         return req_queue, rwd_queue, line_queues
@@ -687,83 +701,78 @@ class CxlMemController(wiring.Component):
                          whole[-1].eq(enables.word_select(sub, 4).all())]
         return Array(data), Array(whole)
 
+    def _req_entry(self, m, req):
+        """The entry (:func:`_entry_layout`) of the M2S Req ``req``, for its ingress queue."""
+        entry = Signal(_entry_layout(self._params))
+        # A chain of Muxes rather than a Switch: a Switch becomes an ``always @*`` block, which
+        # Icarus Verilog runs only once an input it reads changes, and the queue could take an
+        # entry it had never worked out.
+        operation = Operation.UNSUPPORTED
+        for opcode, meaning in _REQ_OPERATIONS.items():
+            operation = Mux(req.opcode == opcode, meaning, operation)
+        m.d.comb += [entry.operation.eq(operation),
+                     entry.read.eq(operation == Operation.READ),
+                     entry.tag.eq(req.tag), entry.ld_id.eq(req.ld_id)]
+        self._entry_address(m, entry, req.address[1:])   # Req addresses count half lines
+        return entry
+
+    def _rwd_entry(self, m, rwd, whole):
+        """The entry (:func:`_entry_layout`) of the M2S RwD ``rwd``, for its ingress queue
+        (``whole``: it is a MemWr)."""
+        entry = Signal(_entry_layout(self._params))
+        supported = whole | (rwd.opcode == RwDOpcode.MEM_WR_PTL)
+        m.d.comb += [
+            entry.operation.eq(Mux(supported, Operation.WRITE, Operation.UNSUPPORTED)),
+            entry.write.eq(supported),
+            entry.tag.eq(rwd.tag),
+            entry.ld_id.eq(rwd.ld_id),
+            entry.poison.eq(rwd.poison),
+            entry.full_line.eq(whole | rwd.byte_enable.all()),
+        ]
+        self._entry_address(m, entry, rwd.address)
+        return entry
+
+    def _entry_address(self, m, entry, line):
+        """Set ``entry``'s address from ``line``, a host address that counts lines: CXL's 64-byte
+        lines at line_bits = 512, and lines of line_bytes in the scaled-down configurations."""
+        offset_bits = self._params.datapath.line_bytes.bit_length() - 1
+        line_bits = self._params.address_bits - offset_bits
+        m.d.comb += [entry.address.eq(Cat(Const(0, offset_bits), line[:line_bits])),
+                     entry.out_of_range.eq(line[line_bits:] != 0)]
+
     def _accept(self, m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken):
         """While the engine may take a request (in IDLE, with the region table ready and no
-        clear pending): load the next host request into ``current`` (every such clock, whether
-        or not one is waiting; the line itself follows in :meth:`_load_line`), alternating
-        between the channels when both have one waiting, and drive ``taken`` if one was (IDLE
-        leaves on it). The queue gives up the request later (``pop_req``, or ``rwd_taken`` and
-        then ``pop_rwd``: registers), so that no path runs from the engine's decisions into the
-        queues."""
-        p = params.datapath
-        req = m2s_req_layout()(req_queue.r_data)
-        rwd = _rwd_header_layout(p.line_bits)(rwd_queue.r_data)
+        clear pending): load the next host request's entry into ``current`` (every such clock,
+        whether or not one is waiting; the line itself follows in :meth:`_load_line`),
+        alternating between the channels when both have one waiting, and drive ``taken`` if
+        one was (IDLE leaves on it). The queue gives up the request later (``pop_req``, or
+        ``rwd_taken`` and then ``pop_rwd``: registers), so that no path runs from the engine's
+        decisions into the queues."""
         prefer_rwd = Signal()
         take_rwd = rwd_queue.r_rdy & (prefer_rwd | ~req_queue.r_rdy)
         take_req = req_queue.r_rdy & ~take_rwd
-        # The Address fields count lines: CXL's 64-byte lines at line_bits = 512, and lines of
-        # line_bytes in the scaled-down configurations.
-        offset_bits = p.line_bytes.bit_length() - 1
-        line_bits = params.address_bits - offset_bits
-
-        with m.If(take_rwd):
-            supported = (rwd.opcode == RwDOpcode.MEM_WR) | (rwd.opcode == RwDOpcode.MEM_WR_PTL)
-            m.d.sync += [
-                current.operation.eq(Mux(supported, Operation.WRITE, Operation.UNSUPPORTED)),
-                current.write.eq(supported),
-                current.read.eq(0),
-                current.tag.eq(rwd.tag),
-                current.ld_id.eq(rwd.ld_id),
-                current.address.eq(Cat(Const(0, offset_bits), rwd.address[:line_bits])),
-                current.out_of_range.eq(rwd.address[line_bits:] != 0),
-                current.poison.eq(rwd.poison),
-            ]
-        with m.Else():
-            line = req.address[1:]   # Req addresses count half lines (bits [51:5])
-            operation = Signal(Operation)
-            with m.Switch(req.opcode):
-                with m.Case(ReqOpcode.MEM_RD, ReqOpcode.MEM_RD_DATA):
-                    m.d.comb += operation.eq(Operation.READ)
-                with m.Case(ReqOpcode.MEM_INV, ReqOpcode.MEM_INV_NT):
-                    m.d.comb += operation.eq(Operation.INVALIDATE)
-                with m.Case(ReqOpcode.MEM_SPEC_RD):
-                    m.d.comb += operation.eq(Operation.SPECULATIVE)
-                with m.Default():
-                    m.d.comb += operation.eq(Operation.UNSUPPORTED)
-            m.d.sync += [
-                current.operation.eq(operation),
-                current.write.eq(0),
-                current.read.eq(operation == Operation.READ),
-                current.tag.eq(req.tag),
-                current.ld_id.eq(req.ld_id),
-                current.address.eq(Cat(Const(0, offset_bits), line[:line_bits])),
-                current.out_of_range.eq(line[line_bits:] != 0),
-                current.poison.eq(0),
-            ]
+        entry = _entry_layout(params)(Mux(take_rwd, rwd_queue.r_data, req_queue.r_data))
+        m.d.sync += [current[name].eq(entry[name]) for name in _ENTRY_FIELDS]
         m.d.comb += taken.eq(take_req | take_rwd)
         with m.If(take_req):
             m.d.sync += [pop_req.eq(1), prefer_rwd.eq(1)]
         with m.Elif(take_rwd):
             m.d.sync += [rwd_taken.eq(1), prefer_rwd.eq(0)]
 
-    def _load_line(self, m, rwd_queue, line_queues, current, pop_rwd, pop_copies):
+    def _load_line(self, m, line_queues, current, pop_copies):
         """Load the line and byte enables of an RwD into ``current`` on the clock its queues give
-        it up (``pop_rwd``: in DECODE, which does not read them), each group of columns from its
-        own queue on its own copy of the pop (``pop_copies``), so no decode of the engine's
-        state reaches the line. A Req carries no data and leaves them as they were; they are
-        not read for it. MemWr writes the whole line whatever the mask says."""
+        it up (in DECODE, which does not read them), each group of columns from its own queue on
+        its own copy of the pop (``pop_copies``), so no decode of the engine's state reaches
+        the line. A Req carries no data and leaves them as they were; they are not read for
+        it."""
         p = self._params.datapath
-        rwd = _rwd_header_layout(p.line_bits)(rwd_queue.r_data)
-        whole = rwd.opcode == RwDOpcode.MEM_WR
         for g, queue in enumerate(line_queues):
             data_bits, strobe_bits = _columns(p, g)
-            line, mask = queue.r_data[:p.control_copy_bits], queue.r_data[p.control_copy_bits:]
             m.d.comb += queue.r_en.eq(pop_copies[g])
             with m.If(pop_copies[g]):
-                m.d.sync += [current.data[data_bits].eq(line),
-                             current.byte_enable[strobe_bits].eq(Mux(whole, -1, mask))]
-        with m.If(pop_rwd):
-            m.d.sync += current.full_line.eq(whole | rwd.full_mask)
+                m.d.sync += [current.data[data_bits].eq(queue.r_data[:p.control_copy_bits]),
+                             current.byte_enable[strobe_bits].eq(
+                                 queue.r_data[p.control_copy_bits:])]
 
     @staticmethod
     def _route(m, route, current, decoded):

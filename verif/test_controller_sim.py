@@ -27,7 +27,7 @@ def _run(testbench, params=PARAMS):
     dut = CxlMemController(params)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
-    writes = []
+    writes = []             # (WDATA, WSTRB) of every W beat
 
     async def memory(ctx):
         """Always ready; one R beat per AR and one B per W, in order."""
@@ -36,9 +36,9 @@ def _run(testbench, params=PARAMS):
             ctx.set(ready, 1)
         reads, responses = [], []
         rvalid = bvalid = False                  # what this process drove for the last edge
-        async for _, _, arvalid, araddr, awvalid, awaddr, wvalid, wdata, rready, bready in \
-                ctx.tick().sample(axi.arvalid, axi.araddr, axi.awvalid, axi.awaddr, axi.wvalid,
-                                  axi.wdata, axi.rready, axi.bready):
+        async for _, _, arvalid, araddr, awvalid, awaddr, wvalid, wdata, wstrb, rready, bready \
+                in ctx.tick().sample(axi.arvalid, axi.araddr, axi.awvalid, axi.awaddr,
+                                     axi.wvalid, axi.wdata, axi.wstrb, axi.rready, axi.bready):
             if rvalid and rready:
                 reads.pop(0)
             if bvalid and bready:
@@ -48,7 +48,7 @@ def _run(testbench, params=PARAMS):
             if awvalid:
                 responses.append(awaddr)
             if wvalid:
-                writes.append(wdata)
+                writes.append((wdata, wstrb))
             rvalid, bvalid = bool(reads), bool(responses)
             ctx.set(axi.rvalid, rvalid)
             ctx.set(axi.rresp, SLVERR if reads and reads[0] == FAILING_LINE else RESP_OKAY)
@@ -93,8 +93,23 @@ def test_write_error_still_completes():
                     address=FAILING_LINE // PARAMS.datapath.line_bytes, data=0x1234)
         ndr = await receive(ctx, dut.s2m_ndr)
         assert (ndr.opcode, ndr.tag) == (NDROpcode.CMP.value, 9), ndr
-        assert writes == [0x1234], writes
+        assert writes == [(0x1234, 0xFF)], writes
         assert _mem_error(dut, await _status(ctx, dut)), "STATUS.MEM_ERROR not set"
+    _run(testbench)
+
+
+def test_memwr_writes_the_whole_line_whatever_its_mask():
+    """MemWr writes every byte of its line whatever its byte enables say; MemWrPtl writes the
+    bytes they enable (``docs/controller.md``, "Paths")."""
+    async def testbench(ctx, dut, writes):
+        for tag, opcode, strobe in ((1, RwDOpcode.MEM_WR, 0xFF), (2, RwDOpcode.MEM_WR_PTL, 0x0F)):
+            await send(ctx, dut.m2s_rwd, opcode=opcode, tag=tag, byte_enable=0x0F, address=2,
+                       data=0x1122334455667788)
+            ndr = await receive(ctx, dut.s2m_ndr)
+            assert (ndr.opcode, ndr.tag) == (NDROpcode.CMP.value, tag), ndr
+            assert writes[-1:] == [(0x1122334455667788, strobe)], \
+                f"{opcode.name} with byte enables 0x0F: W beats (data, strobe) {writes}, " \
+                f"expected the last with strobe {strobe:#04x}"
     _run(testbench)
 
 
