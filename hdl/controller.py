@@ -31,6 +31,9 @@ class Operation(enum.Enum, shape=3):
     UNSUPPORTED = 4   # any other opcode: one NDR Cmp, no effect, STATUS.BAD_OPCODE
 
 
+#: Decision-input copies fed by one register (see ``CxlMemController._decision_inputs``).
+_DECISION_FANOUT = 8
+
 #: What each M2S Req opcode asks of the engine; any other opcode is ``UNSUPPORTED``.
 _REQ_OPERATIONS = {
     ReqOpcode.MEM_RD: Operation.READ,
@@ -629,13 +632,16 @@ class CxlMemController(wiring.Component):
         """The datapath's decision inputs, one copy per group of columns, each a register by its
         group, so that each copy of the datapath's decisions is made from registers beside it:
         ``n`` from every line the group's state buffer takes while ``reading`` (the last line of
-        a state read holds ``n``), the rest following the request's registers a clock later (the
-        datapath reads them several clocks after they are set)."""
+        a state read holds ``n``), the rest following the request's registers two clocks later,
+        through a tree of registers of fan-out :data:`_DECISION_FANOUT` (the datapath reads them
+        no sooner than a state read after they are set: DISPATCH, then at least the four clocks
+        of a memory read)."""
         p = self._params.datapath
         beat = memory.read_data.payload.data
         beat_n = state_layout(p)(state_of_planes(
             p, Cat(Const(0, (p.state_lines - 1) * p.line_bits), beat))).n
-        following = {name: register_copies(m, value, p.control_copies, f"decision_{name}_copy")
+        following = {name: register_copies(m, value, p.control_copies, f"decision_{name}_copy",
+                                           fanout=_DECISION_FANOUT)
                      for name, value in (("mode", decoded.mode),
                                          ("threshold", decoded.threshold),
                                          ("contribute", current.write),
