@@ -92,7 +92,8 @@ def test_register_copies_survive_synthesis(tmp_path):
     hdl.pipeline.register_copies, or a group's own flag or counter ``<name>_<k>``, one per group
     of columns) has flip-flops of its own in the ECP5 netlist, as many as group 0's; every bit
     of the per-group flag that the engine sets itself (``reply_zero``) is a flip-flop of its
-    own; so does each region's copy of the address in the decoder."""
+    own; so does each region's copy of the address in the decoder, and the trunk register in
+    front of the decision inputs' copies."""
     params = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=2),
                               regions=2)
     folder = generate("controller", "nf_controller", CxlMemController(params), params.name,
@@ -120,6 +121,13 @@ def test_register_copies_survive_synthesis(tmp_path):
         assert len(set(sizes)) == 1 and len(cells) == sum(sizes), \
             f"{name}: groups of {sizes} flip-flops, {len(cells)} distinct: {driven}"
     assert len(flip_flops["reply_zero"]) == copies, sorted(flip_flops["reply_zero"])
+    # The decision inputs' copies are fed through trunk registers (register_copies' fanout):
+    # one here, of 4 copies, with flip-flops of its own, as many as a copy's.
+    for name in ("mode", "threshold", "contribute", "full_line"):
+        trunk, copy = (flip_flops.get(f"decision_{name}_copy{part}", set())
+                       for part in ("_trunk_0", "_0"))
+        assert trunk and len(trunk) == len(copy) and not trunk & copy, \
+            f"decision_{name}_copy: trunk flip-flops {sorted(trunk)}, copy 0's {sorted(copy)}"
     # The decoder's copies of the address, one per region.
     regions = [flip_flops[f"address_copy_{r}"] for r in range(params.regions)]
     sizes = [len(cells) for cells in regions]
