@@ -160,10 +160,13 @@ class AxiLineMaster(wiring.Component):
         m.d.sync += [self.read_data.valid.eq(axi.rvalid),
                      self.read_data.payload.data.eq(axi.rdata),
                      self.read_data.payload.error.eq(axi.rresp != RESP_OKAY)]
-        with m.If(read.take):
+        # Between runs, the address and count follow the held command (see _Countdown.load).
+        with m.If(~ar.more):
             m.d.sync += [axi.araddr.eq(read.payload.address), *ar.load(read)]
-        with m.Elif(axi.arvalid & axi.arready):
+        with m.Elif(axi.arready):
             m.d.sync += [axi.araddr.eq(axi.araddr + line_bytes), *ar.step()]
+        with m.If(read.take):
+            m.d.sync += ar.start(read)
 
         # Write: addresses and data move independently; count a fill run's W beats (an owner's
         # run ends with its last line) and the responses back.
@@ -180,10 +183,14 @@ class AxiLineMaster(wiring.Component):
                                   axi.wready, self._copies, "write_data")
         m.d.comb += [axi.wvalid.eq(beat.valid | (filling & w.more)),
                      axi.wdata.eq(beat.payload.data), axi.wstrb.eq(beat.payload.strobe)]
+        # Between runs (no response outstanding, so no address or fill beat either), the
+        # address and counts follow the held command (see _Countdown.load).
+        with m.If(~b.more):
+            m.d.sync += [axi.awaddr.eq(write.payload.address),
+                         *aw.load(write), *w.load(write), *b.load(write)]
         with m.If(write.take):
-            m.d.sync += [axi.awaddr.eq(write.payload.address), filling.eq(write.payload.fill),
-                         *aw.load(write), *w.load(write), *b.load(write),
-                         self.write_error.eq(0)]
+            m.d.sync += [filling.eq(write.payload.fill), *aw.start(write), *w.start(write),
+                         *b.start(write), self.write_error.eq(0)]
         with m.If(axi.awvalid & axi.awready):
             m.d.sync += [axi.awaddr.eq(axi.awaddr + line_bytes), *aw.step()]
         with m.If(filling & w.more & axi.wready):
@@ -276,11 +283,16 @@ class _Countdown:
         m.d.sync += self.rest_zero.eq(self.rest == 0)     # a load below takes precedence
 
     def load(self, command):
-        """Statements that load the count of ``command`` (a :class:`_CommandRegister`)."""
+        """Statements that load the count of ``command`` (a :class:`_CommandRegister`) but not
+        ``more``: the owner loads it on every clock it has no run, so that the count's enable
+        is a flip-flop rather than the decision to take a command."""
         beats = command.payload.beats
-        low = beats[:self.LOW_BITS]
-        return [self.low.eq(low), self.rest.eq(beats[self.LOW_BITS:]),
-                self.rest_zero.eq(command.rest_zero), self.more.eq(~command.rest_zero | low.any())]
+        return [self.low.eq(beats[:self.LOW_BITS]), self.rest.eq(beats[self.LOW_BITS:]),
+                self.rest_zero.eq(command.rest_zero)]
+
+    def start(self, command):
+        """Statements that start the run of ``command``, whose count is being loaded."""
+        return [self.more.eq(~command.rest_zero | command.payload.beats[:self.LOW_BITS].any())]
 
     def step(self):
         """Statements that count one line off (``more`` must be high)."""
