@@ -17,7 +17,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .csr import RegisterBlock, csr_bus_signature
-from .pipeline import register_selected
+from .pipeline import register_copies, register_selected
 from .arith import times_constant
 from .params import ControllerParams, Mode, aggregates
 from .regmap import COUNTERS, STATUS_FLAGS, ConfigError, register_map
@@ -58,13 +58,14 @@ _SET_BITS = 2
 
 class _Staged:
     """The staged (register-file) region selected by the signal ``index``, with full 64-bit
-    values and the sums the checks and the applied table need, through four registers: the
-    region within its set of ``2**_SET_BITS``, the set, the products (``end``,
-    ``base * state_lines``, the accumulator span), then ``acc_end`` and ``state_offset``. The
-    values are those of ``index`` four clocks earlier, with no more than one adder, and no
-    mux wider than its set, between two registers."""
+    values and the sums the checks and the applied table need, through five registers: a copy
+    of ``index`` for each field, the region within its set of ``2**_SET_BITS``, the set, the
+    products (``end``, ``base * state_lines``, the accumulator span), then ``acc_end`` and
+    ``state_offset``. The values are those of ``index`` five clocks earlier, with no more than
+    one adder, and no mux wider than its set, between two registers, and no register selects
+    more than one field."""
 
-    STAGES = 4
+    STAGES = 5
 
     def __init__(self, m, block, params, index, name):
         def stage(value, what):
@@ -78,13 +79,15 @@ class _Staged:
             return out
 
         per_set = 1 << _SET_BITS
-        high = index[_SET_BITS:]     # empty at up to 2**_SET_BITS regions: one set
-        set_index = stage(high, "set_index_q") if len(high) else Const(0, 1)
 
         def pick(reg, field):
             values = [block.field(f"R{r}_{reg}", field) for r in range(params.regions)]
             what = f"{reg.lower()}_{field.lower()}"
-            sets = [select(values[k:k + per_set], index[:_SET_BITS], f"{what}_set{k // per_set}")
+            # A copy of the index of its own (no reset: see register_copies).
+            copy, = register_copies(m, index, 1, f"{name}_{what}_index")
+            high = copy[_SET_BITS:]     # empty at up to 2**_SET_BITS regions: one set
+            set_index = stage(high, f"{what}_set_index_q") if len(high) else Const(0, 1)
+            sets = [select(values[k:k + per_set], copy[:_SET_BITS], f"{what}_set{k // per_set}")
                     for k in range(0, len(values), per_set)]
             return select(sets, set_index, what)
 
