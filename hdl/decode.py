@@ -79,7 +79,7 @@ class AddressDecoder(wiring.Component):
         line_address = Cat(Const(0, line_shift), address[line_shift:])
         scaled = Signal(p.address_bits)
         window = Signal()
-        enabled = Signal(p.regions)         # the region may hit: enabled, not the window
+        enabled = Signal(p.regions)         # the region is enabled, as is the decode
         # The window is window_bytes (a power of two) long and aligned to its length: an
         # equality of the high bits, with no carry chain.
         window_shift = p.window_bytes.bit_length() - 1
@@ -87,8 +87,7 @@ class AddressDecoder(wiring.Component):
         m.d.sync += [
             scaled.eq(times_constant(line_address, p.datapath.state_lines)),
             window.eq(window_hit),
-            enabled.eq(Cat(self.enable & ~window_hit & region.enable
-                           for region in self.regions)),
+            enabled.eq(Cat(self.enable & region.enable for region in self.regions)),
         ]
         above_base = Cat(_ordered(m, region.base, copy, f"above_base_{r}", or_equal=True)
                          for r, (region, copy) in enumerate(zip(self.regions, copies)))
@@ -99,7 +98,7 @@ class AddressDecoder(wiring.Component):
         hits = Signal(p.regions)
         scaled_2 = Signal.like(scaled)
         window_2 = Signal()
-        m.d.sync += [hits.eq(above_base & below_end & enabled),
+        m.d.sync += [hits.eq(above_base & below_end & enabled & ~window.replicate(p.regions)),
                      scaled_2.eq(scaled), window_2.eq(window)]
 
         # Step 3: the matching region's fields (all zero when none matches: IDENTITY).
