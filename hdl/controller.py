@@ -350,7 +350,12 @@ class CxlMemController(wiring.Component):
         issued = Signal(range(words + 1))
         more_words = Signal()               # issued != words, kept as a register
         captured = Signal(range(words + 1))
-        capture = Signal(READ_LATENCY)      # the window's reads in flight, by age
+        # The window's reads in flight, by age: a read's data comes READ_LATENCY clocks after
+        # it is issued, and waits a clock more in ``window_r_data``, beside the reply's last
+        # word, so that the register block's read register sits by the register block.
+        capture = Signal(READ_LATENCY + 1)
+        window_r_data = Signal(32)
+        m.d.sync += window_r_data.eq(control.bus.r_data)
         window_word = current.address[2:params.window_bytes.bit_length() - 1]
         sub_bits = min(words, 4).bit_length() - 1       # a group has 2 ** sub_bits words
         sub = Signal(sub_bits)
@@ -368,7 +373,7 @@ class CxlMemController(wiring.Component):
         line_reading_copies = _copies(m, line_reading, p.control_copies)
         reply_zero = Signal(p.control_copies)
         m.d.sync += reply_zero.eq(0)
-        shifted = Cat(reply_data[32:], control.bus.r_data)
+        shifted = Cat(reply_data[32:], window_r_data)
         for g in range(p.control_copies):
             bits = _columns(p, g)[0]
             with m.If(capture[-1]):
@@ -446,6 +451,16 @@ class CxlMemController(wiring.Component):
             with m.If(capture[-1]):
                 m.d.sync += captured.eq(captured + 1)
 
+        # The memory master's write command is valid on flags set a state ahead, rather than
+        # on a decode of the engine's state: a write-back's when the datapath's response to a
+        # contribution is accepted (write_back_pending: the engine waits in RESULT for the
+        # response to a write), a clear's in CLEAR_START if the region is wanted.
+        write_back_pending = Signal()
+        clear_write_start = Signal()
+        m.d.comb += memory.write_command.valid.eq(
+            (write_back_pending & datapath.response.valid & result.status.accepted)
+            | clear_write_start)
+
         # The engine's outputs are low during a reset, which is a condition of all of them: Icarus
         # Verilog evaluates an ``always @*`` block only when something it reads changes, so an
         # output decoded from registers that keep their initial values through the reset (the
@@ -521,16 +536,17 @@ class CxlMemController(wiring.Component):
                         m.next = "REPLY_DONE"
                 with m.Else():
                     m.d.comb += datapath.request.valid.eq(1)
+                    m.d.sync += write_back_pending.eq(~current.read)
                     m.next = "RESULT"
 
             with m.State("RESULT"):
                 with m.If(datapath.response.valid):
                     self._count_result(m, current, result, events)
+                    m.d.sync += write_back_pending.eq(0)
                     with m.If(current.read):
                         m.next = "REPLY_DATA"
                     with m.Elif(result.status.accepted):
-                        m.d.comb += memory.write_command.valid.eq(1)
-                        m.d.sync += state_sending.eq(1)
+                        m.d.sync += state_sending.eq(1)       # the write command is valid
                         m.next = "STATE_WRITE"
                     with m.Else():
                         m.next = "REPLY_DONE"
@@ -558,11 +574,12 @@ class CxlMemController(wiring.Component):
                 m.next = "CLEAR_SIZE"       # clear_wanted and clear_lines follow the descriptor
 
             with m.State("CLEAR_SIZE"):
+                m.d.sync += clear_write_start.eq(clear_wanted)
                 m.next = "CLEAR_START"      # the run registers load the clear's run
 
             with m.State("CLEAR_START"):
-                with m.If(clear_wanted):
-                    m.d.comb += memory.write_command.valid.eq(1)
+                m.d.sync += clear_write_start.eq(0)
+                with m.If(clear_wanted):       # the write command is valid
                     m.next = "CLEAR_WRITE"
                 with m.Else():
                     m.d.sync += clear_active.eq(0)
