@@ -414,8 +414,9 @@ class CxlMemController(wiring.Component):
         table_ready = Signal()
         write_done = Signal()
         m.d.sync += [table_ready.eq(control.table_ready), write_done.eq(memory.write_done)]
-        with m.If(idle & table_ready & ~clear_pending):
-            self._accept(m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken)
+        with m.If(idle):
+            self._accept(m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken,
+                         table_ready & ~clear_pending)
 
         def to_idle():
             m.next = "IDLE"
@@ -763,23 +764,24 @@ class CxlMemController(wiring.Component):
         m.d.comb += [entry.address.eq(Cat(Const(0, offset_bits), line[:line_bits])),
                      entry.out_of_range.eq(line[line_bits:] != 0)]
 
-    def _accept(self, m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken):
-        """While the engine may take a request (in IDLE, with the region table ready and no
-        clear pending): load the next host request's entry into ``current`` (every such clock,
-        whether or not one is waiting; the line itself follows in :meth:`_load_line`),
-        alternating between the channels when both have one waiting, and drive ``taken`` if
-        one was (IDLE leaves on it). The queue gives up the request later (``pop_req``, or
-        ``rwd_taken`` and then ``pop_rwd``: registers), so that no path runs from the engine's
-        decisions into the queues."""
+    def _accept(self, m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken,
+                allowed):
+        """In IDLE: load the next host request's entry into ``current`` (every clock, whether or
+        not one is waiting or may be taken; the line itself follows in :meth:`_load_line`),
+        alternating between the channels when both have one waiting, and, if one was and
+        ``allowed`` (the region table is ready and no clear is pending), drive ``taken`` (IDLE
+        leaves on it). ``current``'s enable is thus the ``idle`` flip-flop alone. The queue
+        gives up the request later (``pop_req``, or ``rwd_taken`` and then ``pop_rwd``:
+        registers), so that no path runs from the engine's decisions into the queues."""
         prefer_rwd = Signal()
         take_rwd = rwd_queue.r_rdy & (prefer_rwd | ~req_queue.r_rdy)
         take_req = req_queue.r_rdy & ~take_rwd
         entry = _entry_layout(params)(Mux(take_rwd, rwd_queue.r_data, req_queue.r_data))
         m.d.sync += [current[name].eq(entry[name]) for name in _ENTRY_FIELDS]
-        m.d.comb += taken.eq(take_req | take_rwd)
-        with m.If(take_req):
+        m.d.comb += taken.eq((take_req | take_rwd) & allowed)
+        with m.If(allowed & take_req):
             m.d.sync += [pop_req.eq(1), prefer_rwd.eq(1)]
-        with m.Elif(take_rwd):
+        with m.Elif(allowed & take_rwd):
             m.d.sync += [rwd_taken.eq(1), prefer_rwd.eq(0)]
 
     def _load_line(self, m, line_queues, current, pop_copies):
