@@ -313,8 +313,15 @@ class CxlMemController(wiring.Component):
         # its lines follow it a clock later, so the run is settled by CLEAR_START).
         state_path = aggregates(decoder.decoded.mode)
         route = Signal(_Route)
+        # The memory command DISPATCH makes valid, registered with the route (and read only in
+        # DISPATCH, on the ``dispatching`` flag), so that no decode of the engine's state or of
+        # the route is in front of the memory master's command registers.
+        dispatch_read, dispatch_write = Signal(), Signal()
         with m.If(decoding):
-            self._route(m, route, current, decoder.decoded)
+            chosen = self._route(current, decoder.decoded)
+            m.d.sync += [route.eq(chosen),
+                         dispatch_read.eq((chosen == _Route.STATE) | (chosen == _Route.LINE_READ)),
+                         dispatch_write.eq(chosen == _Route.LINE_WRITE)]
             m.d.sync += [decoded.eq(decoder.decoded),
                          run_address.eq(Mux(state_path, decoder.decoded.state_address,
                                             current.address)),
@@ -452,15 +459,21 @@ class CxlMemController(wiring.Component):
             with m.If(capture[-1]):
                 m.d.sync += captured.eq(captured + 1)
 
-        # The memory master's write command is valid on flags set a state ahead, rather than
-        # on a decode of the engine's state: a write-back's when the datapath's response to a
-        # contribution is accepted (write_back_pending: the engine waits in RESULT for the
-        # response to a write), a clear's in CLEAR_START if the region is wanted.
+        # The memory master's commands are valid on flags set a state ahead, rather than on a
+        # decode of the engine's state: DISPATCH's (see dispatch_read above); a write-back's
+        # when the datapath's response to a contribution is accepted (write_back_pending: the
+        # engine waits in RESULT for the response to a write); a clear's in CLEAR_START if the
+        # region is wanted.
         write_back_pending = Signal()
         clear_write_start = Signal()
-        m.d.comb += memory.write_command.valid.eq(
-            (write_back_pending & datapath.response.valid & result.status.accepted)
-            | clear_write_start)
+        dispatching = Signal()          # the engine is in DISPATCH
+        m.d.comb += [
+            memory.read_command.valid.eq(dispatching & dispatch_read),
+            memory.write_command.valid.eq(
+                (dispatching & dispatch_write)
+                | (write_back_pending & datapath.response.valid & result.status.accepted)
+                | clear_write_start),
+        ]
 
         # The engine's outputs are low during a reset, which is a condition of all of them: Icarus
         # Verilog evaluates an ``always @*`` block only when something it reads changes, so an
@@ -486,14 +499,15 @@ class CxlMemController(wiring.Component):
                 with m.If(~table_ready):
                     m.d.sync += decode_wait.eq(0)
                 with m.Elif(decode_wait == AddressDecoder.LATENCY):
-                    m.d.sync += decoding.eq(0)
+                    m.d.sync += [decoding.eq(0), dispatching.eq(1)]
                     m.next = "DISPATCH"
                 with m.Else():
                     m.d.sync += decode_wait.eq(decode_wait + 1)
 
             with m.State("DISPATCH"):
-                self._dispatch(m, route, memory, events, reply_nxm, state_reading,
-                               line_reading, line_writing, windowing, to_idle)
+                m.d.sync += dispatching.eq(0)
+                self._dispatch(m, route, events, reply_nxm, state_reading, line_reading,
+                               line_writing, windowing, to_idle)
 
             with m.State("WINDOW"):
                 # The word loop runs on the ``windowing`` flag (see above).
@@ -676,11 +690,11 @@ class CxlMemController(wiring.Component):
         The Req and RwD queues keep each request as an entry (:func:`_entry_layout`, worked
         out by :meth:`_req_entry` and :meth:`_rwd_entry` on the way in). An RwD's line and the
         byte enables it writes (all of them for a MemWr) wait in one queue per group of columns
-        (:func:`_columns`): every queue takes every RwD the host sends, and each line queue is popped by
-        its group's own copy of the pop (:meth:`_load_line`), so that a queue's pointers and
-        level sit beside the columns they address. The queues are alike, take and give up the
-        same messages on the same clocks, and so always hold the same number. Each gives its
-        head from a register (``SyncFIFOBuffered``), not from a read of its memory."""
+        (:func:`_columns`): every queue takes every RwD the host sends, and each line queue is
+        popped by its group's own copy of the pop (:meth:`_load_line`), so that a queue's
+        pointers and level sit beside the columns they address. The queues are alike, take and
+        give up the same messages on the same clocks, and so always hold the same number. Each
+        gives its head from a register (``SyncFIFOBuffered``), not from a read of its memory."""
         p = self._params.datapath
         depth = self._params.queue_depth
         req_queue = fifo.SyncFIFOBuffered(width=_entry_layout(self._params).size, depth=depth)
@@ -800,35 +814,30 @@ class CxlMemController(wiring.Component):
                                  queue.r_data[p.control_copy_bits:])]
 
     @staticmethod
-    def _route(m, route, current, decoded):
-        """Register where DISPATCH will send the request being decoded (``decoded`` is the
-        decoder's output), so that DISPATCH branches on one register, not on a chain of the
-        request's fields."""
+    def _route(current, decoded):
+        """Where DISPATCH will send the request being decoded (``decoded`` is the decoder's
+        output): the first route in order whose condition holds. A chain of Muxes, like the
+        Req entry's operation (see ``_req_entry``)."""
         operation = current.operation
-        with m.If(operation == Operation.SPECULATIVE):
-            m.d.sync += route.eq(_Route.IGNORE)
-        with m.Elif(operation == Operation.UNSUPPORTED):
-            m.d.sync += route.eq(_Route.BAD_OPCODE)
-        with m.Elif(operation == Operation.INVALIDATE):
-            m.d.sync += route.eq(_Route.NO_ACCESS)
-        with m.Elif(current.out_of_range & current.read):
-            m.d.sync += route.eq(_Route.BAD_READ)
-        with m.Elif(current.out_of_range):
-            m.d.sync += route.eq(_Route.BAD_WRITE)
-        with m.Elif(current.poison):
-            m.d.sync += route.eq(_Route.POISONED)
-        with m.Elif(decoded.window):
-            m.d.sync += route.eq(_Route.WINDOW)
-        with m.Elif(aggregates(decoded.mode)):
-            m.d.sync += route.eq(_Route.STATE)
-        with m.Elif(current.read):
-            m.d.sync += route.eq(_Route.LINE_READ)
-        with m.Else():
-            m.d.sync += route.eq(_Route.LINE_WRITE)
+        choices = [
+            (operation == Operation.SPECULATIVE, _Route.IGNORE),
+            (operation == Operation.UNSUPPORTED, _Route.BAD_OPCODE),
+            (operation == Operation.INVALIDATE, _Route.NO_ACCESS),
+            (current.out_of_range & current.read, _Route.BAD_READ),
+            (current.out_of_range, _Route.BAD_WRITE),
+            (current.poison, _Route.POISONED),
+            (decoded.window, _Route.WINDOW),
+            (aggregates(decoded.mode), _Route.STATE),
+            (current.read, _Route.LINE_READ),
+        ]
+        chosen = _Route.LINE_WRITE
+        for condition, route in reversed(choices):
+            chosen = Mux(condition, route, chosen)
+        return chosen
 
     @staticmethod
-    def _dispatch(m, route, memory, events, reply_nxm, state_reading, line_reading,
-                  line_writing, windowing, to_idle):
+    def _dispatch(m, route, events, reply_nxm, state_reading, line_reading, line_writing,
+                  windowing, to_idle):
         """Start the path ``route`` chose for the request just decoded. The memory master is
         idle here (every earlier command has finished), so its command register is empty and
         takes the command (``run_address``, ``run_lines``, set in DECODE) at once."""
@@ -853,13 +862,12 @@ class CxlMemController(wiring.Component):
             with m.Case(_Route.WINDOW):
                 m.d.sync += windowing.eq(1)
                 m.next = "WINDOW"
-            # The memory paths: the command, the flag of the run, the state that waits on it.
-            for path, command, flag, state in (
-                    (_Route.STATE, memory.read_command, state_reading, "STATE_READ"),
-                    (_Route.LINE_READ, memory.read_command, line_reading, "LINE_READ"),
-                    (_Route.LINE_WRITE, memory.write_command, line_writing, "LINE_WRITE")):
+            # The memory paths (their command is valid on dispatch_read or dispatch_write): the
+            # flag of the run, the state that waits on it.
+            for path, flag, state in ((_Route.STATE, state_reading, "STATE_READ"),
+                                      (_Route.LINE_READ, line_reading, "LINE_READ"),
+                                      (_Route.LINE_WRITE, line_writing, "LINE_WRITE")):
                 with m.Case(path):
-                    m.d.comb += command.valid.eq(1)
                     m.d.sync += flag.eq(1)
                     m.next = state
 
