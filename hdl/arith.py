@@ -1,8 +1,8 @@
 """Arithmetic helpers for wide address computations."""
 
-from amaranth import Const
+from amaranth import Cat, Const, Signal, Value
 
-__all__ = ["times_constant"]
+__all__ = ["times_constant", "registered_order"]
 
 
 def times_constant(value, constant):
@@ -15,3 +15,23 @@ def times_constant(value, constant):
     for term in terms:
         total = total + term
     return total
+
+
+def registered_order(m, low, high, name, *, or_equal=False):
+    """``low < high`` (``low <= high`` when ``or_equal``) of two unsigned values (or integers),
+    a clock late: both are zero-extended to one width, and the high halves' order and equality
+    and the low halves' order are registered (``<name>_high_less``, ``<name>_high_equal``,
+    ``<name>_low``); the result is the expression that combines them, so that no carry chain
+    spans the whole width."""
+    low, high = Value.cast(low), Value.cast(high)
+    width = max(len(low), len(high))
+    low, high = Cat(low, Const(0, width - len(low))), Cat(high, Const(0, width - len(high)))
+    half = width // 2
+    high_less = Signal(name=f"{name}_high_less")
+    high_equal = Signal(name=f"{name}_high_equal")
+    low_ordered = Signal(name=f"{name}_low")
+    m.d.sync += [high_less.eq(low[half:] < high[half:]),
+                 high_equal.eq(low[half:] == high[half:]),
+                 low_ordered.eq(low[:half] <= high[:half] if or_equal
+                                else low[:half] < high[:half])]
+    return high_less | (high_equal & low_ordered)

@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 
 from .csr import RegisterBlock, csr_bus_signature
 from .pipeline import register_copies, register_selected
-from .arith import times_constant
+from .arith import registered_order, times_constant
 from .params import ControllerParams, Mode, aggregates
 from .regmap import COUNTERS, STATUS_FLAGS, ConfigError, register_map
 
@@ -119,10 +119,10 @@ class _Staged:
 _SETTLE_CLOCKS = _Staged.STAGES + 3
 
 
-def _overlap(a_start, a_end, b_start, b_end, compared):
-    """Whether ``[a_start, a_end)`` and ``[b_start, b_end)`` overlap, from the two compares,
-    each registered by ``compared``."""
-    return compared(a_start < b_end) & compared(b_start < a_end)
+def _overlap(a_start, a_end, b_start, b_end, ordered):
+    """Whether ``[a_start, a_end)`` and ``[b_start, b_end)`` overlap, from the two compares
+    ``ordered(low, high)`` (``low < high``, registered)."""
+    return ordered(a_start, b_end) & ordered(b_start, a_end)
 
 
 class ControlRegisters(wiring.Component):
@@ -248,12 +248,18 @@ class ControlRegisters(wiring.Component):
             m.d.sync += compares[-1].eq(value)
             return compares[-1]
 
+        def ordered(low, high):
+            """``low < high`` of two addresses, as :func:`compared` does it but in halves
+            (:func:`registered_order`), so that no carry chain spans the address."""
+            compares.append(registered_order(m, low, high, f"compare_{len(compares)}"))
+            return compares[-1]
+
         own_checks = [
             (a.mode == 3, ConfigError.RESERVED_MODE),
             (((a.base | a.size) & line_mask) != 0, ConfigError.MISALIGNED),
             (compared(a.size == 0), ConfigError.ZERO_SIZE),
             (compared(a.end > space), ConfigError.OUT_OF_RANGE),
-            (_overlap(a.base, a.end, window_start, window_end, compared),
+            (_overlap(a.base, a.end, window_start, window_end, ordered),
              ConfigError.COVERS_WINDOW),
             ((a.mode == Mode.GTERNARY) & ((a.threshold == 0)
                                           | (a.threshold > p.datapath.capacity)),
@@ -261,14 +267,14 @@ class ControlRegisters(wiring.Component):
             (a.aggregating & (a.expected > p.datapath.capacity), ConfigError.OVER_CAPACITY),
             (a.aggregating & ((a.acc & line_mask) != 0), ConfigError.ACC_MISALIGNED),
             (a.aggregating & compared(a.acc_end > space), ConfigError.OUT_OF_RANGE),
-            (a.aggregating & _overlap(a.acc, a.acc_end, window_start, window_end, compared),
+            (a.aggregating & _overlap(a.acc, a.acc_end, window_start, window_end, ordered),
              ConfigError.ACC_OVERLAP),
         ]
         pair_checks = [
-            (distinct & _overlap(a.base, a.end, b.base, b.end, compared), ConfigError.OVERLAP),
-            (a.aggregating & (_overlap(a.acc, a.acc_end, b.base, b.end, compared)
+            (distinct & _overlap(a.base, a.end, b.base, b.end, ordered), ConfigError.OVERLAP),
+            (a.aggregating & (_overlap(a.acc, a.acc_end, b.base, b.end, ordered)
                               | (distinct & b.aggregating
-                                 & _overlap(a.acc, a.acc_end, b.acc, b.acc_end, compared))),
+                                 & _overlap(a.acc, a.acc_end, b.acc, b.acc_end, ordered))),
              ConfigError.ACC_OVERLAP),
         ]
         checks = [(c & first_pair, e) for c, e in own_checks] + \

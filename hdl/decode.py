@@ -4,7 +4,7 @@ from amaranth import Cat, Const, Module, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .arith import times_constant
+from .arith import registered_order, times_constant
 from .control import region_layout
 from .params import ControllerParams, Mode
 from .pipeline import register_copies
@@ -89,9 +89,9 @@ class AddressDecoder(wiring.Component):
             window.eq(window_hit),
             enabled.eq(Cat(self.enable & region.enable for region in self.regions)),
         ]
-        above_base = Cat(_ordered(m, region.base, copy, f"above_base_{r}", or_equal=True)
+        above_base = Cat(registered_order(m, region.base, copy, f"above_base_{r}", or_equal=True)
                          for r, (region, copy) in enumerate(zip(self.regions, copies)))
-        below_end = Cat(_ordered(m, copy, region.end, f"below_end_{r}", or_equal=False)
+        below_end = Cat(registered_order(m, copy, region.end, f"below_end_{r}")
                         for r, (region, copy) in enumerate(zip(self.regions, copies)))
 
         # Step 2: the hits.
@@ -122,22 +122,6 @@ class AddressDecoder(wiring.Component):
             out.state_address.eq(scaled_3 + selected.state_address),
         ]
         return m
-
-
-def _ordered(m, low, high, name, *, or_equal):
-    """``low < high`` (``low <= high`` when ``or_equal``) of two unsigned values of one width,
-    a clock late: the high halves' order and equality and the low halves' order are registered
-    (``<name>_high_less``, ``<name>_high_equal``, ``<name>_low``), and the result is the
-    expression that combines them, so that no carry chain spans the whole width."""
-    half = len(low) // 2
-    high_less = Signal(name=f"{name}_high_less")
-    high_equal = Signal(name=f"{name}_high_equal")
-    low_ordered = Signal(name=f"{name}_low")
-    m.d.sync += [high_less.eq(low[half:] < high[half:]),
-                 high_equal.eq(low[half:] == high[half:]),
-                 low_ordered.eq(low[:half] <= high[:half] if or_equal
-                                else low[:half] < high[:half])]
-    return high_less | (high_equal & low_ordered)
 
 
 def _any_of(values):
