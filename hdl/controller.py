@@ -365,9 +365,11 @@ class CxlMemController(wiring.Component):
         m.d.sync += window_r_data.eq(control.bus.r_data)
         window_word = current.address[2:params.window_bytes.bit_length() - 1]
         sub_bits = min(words, 4).bit_length() - 1       # a group has 2 ** sub_bits words
-        sub = Signal(sub_bits)
+        # ``sub``, once per group: a register of each group's own, set by the same statements,
+        # so that no one register selects the word of every group.
+        subs = [Signal(sub_bits, name=f"window_sub_{g}") for g in range(words >> sub_bits)]
         staged = Signal()
-        group_data, group_whole = self._window_word_groups(m, current, words, sub_bits, sub)
+        group_data, group_whole = self._window_word_groups(m, current, sub_bits, subs)
         group = issued[sub_bits:(words - 1).bit_length()]   # the next word's group
         m.d.sync += staged.eq(1)
 
@@ -425,6 +427,11 @@ class CxlMemController(wiring.Component):
             self._accept(m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken,
                          table_ready & ~clear_pending)
 
+        # idle falls as IDLE leaves (for a clear or a request taken, see IDLE below), decided
+        # from registers and the queues' flags alone, not through the engine's state.
+        with m.If(idle & table_ready & (clear_pending | req_queue.r_rdy | rwd_queue.r_rdy)):
+            m.d.sync += idle.eq(0)
+
         def to_idle():
             m.next = "IDLE"
             m.d.sync += idle.eq(1)
@@ -434,7 +441,7 @@ class CxlMemController(wiring.Component):
         windowing = Signal()
         with m.If(idle):
             m.d.sync += [memory_error.eq(0), beats.eq(0), issued.eq(0), more_words.eq(1),
-                         captured.eq(0), sub.eq(0), staged.eq(0),
+                         captured.eq(0), *(sub.eq(0) for sub in subs), staged.eq(0),
                          reply_poison.eq(0), reply_nxm.eq(0), decode_wait.eq(0),
                          reply_zero.eq(-1)]
         with m.If(windowing):
@@ -450,7 +457,7 @@ class CxlMemController(wiring.Component):
                     window_wdata.eq(group_data[group]),
                     issued.eq(issued + 1),
                     more_words.eq(issued + 1 != words),
-                    sub.eq((issued + 1)[:sub_bits]),
+                    *(sub.eq((issued + 1)[:sub_bits]) for sub in subs),
                     staged.eq(0),
                 ]
             with m.Elif(window_fire):
@@ -486,11 +493,10 @@ class CxlMemController(wiring.Component):
                 with m.If(~table_ready):
                     pass            # an APPLY is copying the region table: wait for all of it
                 with m.Elif(clear_pending):
-                    m.d.sync += [clear_pending.eq(0), clear_loading.eq(0), clear_active.eq(1),
-                                 idle.eq(0)]
+                    m.d.sync += [clear_pending.eq(0), clear_loading.eq(0), clear_active.eq(1)]
                     m.next = "CLEAR_LINES"
                 with m.Elif(taken):
-                    m.d.sync += [idle.eq(0), decoding.eq(1)]
+                    m.d.sync += decoding.eq(1)
                     m.next = "DECODE"
 
             with m.State("DECODE"):
@@ -723,14 +729,14 @@ class CxlMemController(wiring.Component):
         return req_queue, rwd_queue, line_queues
 
     @staticmethod
-    def _window_word_groups(m, current, words, sub_bits, sub):
-        """The first step of the window's word select: for each group of ``2 ** sub_bits``
-        words of the request's line, a register of word ``sub`` of the group (its data, and
+    def _window_word_groups(m, current, sub_bits, subs):
+        """The first step of the window's word select: for each group ``g`` of ``2 ** sub_bits``
+        words of the request's line, a register of word ``subs[g]`` of the group (its data, and
         whether all four of its byte enables are set), loaded every clock. Returns the two
         registers of every group as :class:`Array` s, indexed by group."""
         per_group = 1 << sub_bits
         data, whole = [], []
-        for g in range(words // per_group):
+        for g, sub in enumerate(subs):
             bits, enables = current.data.word_select(g, 32 * per_group), \
                 current.byte_enable.word_select(g, 4 * per_group)
             data.append(Signal(32, name=f"window_group{g}_data"))
