@@ -249,8 +249,11 @@ class ControlRegisters(wiring.Component):
             return compares[-1]
 
         def ordered(low, high):
-            """``low < high`` of two addresses, as :func:`compared` does it but in halves
-            (:func:`registered_order`), so that no carry chain spans the address."""
+            """``low < high`` of two addresses, as :func:`compared` does it but, unless one is
+            a constant, in halves (:func:`registered_order`), so that no carry chain spans
+            the address."""
+            if isinstance(low, int) or isinstance(high, int):
+                return compared(low < high)
             compares.append(registered_order(m, low, high, f"compare_{len(compares)}"))
             return compares[-1]
 
