@@ -2,7 +2,7 @@
 
 from amaranth import Cat, Const, Signal, Value
 
-__all__ = ["times_constant", "registered_order"]
+__all__ = ["times_constant", "registered_order", "any_of"]
 
 
 def times_constant(value, constant):
@@ -35,3 +35,11 @@ def registered_order(m, low, high, name, *, or_equal=False):
                  low_ordered.eq(low[:half] <= high[:half] if or_equal
                                 else low[:half] < high[:half])]
     return high_less | (high_equal & low_ordered)
+
+
+def any_of(values):
+    """Bitwise OR of ``values`` (an AND-OR select, when each is masked by its own select)."""
+    total = Const(0, 1)
+    for value in values:
+        total = total | value
+    return total

@@ -8,6 +8,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .arith import any_of
 from .pipeline import register_copies, register_selected
 
 __all__ = ["READ_LATENCY", "WRITE_LATENCY", "csr_bus_signature", "RegisterBlock"]
@@ -128,9 +129,10 @@ class RegisterBlock(wiring.Component):
     def _elaborate_read(self, m, request):
         """The read in four registered steps: a wait matching the write's hit register, the
         word within each group (a dense mux on the low address bits), the group within each
-        set, then the set. Each step's mux sits next to the registers it selects from, and each
-        group's word select takes the wait's address and strobe from a copy of its own, so that
-        no one register's net reaches every group."""
+        set, then the set (an AND-OR of the set words with one registered flag per set). Each
+        step's mux sits next to the registers it selects from, and each group's word select
+        takes the wait's address and strobe from a copy of its own, so that no one register's
+        net reaches every group."""
         groups = {}
         for reg in self._regmap:
             word = reg.offset // 4
@@ -147,7 +149,6 @@ class RegisterBlock(wiring.Component):
                               enable=select[-1])
         # The group and set address bits, carried beside the words.
         group_q = Signal(len(waited.addr) - _READ_GROUP_BITS)
-        set_q = Signal(len(group_q) - _READ_SET_BITS)
         read_q = Signal()
         read_qq = Signal()
         m.d.sync += [read_q.eq(waited.r_stb), read_qq.eq(read_q)]
@@ -157,13 +158,18 @@ class RegisterBlock(wiring.Component):
         for group in words:
             sets.setdefault(group >> _READ_SET_BITS, []).append(group)
         set_words = {number: Signal(32, name=f"read_set_{number}") for number in sets}
+        # The set, one flag per set, so that the last step is an AND-OR of the set words.
+        set_hits = {number: Signal(name=f"read_set_hit_{number}") for number in sets}
         with m.If(read_q):
-            m.d.sync += set_q.eq(group_q[_READ_SET_BITS:])
+            m.d.sync += [hit.eq(group_q[_READ_SET_BITS:] == number)
+                         for number, hit in set_hits.items()]
         for number, members in sets.items():
             register_selected(m, set_words[number],
                               {group % (1 << _READ_SET_BITS): words[group] for group in members},
                               group_q[:_READ_SET_BITS], enable=read_q)
-        register_selected(m, self.bus.r_data, set_words, set_q, enable=read_qq)
+        with m.If(read_qq):
+            m.d.sync += self.bus.r_data.eq(any_of(word & set_hits[number].replicate(32)
+                                                  for number, word in set_words.items()))
 
     def elaborate(self, platform):
         m = Module()

@@ -4,7 +4,7 @@ from amaranth import Cat, Const, Module, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .arith import registered_order, times_constant
+from .arith import any_of, registered_order, times_constant
 from .control import region_layout
 from .params import ControllerParams, Mode
 from .pipeline import register_copies
@@ -112,7 +112,7 @@ class AddressDecoder(wiring.Component):
                   "expected": [r.expected for r in self.regions]}
         for name, values in fields.items():
             m.d.sync += Value.cast(getattr(selected, name)).eq(
-                _any_of(value & hits[r].replicate(len(value)) for r, value in enumerate(values)))
+                any_of(value & hits[r].replicate(len(value)) for r, value in enumerate(values)))
         m.d.sync += [scaled_3.eq(scaled_2), window_3.eq(window_2)]
 
         # Step 4: the state address.
@@ -122,11 +122,3 @@ class AddressDecoder(wiring.Component):
             out.state_address.eq(scaled_3 + selected.state_address),
         ]
         return m
-
-
-def _any_of(values):
-    """Bitwise OR of ``values``."""
-    total = Const(0, 1)
-    for value in values:
-        total = total | value
-    return total
