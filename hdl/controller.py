@@ -482,6 +482,10 @@ class CxlMemController(wiring.Component):
                 | clear_write_start),
         ]
 
+        # A contribution's result counts on the same flag, not in RESULT's decode.
+        with m.If(write_back_pending & datapath.response.valid):
+            self._count_result(m, result, events)
+
         # The engine's outputs are low during a reset, which is a condition of all of them: Icarus
         # Verilog evaluates an ``always @*`` block only when something it reads changes, so an
         # output decoded from registers that keep their initial values through the reset (the
@@ -562,7 +566,6 @@ class CxlMemController(wiring.Component):
 
             with m.State("RESULT"):
                 with m.If(datapath.response.valid):
-                    self._count_result(m, current, result, events)
                     m.d.sync += write_back_pending.eq(0)
                     with m.If(current.read):
                         m.next = "REPLY_DATA"
@@ -878,15 +881,14 @@ class CxlMemController(wiring.Component):
                     m.next = state
 
     @staticmethod
-    def _count_result(m, current, result, events):
+    def _count_result(m, result, events):
         """Events of a contribution's datapath result."""
-        with m.If(current.write):
-            status = result.status
-            m.d.comb += [
-                events.accepted.eq(status.accepted),
-                events.rejected.eq(~status.accepted),
-                events.capacity.eq(status.reason == Reason.CAPACITY),
-                events.partial.eq(status.reason == Reason.PARTIAL),
-                events.invalid_code.eq(status.invalid),
-                events.invalid_lines.eq(status.invalid),
-            ]
+        status = result.status
+        m.d.comb += [
+            events.accepted.eq(status.accepted),
+            events.rejected.eq(~status.accepted),
+            events.capacity.eq(status.reason == Reason.CAPACITY),
+            events.partial.eq(status.reason == Reason.PARTIAL),
+            events.invalid_code.eq(status.invalid),
+            events.invalid_lines.eq(status.invalid),
+        ]
