@@ -349,10 +349,10 @@ class CxlMemController(wiring.Component):
         # Register window word loop: one 32-bit register per word of the line, word ``issued``
         # next. Its data and byte enables are selected in two registered steps, so that no
         # path runs from the counter through a select of the whole line into the window
-        # registers: each group of up to four words has a free-running register of its word
-        # ``sub`` (the next word's place in its group), and a load takes the register of the
-        # next word's group once ``staged`` says they hold the next word (one clock after the
-        # previous load, so a word is issued every other clock at most).
+        # registers: each group ``g`` of up to four words has a free-running register of its
+        # word ``window_sub_<g>`` (the next word's place in its group), and a load takes the
+        # register of the next word's group once ``staged`` says they hold the next word (one
+        # clock after the previous load, so a word is issued every other clock at most).
         words = p.line_bytes // 4
         issued = Signal(range(words + 1))
         more_words = Signal()               # issued != words, kept as a register
@@ -486,11 +486,12 @@ class CxlMemController(wiring.Component):
         with m.If(write_back_pending & datapath.response.valid):
             self._count_result(m, result, events)
 
-        # The engine's outputs are low during a reset, which is a condition of all of them: Icarus
-        # Verilog evaluates an ``always @*`` block only when something it reads changes, so an
-        # output decoded from registers that keep their initial values through the reset (the
-        # state, ``route``) read X until one of them changed, and the memory master's command
-        # register took that X on the first clock after the reset.
+        # The outputs the engine's state decodes are low during a reset, which is a condition of
+        # all of them: Icarus Verilog evaluates an ``always @*`` block only when something it
+        # reads changes, so an output decoded from registers that keep their initial values
+        # through the reset (the state, ``route``) read X until one of them changed, and the
+        # memory master's command register took that X on the first clock after the reset. (The
+        # memory commands' valids and the result events above come from reset flags instead.)
         with m.If(~ResetSignal()), m.FSM(name="engine", init="IDLE"):
             with m.State("IDLE"):
                 # The request's registers are cleared on the ``idle`` flag (see above).

@@ -68,9 +68,10 @@ def register_copies(m, value, count, name, *, fanout=None):
     trunk ``k // fanout``), so they follow it two clocks later, and no wire from one register
     has to reach copies placed across the whole chip.
 
-    The copies have no reset: they follow ``value`` (and its reset) a clock later. A reset of
-    their own costs a gate in front of them, which Yosys shares among all of them, so that
-    every copy, however far, was reached through one LUT beside ``value``."""
+    The copies have no reset: they follow ``value`` (and its reset) a clock later (two with
+    ``fanout``). A reset of their own costs a gate in front of them, which Yosys shares among
+    all of them, so that every copy, however far, was reached through one LUT beside
+    ``value``."""
     if fanout is not None:
         trunks = register_copies(m, value, -(-count // fanout), f"{name}_trunk")
         sources = [trunks[k // fanout] for k in range(count)]
