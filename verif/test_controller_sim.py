@@ -232,3 +232,32 @@ def test_reset_during_a_write_sends_no_line_after_it(reset_clocks):
     sim.run()
     assert [data for _, data, _ in beats] == [0x1122334455667788], \
         f"{reset_clocks}-clock reset: W beats (clock, data, in reset) {beats}"
+
+
+def test_memwr_with_a_partial_mask_contributes_its_whole_line():
+    """A MemWr to an aggregating region contributes whatever its byte enables say (it writes
+    the whole line): its state is written back, and STATUS.PARTIAL stays clear."""
+    async def testbench(ctx, dut, writes):
+        ctrl, cfg = dut.regmap["CTRL"], dut.regmap["R0_CFG"]
+        for reg, value in (("R0_BASE_LO", 0x1000), ("R0_SIZE_LO", 0x40),
+                           ("R0_ACC_LO", 0x2000), ("R0_AGG", 1 | 3 << 16),
+                           ("R0_CFG", cfg.field("ENABLE").mask | 1 << cfg.field("MODE").offset),
+                           ("CTRL", ctrl.field("APPLY").mask | ctrl.field("ENABLE").mask)):
+            await _csr_write(ctx, dut, reg, value)
+        busy = dut.regmap["STATUS"].field("APPLY_BUSY").mask
+        for _ in range(ControlRegisters(PARAMS).apply_cycles):
+            if not await _status(ctx, dut) & busy:
+                break
+        else:
+            raise AssertionError("APPLY still busy")
+        await send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=4, byte_enable=0x0F,
+                   address=0x1000 // PARAMS.datapath.line_bytes, data=0xFF)
+        ndr = await receive(ctx, dut.s2m_ndr)
+        assert (ndr.opcode, ndr.tag) == (NDROpcode.CMP.value, 4), ndr
+        lines = PARAMS.datapath.state_lines
+        assert len(writes) == lines, \
+            f"MemWr with byte enables 0x0F: {len(writes)} state lines written back, " \
+            f"expected {lines}: {writes}"
+        partial = dut.regmap["STATUS"].field("PARTIAL").mask
+        assert not await _status(ctx, dut) & partial, "STATUS.PARTIAL set for a MemWr"
+    _run(testbench)
