@@ -1,6 +1,6 @@
 """Arithmetic helpers for wide address computations."""
 
-from amaranth import Cat, Const, Signal, Value
+from amaranth import Cat, Const, Signal
 
 __all__ = ["times_constant", "registered_order", "any_of"]
 
@@ -18,12 +18,11 @@ def times_constant(value, constant):
 
 
 def registered_order(m, low, high, name, *, or_equal=False):
-    """``low < high`` (``low <= high`` when ``or_equal``) of two unsigned values (or integers),
-    a clock late: both are zero-extended to one width, and the high halves' order and equality
+    """``low < high`` (``low <= high`` when ``or_equal``) of two unsigned values, a clock
+    late: both are zero-extended to one width, and the high halves' order and equality
     and the low halves' order are registered (``<name>_high_less``, ``<name>_high_equal``,
     ``<name>_low``); the result is the expression that combines them, so that no carry chain
     spans the whole width."""
-    low, high = Value.cast(low), Value.cast(high)
     width = max(len(low), len(high))
     low, high = Cat(low, Const(0, width - len(low))), Cat(high, Const(0, width - len(high)))
     half = width // 2
