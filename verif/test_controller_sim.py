@@ -130,20 +130,24 @@ async def _csr_write(ctx, dut, reg, value):
     ctx.set(dut.csr.w_stb, 0)
 
 
+async def _apply_gbinary_region(ctx, dut, *, acc):
+    """Region 0: G-Binary, lines 0x1000-0x103F, accumulator at ``acc``; applied and enabled."""
+    ctrl, cfg = dut.regmap["CTRL"], dut.regmap["R0_CFG"]
+    for reg, value in (("R0_BASE_LO", 0x1000), ("R0_SIZE_LO", 0x40),
+                       ("R0_ACC_LO", acc), ("R0_AGG", 1 | 3 << 16),
+                       ("R0_CFG", cfg.field("ENABLE").mask | 1 << cfg.field("MODE").offset),
+                       ("CTRL", ctrl.field("APPLY").mask | ctrl.field("ENABLE").mask)):
+        await _csr_write(ctx, dut, reg, value)
+    busy = dut.regmap["STATUS"].field("APPLY_BUSY").mask
+    for _ in range(ControlRegisters(PARAMS).apply_cycles):
+        if not await _status(ctx, dut) & busy:
+            return
+    raise AssertionError("APPLY still busy")
+
+
 def test_contribution_with_failed_state_read_changes_nothing():
     async def testbench(ctx, dut, writes):
-        ctrl, cfg = dut.regmap["CTRL"], dut.regmap["R0_CFG"]
-        for reg, value in (("R0_BASE_LO", 0x1000), ("R0_SIZE_LO", 0x40),
-                           ("R0_ACC_LO", FAILING_LINE), ("R0_AGG", 1 | 3 << 16),
-                           ("R0_CFG", cfg.field("ENABLE").mask | 1 << cfg.field("MODE").offset),
-                           ("CTRL", ctrl.field("APPLY").mask | ctrl.field("ENABLE").mask)):
-            await _csr_write(ctx, dut, reg, value)
-        busy = dut.regmap["STATUS"].field("APPLY_BUSY").mask
-        for _ in range(ControlRegisters(PARAMS).apply_cycles):
-            if not await _status(ctx, dut) & busy:
-                break
-        else:
-            raise AssertionError("APPLY still busy")
+        await _apply_gbinary_region(ctx, dut, acc=FAILING_LINE)
         await send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=3, byte_enable=0xFF,
                     address=0x1000 // PARAMS.datapath.line_bytes, data=0xFF)
         ndr = await receive(ctx, dut.s2m_ndr)
@@ -238,18 +242,7 @@ def test_memwr_with_a_partial_mask_contributes_its_whole_line():
     """A MemWr to an aggregating region contributes whatever its byte enables say (it writes
     the whole line): its state is written back, and STATUS.PARTIAL stays clear."""
     async def testbench(ctx, dut, writes):
-        ctrl, cfg = dut.regmap["CTRL"], dut.regmap["R0_CFG"]
-        for reg, value in (("R0_BASE_LO", 0x1000), ("R0_SIZE_LO", 0x40),
-                           ("R0_ACC_LO", 0x2000), ("R0_AGG", 1 | 3 << 16),
-                           ("R0_CFG", cfg.field("ENABLE").mask | 1 << cfg.field("MODE").offset),
-                           ("CTRL", ctrl.field("APPLY").mask | ctrl.field("ENABLE").mask)):
-            await _csr_write(ctx, dut, reg, value)
-        busy = dut.regmap["STATUS"].field("APPLY_BUSY").mask
-        for _ in range(ControlRegisters(PARAMS).apply_cycles):
-            if not await _status(ctx, dut) & busy:
-                break
-        else:
-            raise AssertionError("APPLY still busy")
+        await _apply_gbinary_region(ctx, dut, acc=0x2000)
         await send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=4, byte_enable=0x0F,
                    address=0x1000 // PARAMS.datapath.line_bytes, data=0xFF)
         ndr = await receive(ctx, dut.s2m_ndr)
