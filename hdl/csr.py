@@ -131,8 +131,8 @@ class RegisterBlock(wiring.Component):
         word within each group (a dense mux on the low address bits), the group within each
         set, then the set (an AND-OR of the set words with one registered flag per set). Each
         step's mux sits next to the registers it selects from, and each group's word select
-        takes the wait's address and strobe from a copy of its own, so that no one register's
-        net reaches every group."""
+        and each byte of each set's group select take their address bits from a copy of their
+        own, so that no one register's net reaches every group or every set."""
         groups = {}
         for reg in self._regmap:
             word = reg.offset // 4
@@ -147,13 +147,13 @@ class RegisterBlock(wiring.Component):
             values = {k: self._read_value(reg) for k, reg in regs.items()}
             register_selected(m, words[group], values, select[:_READ_GROUP_BITS],
                               enable=select[-1])
-        # The group and set address bits, carried beside the words.
-        group_q = Signal(len(waited.addr) - _READ_GROUP_BITS)
+        # The set address bits, carried beside the words.
+        set_q = Signal(len(waited.addr[_READ_GROUP_BITS + _READ_SET_BITS:]))
         read_q = Signal()
         read_qq = Signal()
         m.d.sync += [read_q.eq(waited.r_stb), read_qq.eq(read_q)]
         with m.If(waited.r_stb):
-            m.d.sync += group_q.eq(waited.addr[_READ_GROUP_BITS:])
+            m.d.sync += set_q.eq(waited.addr[_READ_GROUP_BITS + _READ_SET_BITS:])
         sets = {}
         for group in words:
             sets.setdefault(group >> _READ_SET_BITS, []).append(group)
@@ -161,12 +161,18 @@ class RegisterBlock(wiring.Component):
         # The set, one flag per set, so that the last step is an AND-OR of the set words.
         set_hits = {number: Signal(name=f"read_set_hit_{number}") for number in sets}
         with m.If(read_q):
-            m.d.sync += [hit.eq(group_q[_READ_SET_BITS:] == number)
-                         for number, hit in set_hits.items()]
+            m.d.sync += [hit.eq(set_q == number) for number, hit in set_hits.items()]
+        # Each byte of each set word selects its group by a copy of the group bits of its own,
+        # which follows the waited address a clock later (on the clock of ``read_q``, it holds
+        # the read's).
+        set_selects = iter(register_copies(m, waited.addr[_READ_GROUP_BITS:][:_READ_SET_BITS],
+                                           len(sets) * 4, "read_set_select"))
         for number, members in sets.items():
-            register_selected(m, set_words[number],
-                              {group % (1 << _READ_SET_BITS): words[group] for group in members},
-                              group_q[:_READ_SET_BITS], enable=read_q)
+            for byte in range(4):
+                register_selected(m, set_words[number].word_select(byte, 8),
+                                  {group % (1 << _READ_SET_BITS): words[group].word_select(byte, 8)
+                                   for group in members},
+                                  next(set_selects), enable=read_q)
         with m.If(read_qq):
             m.d.sync += self.bus.r_data.eq(any_of(word & set_hits[number].replicate(32)
                                                   for number, word in set_words.items()))
