@@ -114,9 +114,15 @@ class _Staged:
         self.aggregating = aggregates(self.mode)
 
 
+#: Registered steps of an APPLY check's address order (``registered_order``'s ``levels``): its
+#: operands come from registers across the register block, so each part's equality is a
+#: short tree.
+_ORDER_LEVELS = 2
+
 #: Clocks an APPLY step waits for its region pair: the _Staged pipeline, the registered
-#: compares, the registered check results, then the registered first fault.
-_SETTLE_CLOCKS = _Staged.STAGES + 3
+#: compares (``_ORDER_LEVELS`` steps for an order), the registered check results, the
+#: registered first fault, then the registered decision to end the APPLY on it.
+_SETTLE_CLOCKS = _Staged.STAGES + _ORDER_LEVELS + 3
 
 
 def _overlap(a_start, a_end, b_start, b_end, ordered):
@@ -232,7 +238,8 @@ class ControlRegisters(wiring.Component):
         # results and the first fault are registered (_SETTLE_CLOCKS), then the step acts: one
         # more clock.
         settle = Signal(range(_SETTLE_CLOCKS + 1))
-        settled = settle == _SETTLE_CLOCKS
+        settled = Signal()              # settle == _SETTLE_CLOCKS, as a register
+        m.d.sync += settled.eq(busy & (settle == _SETTLE_CLOCKS - 1))
         # What the checks and the step read of i and j, in registers beside them: i and j hold
         # for _SETTLE_CLOCKS clocks before anything reads these.
         distinct, first_pair, i_last, j_last = (Signal(name=name) for name in
@@ -250,11 +257,12 @@ class ControlRegisters(wiring.Component):
 
         def ordered(low, high):
             """``low < high`` of two addresses, as :func:`compared` does it but, unless one is
-            a constant, in halves (:func:`registered_order`), so that no carry chain spans
+            a constant, in parts (:func:`registered_order`), so that no carry chain spans
             the address."""
             if isinstance(low, int) or isinstance(high, int):
                 return compared(low < high)
-            compares.append(registered_order(m, low, high, f"compare_{len(compares)}"))
+            compares.append(registered_order(m, low, high, f"compare_{len(compares)}",
+                                             levels=_ORDER_LEVELS))
             return compares[-1]
 
         own_checks = [
@@ -264,10 +272,11 @@ class ControlRegisters(wiring.Component):
             (compared(a.end > space), ConfigError.OUT_OF_RANGE),
             (_overlap(a.base, a.end, window_start, window_end, ordered),
              ConfigError.COVERS_WINDOW),
-            ((a.mode == Mode.GTERNARY) & ((a.threshold == 0)
-                                          | (a.threshold > p.datapath.capacity)),
+            (compared((a.mode == Mode.GTERNARY) & ((a.threshold == 0)
+                                                   | (a.threshold > p.datapath.capacity))),
              ConfigError.BAD_THRESHOLD),
-            (a.aggregating & (a.expected > p.datapath.capacity), ConfigError.OVER_CAPACITY),
+            (compared(a.aggregating & (a.expected > p.datapath.capacity)),
+             ConfigError.OVER_CAPACITY),
             (a.aggregating & ((a.acc & line_mask) != 0), ConfigError.ACC_MISALIGNED),
             (a.aggregating & compared(a.acc_end > space), ConfigError.OUT_OF_RANGE),
             (a.aggregating & _overlap(a.acc, a.acc_end, window_start, window_end, ordered),
@@ -289,6 +298,10 @@ class ControlRegisters(wiring.Component):
         faulted = Signal()          # fault != NONE, a register of its own for the step below
         self._first_fault(m, first, [(f, e) for f, (_, e) in zip(failed, checks)])
         m.d.sync += [fault.eq(first), faulted.eq(first != ConfigError.NONE)]
+        # The step that ends the APPLY on a fault, decided a clock ahead into a register of its
+        # own (faulted has settled by then), which alone sets STATUS.CFG_ERROR and counts.
+        fault_step = Signal()
+        m.d.sync += fault_step.eq(busy & ~copying & faulted & (settle == _SETTLE_CLOCKS - 1))
 
         # Region r takes its staged values on the copying step with i == r. The step's
         # condition is registered one clock ahead, one flag per region, so that each region's
@@ -302,9 +315,18 @@ class ControlRegisters(wiring.Component):
                 m.d.sync += [region[name].eq(getattr(a, name)) for name, _ in region_layout(p)]
 
         # settle counts the clocks of each step while busy, and is zero on the clock after a
-        # step (which starts the next) and while idle: it reads nothing but busy and itself.
+        # step (which starts the next) and while idle: it reads nothing but busy, settled and
+        # itself.
         m.d.sync += settle.eq(Mux(busy & ~settled, settle + 1, 0))
-        with m.If(~busy):
+        # fault_step is high only on a settled step of the checks (busy, not copying).
+        with m.If(fault_step):
+            m.d.sync += [
+                busy.eq(0),
+                block.field("CFG_ERROR", "REGION").eq(i),
+                block.field("CFG_ERROR", "REASON").eq(fault),
+            ]
+            m.d.comb += [block.set_strobe("STATUS", "CFG_ERROR").eq(1), cfg_error_event.eq(1)]
+        with m.Elif(~busy):
             with m.If(block.field("CTRL", "APPLY")):
                 m.d.sync += [busy.eq(1), i.eq(0), j.eq(0)]
         with m.Elif(settled):
@@ -313,14 +335,6 @@ class ControlRegisters(wiring.Component):
                     m.d.sync += [busy.eq(0), copying.eq(0)]
                 with m.Else():
                     m.d.sync += i.eq(i + 1)
-            with m.Elif(faulted):
-                m.d.sync += [
-                    busy.eq(0),
-                    block.field("CFG_ERROR", "REGION").eq(i),
-                    block.field("CFG_ERROR", "REASON").eq(fault),
-                ]
-                m.d.comb += [block.set_strobe("STATUS", "CFG_ERROR").eq(1),
-                             cfg_error_event.eq(1)]
             with m.Elif(i_last & j_last):
                 m.d.sync += [
                     copying.eq(1), i.eq(0), j.eq(0),
