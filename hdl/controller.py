@@ -332,15 +332,21 @@ class CxlMemController(wiring.Component):
         # clear_loading is clear_pending again, in a flip-flop of its own for the descriptor's
         # load below, so that the flag IDLE reads does not also enable that whole register.
         clear_loading = Signal()
+        # The region number once more for each field of the descriptor, loaded with
+        # clear_region, so that each field's select is a register of its own, placed by it.
+        field_regions = {name: Signal(len(decoded.region), name=f"clear_region_{name}")
+                         for name, _ in region_layout(params)}
         with m.If(control.clear_start):
             m.d.sync += [clear_pending.eq(1), clear_loading.eq(1),
-                         clear_region.eq(control.clear_region)]
+                         clear_region.eq(control.clear_region),
+                         *(number.eq(control.clear_region) for number in field_regions.values())]
         # The region's descriptor, on a flag rather than a decode of the engine's state: loaded
         # every clock of a pending clear, the last time on the clock IDLE takes it (the table
         # is applied then: IDLE takes nothing while an APPLY copies it).
         with m.If(clear_loading):
-            m.d.sync += [clear_target.eq(control.regions[clear_region[:len(decoded.region)]]),
-                         clear_exists.eq(clear_region < params.regions)]
+            m.d.sync += [clear_target[name].eq(control.regions[number][name])
+                         for name, number in field_regions.items()]
+            m.d.sync += clear_exists.eq(clear_region < params.regions)
         m.d.sync += [clear_wanted.eq(clear_exists & clear_target.enable
                                      & aggregates(clear_target.mode)),
                      clear_lines.eq((clear_target.end - clear_target.base)
@@ -635,12 +641,17 @@ class CxlMemController(wiring.Component):
         sending_lines = []
         for g in range(p.control_copies):
             sent = Signal(range(p.state_lines + 1), init=p.state_lines, name=f"lines_sent_{g}")
-            sending_line = sending[g] & (sent != p.state_lines)
-            m.d.comb += memory.write_valid[g].eq(sending_line | (writing[g] & (sent == 0)))
+            # sent != state_lines and sent == 0, registers beside the count rather than compares
+            # of it, so that the state buffer's enable, which reads them, is one gate deep.
+            unsent = Signal(name=f"lines_unsent_{g}")
+            none_sent = Signal(name=f"lines_none_sent_{g}")
+            sending_line = sending[g] & unsent
+            m.d.comb += memory.write_valid[g].eq(sending_line | (writing[g] & none_sent))
             with m.If(~sending[g] & ~writing[g]):
-                m.d.sync += sent.eq(0)
+                m.d.sync += [sent.eq(0), unsent.eq(1), none_sent.eq(1)]
             with m.Elif(memory.write_valid[g] & memory.write_ready[g]):
-                m.d.sync += sent.eq(sent + 1)
+                m.d.sync += [sent.eq(sent + 1), unsent.eq(sent + 1 != p.state_lines),
+                             none_sent.eq(0)]
             sending_lines.append(sending_line)
         return sending_lines
 
@@ -737,16 +748,24 @@ class CxlMemController(wiring.Component):
         """The first step of the window's word select: for each group ``g`` of ``2 ** sub_bits``
         words of the request's line, a register of word ``subs[g]`` of the group (its data, and
         whether all four of its byte enables are set), loaded every clock. Returns the two
-        registers of every group as :class:`Array` s, indexed by group."""
+        registers of every group as :class:`Array` s, indexed by group.
+
+        Whether each word's byte enables are all set is registered a step ahead, beside the
+        request's register (which holds the line and its byte enables from DECODE on, clocks
+        before the word loop reads them), so that the select by ``subs[g]`` is all that stands
+        in front of the group's register."""
         per_group = 1 << sub_bits
         data, whole = [], []
         for g, sub in enumerate(subs):
             bits, enables = current.data.word_select(g, 32 * per_group), \
                 current.byte_enable.word_select(g, 4 * per_group)
+            words_whole = Signal(per_group, name=f"window_group{g}_words_whole")
             data.append(Signal(32, name=f"window_group{g}_data"))
             whole.append(Signal(name=f"window_group{g}_whole"))
-            m.d.sync += [data[-1].eq(bits.word_select(sub, 32)),
-                         whole[-1].eq(enables.word_select(sub, 4).all())]
+            m.d.sync += [words_whole.eq(Cat(enables.word_select(k, 4).all()
+                                            for k in range(per_group))),
+                         data[-1].eq(bits.word_select(sub, 32)),
+                         whole[-1].eq(words_whole.bit_select(sub, 1))]
         return Array(data), Array(whole)
 
     def _req_entry(self, m, req):
