@@ -406,10 +406,9 @@ def main(argv=None):
                         help="controller constraint, MHz")
     parser.add_argument("--controller-seeds", type=int, nargs="*", default=[],
                         help="placement seeds for the controller (none by default: one "
-                             "placement takes 8 to 11 minutes of a core, and three would "
-                             "more than double the default report's time; README.md gives the "
-                             "measured "
-                             "times)")
+                             "placement takes 7.5 to 9.5 minutes of a core, and three would "
+                             "about double the default report's time; README.md gives the "
+                             "measured times)")
     parser.add_argument("--jobs", type=int, default=2,
                         help="tool runs at once (synthesis, gate estimate, placement), shared "
                              "by all designs")
