@@ -235,8 +235,8 @@ class ControlRegisters(wiring.Component):
         a = _Staged(m, block, p, i, "region_i")
         b = _Staged(m, block, p, j, "region_j")
         # i and j hold while the pair's values pass the pipeline and the compares, the check
-        # results and the first fault are registered (_SETTLE_CLOCKS), then the step acts: one
-        # more clock.
+        # results, the first fault and the fault step are registered (_SETTLE_CLOCKS), then the
+        # step acts: one more clock.
         settle = Signal(range(_SETTLE_CLOCKS + 1))
         settled = Signal()              # settle == _SETTLE_CLOCKS, as a register
         m.d.sync += settled.eq(busy & (settle == _SETTLE_CLOCKS - 1))
@@ -249,8 +249,9 @@ class ControlRegisters(wiring.Component):
         compares = []
 
         def compared(value):
-            """``value``, a compare of addresses up to 72 bits wide, in a register of its own, so
-            that the check that reads it has no carry chain in front of it."""
+            """``value``, a compare (of addresses up to 72 bits wide, or of a region's counts
+            against its limits), in a register of its own, so that the check that reads it has
+            no carry chain in front of it."""
             compares.append(Signal(name=f"compare_{len(compares)}"))
             m.d.sync += compares[-1].eq(value)
             return compares[-1]
