@@ -406,7 +406,7 @@ def main(argv=None):
                         help="controller constraint, MHz")
     parser.add_argument("--controller-seeds", type=int, nargs="*", default=[],
                         help="placement seeds for the controller (none by default: one "
-                             "placement takes 7.5 to 9.5 minutes of a core, and three would "
+                             "placement takes 7 to 9.5 minutes of a core, and three would "
                              "about double the default report's time; README.md gives the "
                              "measured times)")
     parser.add_argument("--jobs", type=int, default=2,
