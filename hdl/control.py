@@ -238,8 +238,10 @@ class ControlRegisters(wiring.Component):
         # results, the first fault and the fault step are registered (_SETTLE_CLOCKS), then the
         # step acts: one more clock.
         settle = Signal(range(_SETTLE_CLOCKS + 1))
+        # The clock before a step acts: what acts on the step is registered on this one.
+        before_step = settle == _SETTLE_CLOCKS - 1
         settled = Signal()              # settle == _SETTLE_CLOCKS, as a register
-        m.d.sync += settled.eq(busy & (settle == _SETTLE_CLOCKS - 1))
+        m.d.sync += settled.eq(busy & before_step)
         # What the checks and the step read of i and j, in registers beside them: i and j hold
         # for _SETTLE_CLOCKS clocks before anything reads these.
         distinct, first_pair, i_last, j_last = (Signal(name=name) for name in
@@ -302,14 +304,14 @@ class ControlRegisters(wiring.Component):
         # The step that ends the APPLY on a fault, decided a clock ahead into a register of its
         # own (faulted has settled by then), which alone sets STATUS.CFG_ERROR and counts.
         fault_step = Signal()
-        m.d.sync += fault_step.eq(busy & ~copying & faulted & (settle == _SETTLE_CLOCKS - 1))
+        m.d.sync += fault_step.eq(busy & ~copying & faulted & before_step)
 
         # Region r takes its staged values on the copying step with i == r. The step's
         # condition is registered one clock ahead, one flag per region, so that each region's
         # flip-flop enables come straight from a flip-flop rather than through the step decode.
         # (``copying`` is only ever high while ``busy``.)
         load = Signal(p.regions)
-        m.d.sync += load.eq(Mux(copying & (settle == _SETTLE_CLOCKS - 1),
+        m.d.sync += load.eq(Mux(copying & before_step,
                                 Cat(i == r for r in range(p.regions)), 0))
         for r, region in enumerate(self.regions):
             with m.If(load[r]):
