@@ -13,12 +13,12 @@ of line bits x counter widths (one seed each) and a chart ``<out>/sweep.png``.
 For each design it writes, under ``<out>/<design>/<config>/``: the Verilog, Yosys's
 ``stat.json`` (ECP5 cells), ``gates/cmos.json`` (generic gates, ``abc -g cmos2``, in a folder of
 its own so that it runs beside the ECP5 synthesis), and one nextpnr ``pnr_seed<N>.json`` report
-per placement seed; then ``<out>/synth.json`` (every number, parsed
-from those files) and ``<out>/synth.md`` (tables). Fmax comes from nextpnr's JSON report (the
-post-route figure), never from its log.
+per placement seed; then ``<out>/synth.json`` (every number, parsed from those files) and
+``<out>/synth.md`` (tables). Fmax comes from nextpnr's JSON report (the post-route figure),
+never from its log.
 
 YoWASP tools see only their working directory, so every tool runs inside the design's folder
-with relative paths.
+(the gate estimate inside ``gates/``) with relative paths.
 """
 
 import argparse
