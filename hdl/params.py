@@ -152,6 +152,9 @@ class DatapathParams:
         return f"L{self.line_bits}_W{self.counter_width}_D{self.latency}"
 
 
+#: Most on-chip accumulator slots a controller may have.
+MAX_SLOTS = 4096
+
 #: Bytes of the control-register window in the device's address space.
 REGISTER_WINDOW_BYTES = 0x1000
 
@@ -174,6 +177,9 @@ class ControllerParams:
         Entries of each host ingress queue (M2S Req and M2S RwD), a power of two from 2 to 64.
     axi_id_bits : int
         Width of the AXI4 ID signals toward device memory, 1 to 16.
+    slots : int
+        On-chip accumulator slots (:mod:`hdl.slots`), a power of two from 2 to 4096: how many
+        aggregating lines can be resident at once.
     """
 
     datapath: DatapathParams = DatapathParams()
@@ -182,6 +188,7 @@ class ControllerParams:
     window_base: int = None
     queue_depth: int = 8
     axi_id_bits: int = 8
+    slots: int = 256
 
     def __post_init__(self):
         if not isinstance(self.datapath, DatapathParams):
@@ -210,6 +217,10 @@ class ControllerParams:
         if not isinstance(self.axi_id_bits, int) or not 1 <= self.axi_id_bits <= 16:
             raise ValueError(f"axi_id_bits must be an integer from 1 to 16, "
                              f"not {self.axi_id_bits!r}")
+        if (not isinstance(self.slots, int) or not 2 <= self.slots <= MAX_SLOTS
+                or self.slots & (self.slots - 1)):
+            raise ValueError(f"slots must be a power of two from 2 to {MAX_SLOTS}, "
+                             f"not {self.slots!r}")
 
     @property
     def name(self):
@@ -219,6 +230,10 @@ class ControllerParams:
     @property
     def window_bytes(self):
         return REGISTER_WINDOW_BYTES
+
+    @property
+    def slot_index_bits(self):
+        return self.slots.bit_length() - 1
 
     @property
     def accumulator_bytes_per_line(self):

@@ -1,0 +1,531 @@
+"""The slot pool: on-chip accumulators, one read-modify-write per clock.
+
+Every aggregating line that receives contributions lives, while it is being aggregated, in a
+*slot*: one word of an on-chip memory holding the line's state (lanes and ``n``), the address
+of its accumulator in device memory (the slot's *tag*), whether memory is behind the slot
+(*dirty*), and the mode and threshold its result line is made with. The controller picks the
+slot of a line (its index) and the pool compares the tag: a contribution to a resident line
+never touches device memory.
+
+Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
+
+    op --T0--> read slot --T1--> hit? --P2--> accumulate, write slot --> result unit
+                                  | miss                                  (AggregationDatapath,
+                                  v                                        contribute = 0)
+                         drain, evict, fill, install                          |
+                                                            result stream <---+---> write_back
+
+- **T1** holds an op with the slot word read for it on the clock before (*fresh*). An op that
+  waits in T1 reads its slot again before it moves on, so it never moves with a stale word.
+- **P2** adds a contribution in one clock. The word it starts from is the one T1 read, unless
+  one of the two ops before it wrote the same slot on the two clock edges that read could not
+  see (the memory's read port is not transparent): then it takes that op's written word, kept
+  in the forwarding registers ``W1`` and ``W2``. This is how contributions to one line are
+  accepted on consecutive clocks and each counted once.
+- A miss waits in T1: the pool drains, writes the occupant back if it is dirty (an eviction),
+  waits until device memory has taken every write-back, then fills the slot: it reads the
+  line's ``n`` (one line) and, only if ``n`` is not 0, its ``W`` bit-plane lines; then the op
+  reads its slot again and hits. A result read of a line that is not resident does not take a
+  slot: it reads the line's result line from device memory (one line).
+- When a contribution makes ``n`` reach the region's ``EXPECTED``, the line is *complete*: its
+  state and result line are written back at once and it stays resident, clean.
+- Scan ops (``FLUSH``, ``EVICT``, ``CLEAR``) name a slot rather than a line; the controller
+  sends them with nothing else in flight. After reset the pool scans every slot itself
+  (``DROP``) before it takes an op: a reset loses the state of dirty slots, and
+  ``events.dropped`` counts each.
+
+Each result leaves in op order. Write-backs leave in the order they are made, each the
+accumulator image of one line: its result line, then its state's memory image
+(:func:`hdl.datapath.planes_of_state`).
+"""
+
+from amaranth import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, enum, fifo, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
+from .params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggregates
+
+__all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
+           "write_back_layout", "slot_event_layout", "accumulate", "SlotPool"]
+
+
+class SlotOp(enum.Enum, shape=3):
+    """What an op asks of the pool."""
+    CONTRIBUTE = 0   # add ``data`` to the line ``tag`` (result: accept status)
+    READ = 1         # the line's result line (result: ``line``)
+    FLUSH = 2        # slot ``index``: write it back if dirty; it stays resident, clean
+    EVICT = 3        # slot ``index``: write it back if dirty, and empty it
+    CLEAR = 4        # slot ``index``: empty it, without write-back, if ``low <= tag < high``
+    DROP = 5         # slot ``index``: empty it (the pool's own scan after reset)
+    INSTALL = 6      # (internal) put a filled line in slot ``index``
+
+
+def slot_op_layout(params, user_width):
+    """An op. ``tag`` is the byte address of the line's accumulator (for ``CLEAR``, the first
+    accumulator byte of the range ``[tag, high)``); ``index`` the slot the controller chose."""
+    p = params.datapath
+    return data.StructLayout({
+        "kind": SlotOp,
+        "index": unsigned(params.slot_index_bits),
+        "tag": unsigned(params.address_bits),
+        "high": unsigned(params.address_bits + 1),
+        "data": unsigned(p.line_bits),
+        "full_line": 1,
+        "mode": Mode,
+        "threshold": unsigned(p.counter_width),
+        "expected": unsigned(p.counter_width),
+        "user": unsigned(user_width),
+    })
+
+
+def slot_entry_layout(params):
+    """One slot: what the pool's memory holds per word."""
+    p = params.datapath
+    return data.StructLayout({
+        "valid": 1,
+        "dirty": 1,
+        "tag": unsigned(params.address_bits),
+        "mode": Mode,
+        "threshold": unsigned(p.counter_width),
+        "state": state_layout(p),
+    })
+
+
+def slot_result_layout(params, user_width):
+    """The answer to a ``CONTRIBUTE`` or ``READ``: the accept status (``reason``, ``invalid``
+    as the datapath gives them), the result line of a read, and ``error`` when device memory
+    answered the fill or result read with an error (nothing changed; a read's line is 0)."""
+    return data.StructLayout({
+        "user": unsigned(user_width),
+        "line": unsigned(params.datapath.line_bits),
+        "accepted": 1,
+        "reason": Reason,
+        "invalid": 1,
+        "error": 1,
+    })
+
+
+def write_back_layout(params):
+    """A line's accumulator image for device memory, to write from ``address`` on: the result
+    line, then the state's ``state_lines`` lines."""
+    p = params.datapath
+    return data.StructLayout({
+        "address": unsigned(params.address_bits),
+        "lines": unsigned((1 + p.state_lines) * p.line_bits),
+    })
+
+
+def fill_command_layout(params):
+    """A read of ``beats`` consecutive lines of device memory from byte ``address``."""
+    return data.StructLayout({"address": unsigned(params.address_bits),
+                              "beats": unsigned(params.datapath.counter_width.bit_length())})
+
+
+#: What the pool reports, one strobe each per clock at most.
+SLOT_EVENTS = ("accepted", "rejected", "capacity", "partial", "invalid", "completed", "hits",
+               "fills", "evictions", "write_backs", "mem_error", "dropped")
+
+
+def slot_event_layout():
+    return data.StructLayout({name: 1 for name in SLOT_EVENTS})
+
+
+def accumulate(params, lanes, line, ternary):
+    """The lanes after adding contribution ``line`` (combinational, one adder per lane pair):
+    G-Binary adds line bit ``k`` to the ``W``-bit count of lane ``k``; G-Ternary (``ternary``)
+    adds lane ``k``'s code (``01`` +1, ``11`` -1, ``00`` and the invalid ``10`` 0) to its
+    ``2W``-bit sum, which sits where G-Binary lanes ``2k`` and ``2k + 1`` do."""
+    width = params.counter_width
+    pairs = data.ArrayLayout(unsigned(2 * width), params.gternary_lanes)(lanes)
+    out = []
+    for k in range(params.gternary_lanes):
+        low, high = line[2 * k], line[2 * k + 1]
+        binary = Cat((pairs[k][:width] + low)[:width], (pairs[k][width:] + high)[:width])
+        signed_sum = (pairs[k] + Cat(low, (low & high).replicate(2 * width - 1)))[:2 * width]
+        out.append(Mux(ternary, signed_sum, binary))
+    return Cat(out)
+
+
+def invalid_codes(params, line):
+    """Whether ``line`` holds a G-Ternary lane with the invalid code ``10``."""
+    return Cat(line[2 * k:2 * k + 2] == TERNARY_INVALID
+               for k in range(params.gternary_lanes)).any()
+
+
+def _side_layout(params, user_width):
+    """What travels beside a state through the result unit."""
+    return data.StructLayout({
+        "result": 1,            # answers a CONTRIBUTE or READ
+        "write_back": 1,
+        "address": unsigned(params.address_bits),
+        "user": unsigned(user_width),
+        "accepted": 1,
+        "reason": Reason,
+        "invalid": 1,
+    })
+
+
+class _Fsm(enum.Enum, shape=4):
+    """The miss handler's steps (``RUN``: no miss)."""
+    RUN = 0
+    DRAIN = 1
+    REFRESH = 2
+    DECIDE = 3
+    WAIT_WRITES = 4
+    READ_ISSUE = 5
+    READ_DATA = 6
+    N_ISSUE = 7
+    N_DATA = 8
+    PLANES_ISSUE = 9
+    PLANES_DATA = 10
+    INSTALL = 11
+    INSTALLED = 12
+
+
+class SlotPool(wiring.Component):
+    """On-chip accumulator slots with a one-clock read-modify-write (see the module docstring).
+
+    Parameters
+    ----------
+    params : ControllerParams
+        ``slots`` words; lines, ``W`` and the result unit's latency from ``params.datapath``.
+    user_width : int
+        Width of the opaque ``user`` field an op carries to its result.
+
+    Members
+    -------
+    op : In(stream.Signature(slot_op_layout(params, user_width)))
+        Low ``ready`` while the pool scans its slots after reset, handles a miss, or waits for
+        room in its outputs.
+    result : Out(stream.Signature(slot_result_layout(params, user_width)))
+        One per ``CONTRIBUTE`` and ``READ``, in op order.
+    write_back : Out(stream.Signature(write_back_layout(params)))
+    fill_read : Out(stream.Signature(fill_command_layout(params)))
+        Device-memory reads of a fill or of a result line; the lines come back on
+        ``fill_data`` in order, and the pool takes each on the clock it is valid.
+    fill_data : In(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
+    writes_pending : In(1)
+        Write-backs taken from ``write_back`` that device memory has not yet acknowledged.
+        A fill or result read waits until there are none, so it never overtakes one.
+    idle : Out(1)
+        No op in the pool, none of its outputs waiting, no write-back pending: a scan or a
+        register command may start, and device memory holds every write-back made so far.
+    events : Out(slot_event_layout())
+    """
+
+    def __init__(self, params=ControllerParams(), *, user_width=1):
+        if not isinstance(params, ControllerParams):
+            raise TypeError(f"params must be a ControllerParams, not {params!r}")
+        if not isinstance(user_width, int) or user_width < 1:
+            raise ValueError(f"user_width must be a positive integer, not {user_width!r}")
+        self._params = params
+        self._user_width = user_width
+        p = params.datapath
+        super().__init__({
+            "op": In(stream.Signature(slot_op_layout(params, user_width))),
+            "result": Out(stream.Signature(slot_result_layout(params, user_width))),
+            "write_back": Out(stream.Signature(write_back_layout(params))),
+            "fill_read": Out(stream.Signature(fill_command_layout(params))),
+            "fill_data": In(stream.Signature(data.StructLayout({"data": p.line_bits,
+                                                                  "error": 1}),
+                                             always_ready=True)),
+            "writes_pending": In(1),
+            "idle": Out(1),
+            "events": Out(slot_event_layout()),
+        })
+
+    #: Entries of each output queue beyond the ops that can be in P2 and the result unit.
+    SPARE = 2
+
+    def elaborate(self, platform):
+        m = Module()
+        params, u = self._params, self._user_width
+        p = params.datapath
+        width = p.counter_width
+        op_layout = slot_op_layout(params, u)
+        entry_layout = slot_entry_layout(params)
+        side_layout = _side_layout(params, u)
+        events = self.events
+
+        m.submodules.slots = slots = Memory(shape=entry_layout, depth=params.slots, init=[])
+        read = slots.read_port()
+        write = slots.write_port()
+        rdata = read.data
+
+        m.submodules.result_unit = unit = AggregationDatapath(p, user_width=side_layout.size)
+        depth = 1 + p.latency + self.SPARE
+        result_layout = slot_result_layout(params, u)
+        m.submodules.results = results = fifo.SyncFIFOBuffered(width=result_layout.size,
+                                                               depth=depth)
+        m.submodules.write_backs = write_backs = fifo.SyncFIFOBuffered(
+            width=write_back_layout(params).size, depth=depth)
+        m.d.comb += [self.result.payload.eq(results.r_data), self.result.valid.eq(results.r_rdy),
+                     results.r_en.eq(self.result.ready),
+                     self.write_back.payload.eq(write_backs.r_data),
+                     self.write_back.valid.eq(write_backs.r_rdy),
+                     write_backs.r_en.eq(self.write_back.ready)]
+
+        # Ops in P2 and the result unit; an op moves into P2 only while both output queues have
+        # room for everything in flight, so the result unit (no backpressure) never overflows.
+        in_flight = Signal(range(depth + 1))
+        room = Signal()
+
+        # After reset: a DROP of every slot before any op (see the module docstring).
+        scanning = Signal(init=1)
+        scan_index = Signal(params.slot_index_bits)
+        t0 = Signal(op_layout)
+        t0_valid = Signal()
+        m.d.comb += [t0.eq(self.op.payload), t0_valid.eq(self.op.valid)]
+        with m.If(scanning):
+            m.d.comb += [t0.eq(0), t0.kind.eq(SlotOp.DROP), t0.index.eq(scan_index),
+                         t0_valid.eq(1)]
+
+        # T1.
+        state = Signal(_Fsm)
+        t1 = Signal(op_layout)
+        t1_valid = Signal()
+        t1_fresh = Signal()          # rdata is t1's slot, read on the last clock edge
+        hit = rdata.valid & (rdata.tag == t1.tag)
+        contributes = aggregates(t1.mode) & t1.full_line
+        needs_slot = ((t1.kind == SlotOp.CONTRIBUTE) & contributes) | (t1.kind == SlotOp.READ)
+        miss = t1_valid & t1_fresh & needs_slot & ~hit
+        running = state == _Fsm.RUN
+        advance = t1_valid & t1_fresh & running & room & ~miss
+        refresh = Signal()
+        take = t0_valid & running & ~refresh & (~t1_valid | advance)
+        m.d.comb += [
+            refresh.eq((running & t1_valid & ~t1_fresh) | (state == _Fsm.REFRESH)),
+            read.addr.eq(Mux(refresh, t1.index, t0.index)),
+            self.op.ready.eq(take & ~scanning),
+        ]
+        m.d.sync += t1_fresh.eq(take | refresh)
+        with m.If(take):
+            m.d.sync += [t1.eq(t0), t1_valid.eq(1)]
+            with m.If(scanning):
+                m.d.sync += [scan_index.eq(scan_index + 1),
+                             scanning.eq(scan_index != params.slots - 1)]
+        with m.Elif(advance):
+            m.d.sync += t1_valid.eq(0)
+        m.d.comb += events.hits.eq(advance & needs_slot)
+
+        # P2 and the forwarding registers: what was written on the last two clock edges.
+        p2 = Signal(op_layout)
+        p2_valid = Signal()
+        p2_word = Signal(entry_layout)          # the slot as T1 read it (or as injected)
+        fwd1, fwd2 = Signal(), Signal()
+        w1, w2 = Signal(entry_layout), Signal(entry_layout)
+        w1_index, w2_index = Signal.like(p2.index), Signal.like(p2.index)
+        w1_valid, w2_valid = Signal(), Signal()
+        m.d.sync += [w2.eq(w1), w2_index.eq(w1_index), w2_valid.eq(w1_valid),
+                     w1.eq(write.data), w1_index.eq(write.addr), w1_valid.eq(write.en)]
+        m.d.sync += p2_valid.eq(advance)
+        # Room for the advancing op, the one in P2 and those in the result unit.
+        m.d.comb += room.eq((results.level + in_flight + p2_valid < depth)
+                            & (write_backs.level + in_flight + p2_valid < depth))
+        with m.If(advance):
+            m.d.sync += [p2.eq(t1), p2_word.eq(rdata),
+                         fwd1.eq(write.en & (write.addr == t1.index)),
+                         fwd2.eq(w1_valid & (w1_index == t1.index))]
+
+        word = Signal(entry_layout)
+        m.d.comb += word.eq(Mux(fwd1, w1, Mux(fwd2, w2, p2_word)))
+        self._update(m, p2, p2_valid, word, write, unit, side_layout, events)
+
+        # The result unit's output goes to the queues.
+        side = side_layout(unit.response.payload.user)
+        response = unit.response
+        result = Signal(result_layout)
+        m.d.comb += [
+            result.user.eq(side.user), result.line.eq(response.payload.line),
+            result.accepted.eq(side.accepted), result.reason.eq(side.reason),
+            result.invalid.eq(side.invalid),
+            results.w_data.eq(result), results.w_en.eq(response.valid & side.result),
+            write_backs.w_data.eq(Cat(side.address, response.payload.line,
+                                      planes_of_state(p, response.payload.state))),
+            write_backs.w_en.eq(response.valid & side.write_back),
+            events.write_backs.eq(response.valid & side.write_back),
+        ]
+        m.d.sync += in_flight.eq(in_flight + unit.request.valid - response.valid)
+
+        self._miss_handler(m, state, t1, t1_valid, miss, rdata, p2, p2_valid, p2_word,
+                           fwd1, fwd2, in_flight, results, write_backs, result_layout, events)
+        m.d.comb += self.idle.eq(~scanning & ~t1_valid & ~p2_valid & (in_flight == 0)
+                                 & running & ~write_backs.r_rdy & ~self.writes_pending)
+        return m
+
+    def _update(self, m, op, valid, word, write, unit, side_layout, events):
+        """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``;
+        drives the slot's write port and the result unit's request."""
+        p = self._params.datapath
+        n = word.state.n
+        kind = op.kind
+        contribute = kind == SlotOp.CONTRIBUTE
+        bad_mode = ~aggregates(op.mode)
+        partial = ~op.full_line
+        full = n == p.capacity
+        accepted = contribute & ~(bad_mode | partial | full)
+        ternary = op.mode == Mode.GTERNARY
+        complete = accepted & (n + 1 == op.expected)
+        new = Signal.like(word)
+        m.d.comb += new.eq(word)
+        write_back = Signal()
+        emit_result = contribute | (kind == SlotOp.READ)
+        in_range = (word.tag >= op.tag) & (word.tag < op.high)
+        with m.Switch(kind):
+            with m.Case(SlotOp.CONTRIBUTE):
+                with m.If(accepted):
+                    m.d.comb += [
+                        new.dirty.eq(~complete), new.mode.eq(op.mode),
+                        new.threshold.eq(op.threshold), new.state.n.eq(n + 1),
+                        new.state.lanes.eq(accumulate(p, word.state.lanes, op.data, ternary)),
+                        write.en.eq(valid), write_back.eq(complete)]
+            with m.Case(SlotOp.FLUSH):
+                m.d.comb += [new.dirty.eq(0), write.en.eq(valid & word.valid & word.dirty),
+                             write_back.eq(word.valid & word.dirty)]
+            with m.Case(SlotOp.EVICT):
+                m.d.comb += [new.valid.eq(0), write.en.eq(valid & word.valid),
+                             write_back.eq(word.valid & word.dirty),
+                             events.evictions.eq(valid & word.valid)]
+            with m.Case(SlotOp.CLEAR):
+                m.d.comb += [new.valid.eq(0), write.en.eq(valid & word.valid & in_range)]
+            with m.Case(SlotOp.DROP):
+                m.d.comb += [new.valid.eq(0), write.en.eq(valid & word.valid),
+                             events.dropped.eq(valid & word.valid & word.dirty)]
+            with m.Case(SlotOp.INSTALL):
+                m.d.comb += write.en.eq(valid)
+        m.d.comb += [write.addr.eq(op.index), write.data.eq(new)]
+
+        reason = Mux(bad_mode, Reason.MODE, Mux(partial, Reason.PARTIAL,
+                                                 Mux(full, Reason.CAPACITY, Reason.NONE)))
+        m.d.comb += [
+            events.accepted.eq(valid & accepted),
+            events.rejected.eq(valid & contribute & ~accepted),
+            events.capacity.eq(valid & contribute & ~bad_mode & ~partial & full),
+            events.partial.eq(valid & contribute & ~bad_mode & partial),
+            events.invalid.eq(valid & accepted & ternary & invalid_codes(p, op.data)),
+            events.completed.eq(valid & complete),
+        ]
+        side = Signal(side_layout)
+        # A scan writes back with the mode and threshold the slot keeps; an op with its own.
+        scan = ~emit_result
+        m.d.comb += [
+            side.result.eq(emit_result), side.write_back.eq(write_back),
+            side.address.eq(word.tag), side.user.eq(op.user),
+            side.accepted.eq(~contribute | accepted),
+            side.reason.eq(Mux(contribute, reason, Reason.NONE)),
+            side.invalid.eq(accepted & ternary & invalid_codes(p, op.data)),
+            unit.request.valid.eq(valid & (emit_result | write_back)),
+            unit.request.payload.state.eq(new.state),
+            unit.request.payload.mode.eq(Mux(scan, word.mode, op.mode)),
+            unit.request.payload.threshold.eq(Mux(scan, word.threshold, op.threshold)),
+            unit.request.payload.byte_enable.eq(-1),
+            unit.request.payload.user.eq(side),
+        ]
+
+    def _miss_handler(self, m, state, t1, t1_valid, miss, rdata, p2, p2_valid, p2_word,
+                      fwd1, fwd2, in_flight, results, write_backs, result_layout, events):
+        """The steps of a miss (see the module docstring). Every step that injects into P2
+        does so with nothing else in P2 (the pool is drained first)."""
+        params = self._params
+        p = params.datapath
+        width = p.counter_width
+        line_bytes = p.line_bytes
+        drained = ~p2_valid & (in_flight == 0)
+        writes_done = drained & ~write_backs.r_rdy & ~self.writes_pending
+        results_room = results.level < results.depth
+        image = Signal(p.state_lines * p.line_bits)      # the fill's state image
+        beats = Signal(range(width + 1))
+        error = Signal()
+        fill = self.fill_read.payload
+        answer = Signal(result_layout)
+        m.d.comb += answer.user.eq(t1.user)
+
+        def inject(kind, word):
+            m.d.sync += [p2_valid.eq(1), p2.eq(t1), p2.kind.eq(kind), p2_word.eq(word),
+                         fwd1.eq(0), fwd2.eq(0)]
+
+        def answer_and_drop():
+            """Answer T1's op with ``answer`` (the output queue has room: see WAIT_WRITES)
+            and drop it."""
+            m.d.comb += [results.w_data.eq(answer), results.w_en.eq(1)]
+            m.d.sync += [t1_valid.eq(0), state.eq(_Fsm.RUN)]
+
+        with m.Switch(state):
+            with m.Case(_Fsm.RUN):
+                with m.If(miss):
+                    m.d.sync += state.eq(_Fsm.DRAIN)
+            with m.Case(_Fsm.DRAIN):
+                # An eviction's write-back will need a place in its queue.
+                with m.If(drained & (write_backs.level < write_backs.depth)):
+                    m.d.sync += state.eq(_Fsm.REFRESH)      # T1 reads its slot again
+            with m.Case(_Fsm.REFRESH):
+                m.d.sync += state.eq(_Fsm.DECIDE)
+            with m.Case(_Fsm.DECIDE):
+                # rdata is the occupant, as it stands.
+                with m.If(t1.kind == SlotOp.CONTRIBUTE):
+                    with m.If(rdata.valid):
+                        inject(SlotOp.EVICT, rdata)
+                m.d.sync += state.eq(_Fsm.WAIT_WRITES)
+            with m.Case(_Fsm.WAIT_WRITES):
+                with m.If(writes_done & results_room):
+                    m.d.sync += [error.eq(0), beats.eq(0)]
+                    m.d.sync += state.eq(Mux(t1.kind == SlotOp.READ, _Fsm.READ_ISSUE,
+                                             _Fsm.N_ISSUE))
+            with m.Case(_Fsm.READ_ISSUE):
+                m.d.comb += [self.fill_read.valid.eq(1), fill.address.eq(t1.tag),
+                             fill.beats.eq(1)]
+                with m.If(self.fill_read.ready):
+                    m.d.sync += state.eq(_Fsm.READ_DATA)
+            with m.Case(_Fsm.READ_DATA):
+                with m.If(self.fill_data.valid):
+                    error_now = self.fill_data.payload.error
+                    m.d.comb += [answer.line.eq(Mux(error_now, 0, self.fill_data.payload.data)),
+                                 answer.accepted.eq(1), answer.error.eq(error_now),
+                                 events.mem_error.eq(error_now)]
+                    answer_and_drop()
+            with m.Case(_Fsm.N_ISSUE):
+                m.d.comb += [self.fill_read.valid.eq(1),
+                             fill.address.eq(t1.tag + p.state_lines * line_bytes),
+                             fill.beats.eq(1)]
+                with m.If(self.fill_read.ready):
+                    m.d.sync += state.eq(_Fsm.N_DATA)
+            with m.Case(_Fsm.N_DATA):
+                with m.If(self.fill_data.valid):
+                    beat = self.fill_data.payload
+                    m.d.sync += [image.eq(Cat(Const(0, width * p.line_bits), beat.data)),
+                                 error.eq(beat.error)]
+                    with m.If(beat.error | (beat.data[:width] == 0)):
+                        m.d.sync += state.eq(_Fsm.INSTALL)
+                    with m.Else():
+                        m.d.sync += state.eq(_Fsm.PLANES_ISSUE)
+            with m.Case(_Fsm.PLANES_ISSUE):
+                m.d.comb += [self.fill_read.valid.eq(1), fill.address.eq(t1.tag + line_bytes),
+                             fill.beats.eq(width)]
+                with m.If(self.fill_read.ready):
+                    m.d.sync += state.eq(_Fsm.PLANES_DATA)
+            with m.Case(_Fsm.PLANES_DATA):
+                with m.If(self.fill_data.valid):
+                    beat = self.fill_data.payload
+                    planes = image[:width * p.line_bits]
+                    m.d.sync += [planes.eq(Cat(planes[p.line_bits:], beat.data)),
+                                 beats.eq(beats + 1), error.eq(error | beat.error)]
+                    with m.If(beats == width - 1):
+                        m.d.sync += state.eq(_Fsm.INSTALL)
+            with m.Case(_Fsm.INSTALL):
+                with m.If(error):
+                    # The state is unknown: the contribution is answered, not counted.
+                    m.d.comb += [answer.error.eq(1), events.mem_error.eq(1)]
+                    answer_and_drop()
+                with m.Else():
+                    word = Signal(slot_entry_layout(params))
+                    m.d.comb += [word.valid.eq(1), word.tag.eq(t1.tag), word.mode.eq(t1.mode),
+                                 word.threshold.eq(t1.threshold),
+                                 word.state.eq(state_of_planes(p, image))]
+                    inject(SlotOp.INSTALL, word)
+                    m.d.comb += events.fills.eq(1)
+                    m.d.sync += state.eq(_Fsm.INSTALLED)
+            with m.Case(_Fsm.INSTALLED):
+                # P2 writes the slot on this clock's edge; T1 then reads it again and hits.
+                m.d.sync += state.eq(_Fsm.RUN)
