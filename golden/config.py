@@ -57,7 +57,8 @@ def validate(params, regions):
              and not 1 <= r.threshold <= params.datapath.capacity, ConfigError.BAD_THRESHOLD),
             (r.aggregating and r.expected > params.datapath.capacity,
              ConfigError.OVER_CAPACITY),
-            (r.aggregating and r.acc % line, ConfigError.ACC_MISALIGNED),
+            (r.aggregating and r.acc % params.accumulator_bytes_per_line,
+             ConfigError.ACC_MISALIGNED),
             (r.aggregating and acc_range(r)[1] > space, ConfigError.OUT_OF_RANGE),
             (r.aggregating and _overlap(*acc_range(r), *window), ConfigError.ACC_OVERLAP),
         ]
@@ -79,9 +80,10 @@ def validate(params, regions):
 
 
 def state_offset(params, region):
-    """The applied table's ``state_offset`` of ``region``: the state of line address ``x`` sits
-    at ``x * state_lines + state_offset`` modulo the address space."""
-    return (region.acc - region.base * params.datapath.state_lines) % (1 << params.address_bits)
+    """The applied table's ``state_offset`` of ``region``: the accumulator of line address ``x``
+    sits at ``x * accumulator_lines + state_offset`` modulo the address space."""
+    return (region.acc - region.base * params.datapath.accumulator_lines) \
+        % (1 << params.address_bits)
 
 
 def decode(params, regions, enable, address):

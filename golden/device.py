@@ -1,9 +1,15 @@
 """Golden model of the whole device as a host sees it: requests in, responses and memory out.
 
 It models :class:`hdl.controller.CxlMemController` one request at a time, in the order given:
-identity reads and writes (byte enables honoured), contributions (read state, run the datapath,
-write the state back when accepted), aggregation reads, poison, out-of-range addresses and the
-clear command. Device memory is a dict of lines; never-written lines read as zero.
+identity reads and writes (byte enables honoured), contributions, aggregation reads, poison,
+out-of-range addresses and the clear command. Device memory is a dict of lines; never-written
+lines read as zero.
+
+The device keeps accumulators on chip and writes them back when it must; the model keeps every
+line's accumulator in memory at all times, as the device's memory is after ``CTRL.FLUSH``
+(and as every host read sees it, since the device makes reads of accumulator memory coherent):
+the result line (the read-back of the state with the region's mode and threshold), then the
+state's memory image (``docs/formats.md``, "In device memory").
 """
 
 import numpy as np
@@ -11,8 +17,8 @@ import numpy as np
 from hdl.params import Mode, Reason
 
 from .config import decode
-from .datapath import (DatapathRequests, memory_to_state, run_datapath, state_bytes,
-                       state_to_memory)
+from .datapath import (DatapathRequests, memory_to_state, run_datapath, state_to_memory,
+                       unpack_state)
 
 __all__ = ["DeviceModel"]
 
@@ -35,7 +41,7 @@ class DeviceModel:
         self.enable = enable
         self.memory = {}
         self.events = {"accepted": 0, "rejected": 0, "invalid_lines": 0, "capacity": 0,
-                       "partial": 0, "poison": 0, "bad_address": 0}
+                       "partial": 0, "poison": 0, "bad_address": 0, "completed": 0}
 
     @property
     def _line_bytes(self):
@@ -49,17 +55,16 @@ class DeviceModel:
         return address < 1 << self.params.address_bits
 
     def state(self, state_address):
-        """The packed accumulator state stored at ``state_address`` (its memory image:
-        :func:`golden.datapath.state_to_memory`)."""
-        lines = [self.line(state_address + i * self._line_bytes)
+        """The packed accumulator state of the line whose accumulator starts at
+        ``state_address`` (its memory image, :func:`golden.datapath.state_to_memory`, follows
+        the result line)."""
+        lines = [self.line(state_address + (1 + i) * self._line_bytes)
                  for i in range(self.params.datapath.state_lines)]
         return memory_to_state(self.params.datapath, np.concatenate(lines).reshape(1, -1))[0]
 
-    def _store_state(self, state_address, state):
-        image = state_to_memory(self.params.datapath, np.asarray(state).reshape(1, -1))[0]
-        for i in range(self.params.datapath.state_lines):
-            self.memory[state_address + i * self._line_bytes] = \
-                image[i * self._line_bytes:(i + 1) * self._line_bytes]
+    def _store(self, state_address, lines):
+        for i, line in enumerate(lines):
+            self.memory[state_address + i * self._line_bytes] = np.asarray(line, np.uint8)
 
     def _run(self, address, data, contribute):
         _, region, mode, state_address = decode(self.params, self.regions, self.enable, address)
@@ -70,7 +75,7 @@ class DeviceModel:
             byte_enable=np.ones((1, p.line_bytes), bool),
             state=self.state(state_address).reshape(1, -1),
             threshold=np.array([self.regions[region].threshold]), user=np.array([0]))
-        return run_datapath(p, request), state_address
+        return run_datapath(p, request), state_address, self.regions[region]
 
     def mode(self, address):
         return decode(self.params, self.regions, self.enable, address)[2]
@@ -82,7 +87,7 @@ class DeviceModel:
             return np.zeros(self._line_bytes, np.uint8), True
         if self.mode(address) == Mode.IDENTITY.value:
             return self.line(address), False
-        result, _ = self._run(address, np.zeros(self._line_bytes, np.uint8), False)
+        result, _, _ = self._run(address, np.zeros(self._line_bytes, np.uint8), False)
         return result.line[0], False
 
     def write(self, address, data, byte_enable=None, poison=False):
@@ -104,23 +109,28 @@ class DeviceModel:
             self.events["rejected"] += 1
             self.events["partial"] += 1
             return Reason.PARTIAL
-        result, state_address = self._run(address, data, True)
+        result, state_address, region = self._run(address, data, True)
         if not result.accepted[0]:
             self.events["rejected"] += 1
             self.events["capacity"] += 1
             return Reason(int(result.reason[0]))
         self.events["accepted"] += 1
         self.events["invalid_lines"] += int(result.invalid[0])
-        self._store_state(state_address, result.state[0])
+        _, n = unpack_state(self.params.datapath, Mode.GBINARY, result.state)
+        self.events["completed"] += int(n[0]) == region.expected
+        self._store(state_address, [result.line[0]] + list(state_to_memory(
+            self.params.datapath, result.state).reshape(-1, self._line_bytes)))
         return Reason.NONE
 
     def clear(self, index):
-        """``CTRL.CLEAR`` of region ``index``: its accumulator lines become zero."""
+        """``CTRL.CLEAR`` of region ``index``: the result and state lines of its accumulators
+        become zero."""
         if index >= len(self.regions):
             return
         r = self.regions[index]
         if not (r.enable and r.aggregating):
             return
+        zero = np.zeros(self._line_bytes, np.uint8)
         for line in range(r.size // self._line_bytes):
-            self._store_state(r.acc + line * self.params.accumulator_bytes_per_line,
-                              np.zeros(state_bytes(self.params.datapath), np.uint8))
+            self._store(r.acc + line * self.params.accumulator_bytes_per_line,
+                        [zero] * (1 + self.params.datapath.state_lines))

@@ -4,13 +4,12 @@ The port uses the AXI4 signal names (``awaddr``, ``wdata``, ``rready``, ...), so
 or cocotbext-axi's ``AxiBus.from_prefix(dut, "axi", bus_separator="__")`` binds it directly.
 """
 
-from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth import Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .pipeline import register_copies
 
-__all__ = ["axi4_signature", "line_command_layout", "write_command_layout", "AxiLineMaster"]
+__all__ = ["axi4_signature", "read_command_layout", "write_command_layout", "AxiMemoryPort"]
 
 #: AXI4 ``xBURST`` code of an incrementing burst and ``xRESP`` of a good response.
 BURST_INCR = 0b01
@@ -32,269 +31,122 @@ def axi4_signature(*, address_bits, data_bits, id_bits):
     })
 
 
-def line_command_layout(address_bits):
-    """``beats`` consecutive lines starting at line-aligned byte ``address``."""
-    return data.StructLayout({"address": unsigned(address_bits),
-                              "beats": unsigned(address_bits)})
+def read_command_layout(*, address_bits, id_bits):
+    """A read burst: ``beats`` lines (1 to 256) from line-aligned byte ``address``."""
+    return data.StructLayout({"id": unsigned(id_bits), "address": unsigned(address_bits),
+                              "beats": unsigned(9)})
 
 
-def write_command_layout(address_bits):
-    """A line command, and ``fill``: write every line of the run with the owner's line as it
-    is, taking none (:class:`AxiLineMaster`)."""
-    return data.StructLayout({**line_command_layout(address_bits).members, "fill": 1})
+def write_command_layout(*, address_bits, id_bits, line_bits, max_beats):
+    """A write burst: ``beats`` lines (1 to ``max_beats``) of ``lines`` (line 0 first) from
+    line-aligned byte ``address``; line 0's byte enables are ``strobe``, the others' all set."""
+    return data.StructLayout({"id": unsigned(id_bits), "address": unsigned(address_bits),
+                              "beats": unsigned(max_beats.bit_length()),
+                              "lines": unsigned(max_beats * line_bits),
+                              "strobe": unsigned(line_bits // 8)})
 
 
-class AxiLineMaster(wiring.Component):
-    """Reads and writes runs of consecutive lines through an AXI4 port.
+class AxiMemoryPort(wiring.Component):
+    """Device memory through an AXI4 port: read and write bursts of whole lines, several in
+    flight, each with the ID its owner gives.
 
-    Every line is its own single-beat transaction (``xLEN = 0``, full-width ``xSIZE``), all with
-    ID 0, so the memory returns read data and write responses in issue order, and no transaction
-    ever crosses a 4 KiB boundary whatever the run's alignment. Addresses are issued as fast as
-    the memory takes them. Each command waits one clock in a one-entry register on its way in
-    (its ``ready`` is that register being empty), so no path runs from the owner's command
-    logic to the address counters.
+    - ``read_command`` issues one AR per command (``ARLEN = beats - 1``); the lines come back
+      on ``read_data``, one per clock that it is valid, with the read's ID and ``error`` when
+      the memory answered anything but OKAY. ``RREADY`` is always high: an owner issues a read
+      only when it will take every line of it. Lines of one ID come back in order.
+    - ``write_command`` takes a whole burst (address, lines, first line's strobe) into a
+      register, then offers AW and the W beats (``WLAST`` on the last); it takes the next
+      command on the clock the last of both moves, so one-line writes go at one per clock.
+      ``write_response`` is valid for a clock per B response, with its ID and ``error``.
 
-    Both data channels pass registers, so a wide owner (a state buffer that shifts with every
-    beat) sees no path from the AXI port:
-
-    - read data waits one clock in a register and is the owner's that clock: ``read_data``
-      has no ``ready`` and ``rready`` is always high, so the owner issues a read command only
-      when it will take every line of it;
-    - write data enters a two-entry skid buffer, which keeps one line per clock moving. It is
-      kept in ``copies`` groups of columns, each with a handshake of its own (``write_valid``
-      and ``write_ready``, one bit per group) and flags of its own, computed from that group's
-      valid and ``WREADY`` only: an owner whose groups each decide from registers beside them
-      is then never waiting on a flag across the line.
-
-    - ``read_command``: issues one read per line; the lines come back, in order, on
-      ``read_data``, each valid for one clock (``error`` when the memory answered anything but
-      OKAY). Both commands need ``beats`` >= 1.
-    - ``write_command``: issues one write per line. Without ``fill``, the owner supplies the
-      ``beats`` lines on ``write_data``, in order: group ``g`` of a line is taken on a clock
-      when ``write_valid[g]`` and ``write_ready[g]`` are both high, and every group must offer
-      the same lines on the same clocks (the AXI W channel follows group 0). With ``fill``, the
-      owner offers no line (``write_valid`` low) and every line of the run is written with
-      ``write_data`` as it is, which the owner holds steady from the clock it makes the command
-      valid to ``write_done``.
-      ``write_done`` pulses once, after the last write response, with ``write_error`` set if any
-      response was not OKAY. ``write_busy`` is high from the command to ``write_done``; a new
-      command waits until it is low.
-    - ``read_valid_copies``: ``copies`` copies of ``read_data.valid``, each a flip-flop of its
-      own, for an owner whose column groups each take a line on a local enable.
+    A burst must not cross a 4 KiB boundary (AXI4): the controller's bursts are single lines
+    or an accumulator aligned to its power-of-two size.
 
     Parameters
     ----------
-    line_bits : int
-        Data width of the port and of a line.
-    address_bits : int
-    id_bits : int
-    copies : int
-        Column groups of the owner's line, a power of two of at most ``line_bits // 8``: the
-        copies of ``read_data.valid`` (``read_valid_copies``) and the groups of the write
-        data's handshake (``write_valid``, ``write_ready``).
+    line_bits, address_bits, id_bits : int
+    max_beats : int
+        The longest write burst.
 
     Members
     -------
     axi : Out(axi4_signature(...))
-    read_command : In(stream.Signature(line_command_layout(address_bits)))
-    write_command : In(stream.Signature(write_command_layout(address_bits)))
-    read_data : Out(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
-    write_data : In({"data": line_bits, "strobe": line_bits // 8})
-    write_valid : In(copies)
-    write_ready : Out(copies)
-    write_busy, write_done, write_error : Out(1)
-    read_valid_copies : Out(copies)
+    read_command : In(stream.Signature(read_command_layout(...)))
+    read_data : Out(stream.Signature({"id", "data", "error"}, always_ready=True))
+    write_command : In(stream.Signature(write_command_layout(...)))
+    write_response : Out(stream.Signature({"id", "error"}, always_ready=True))
     """
 
-    def __init__(self, *, line_bits, address_bits, id_bits=8, copies=1):
+    def __init__(self, *, line_bits, address_bits, id_bits, max_beats):
         for name, value, low in (("line_bits", line_bits, 8), ("address_bits", address_bits, 8),
-                                 ("id_bits", id_bits, 1), ("copies", copies, 1)):
+                                 ("id_bits", id_bits, 1), ("max_beats", max_beats, 1)):
             if not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an integer of at least {low}, not {value!r}")
         if line_bits & (line_bits - 1) or line_bits > 1024:
             raise ValueError(f"line_bits must be a power of two up to 1024 (the widest AXI4 "
                              f"transfer), not {line_bits}")
-        if copies & (copies - 1) or copies > line_bits // 8:
-            raise ValueError(f"copies must be a power of two of at most line_bits // 8 "
-                             f"({line_bits // 8}), not {copies}")
+        if max_beats > 256:
+            raise ValueError(f"max_beats must be at most 256 (AXI4 INCR bursts), "
+                             f"not {max_beats}")
         self._line_bits = line_bits
-        self._copies = copies
-        command = line_command_layout(address_bits)
         super().__init__({
             "axi": Out(axi4_signature(address_bits=address_bits, data_bits=line_bits,
                                       id_bits=id_bits)),
-            "read_command": In(stream.Signature(command)),
-            "read_data": Out(stream.Signature(data.StructLayout({"data": line_bits,
-                                                                   "error": 1}),
-                                              always_ready=True)),
-            "write_command": In(stream.Signature(write_command_layout(address_bits))),
-            "write_data": In(data.StructLayout({"data": line_bits, "strobe": line_bits // 8})),
-            "write_valid": In(copies),
-            "write_ready": Out(copies),
-            "write_busy": Out(1),
-            "write_done": Out(1),
-            "write_error": Out(1),
-            "read_valid_copies": Out(copies),
+            "read_command": In(stream.Signature(read_command_layout(
+                address_bits=address_bits, id_bits=id_bits))),
+            "read_data": Out(stream.Signature(data.StructLayout({
+                "id": unsigned(id_bits), "data": unsigned(line_bits), "error": 1}),
+                always_ready=True)),
+            "write_command": In(stream.Signature(write_command_layout(
+                address_bits=address_bits, id_bits=id_bits, line_bits=line_bits,
+                max_beats=max_beats))),
+            "write_response": Out(stream.Signature(data.StructLayout({
+                "id": unsigned(id_bits), "error": 1}), always_ready=True)),
         })
 
     def elaborate(self, platform):
         m = Module()
         axi = self.axi
-        line_bytes = self._line_bits // 8
-        size = line_bytes.bit_length() - 1
+        line_bits = self._line_bits
+        size = (line_bits // 8).bit_length() - 1
         m.d.comb += [axi.awsize.eq(size), axi.arsize.eq(size), axi.awburst.eq(BURST_INCR),
-                     axi.arburst.eq(BURST_INCR), axi.wlast.eq(1)]
+                     axi.arburst.eq(BURST_INCR), axi.rready.eq(1), axi.bready.eq(1)]
 
-        # Read: one address per line while lines remain; data passes one register, with no
-        # enable (the owner takes every line).
-        width = len(self.read_command.payload.beats)
-        ar = _Countdown(m, width, "ar")
-        read = _CommandRegister(m, self.read_command, "read_command")
-        m.d.comb += [
-            read.take.eq(read.valid & ~ar.more),
-            axi.arvalid.eq(ar.more),
-            axi.rready.eq(1),
-        ]
-        m.d.comb += self.read_valid_copies.eq(
-            Cat(register_copies(m, axi.rvalid, self._copies, "read_valid_copy")))
+        # AR: a register in front of the channel, refilled on the clock it moves.
+        command = self.read_command
+        m.d.comb += command.ready.eq(~axi.arvalid | axi.arready)
+        with m.If(command.ready):
+            m.d.sync += [axi.arvalid.eq(command.valid), axi.arid.eq(command.payload.id),
+                         axi.araddr.eq(command.payload.address),
+                         axi.arlen.eq(command.payload.beats - 1)]
         m.d.sync += [self.read_data.valid.eq(axi.rvalid),
+                     self.read_data.payload.id.eq(axi.rid),
                      self.read_data.payload.data.eq(axi.rdata),
-                     self.read_data.payload.error.eq(axi.rresp != RESP_OKAY)]
-        # Between runs, the address and count follow the held command (see _Countdown.load).
-        with m.If(~ar.more):
-            m.d.sync += [axi.araddr.eq(read.payload.address), *ar.load(read)]
-        with m.Elif(axi.arready):
-            m.d.sync += [axi.araddr.eq(axi.araddr + line_bytes), *ar.step()]
-        with m.If(read.take):
-            m.d.sync += ar.start(read)
+                     self.read_data.payload.error.eq(axi.rresp != RESP_OKAY),
+                     self.write_response.valid.eq(axi.bvalid),
+                     self.write_response.payload.id.eq(axi.bid),
+                     self.write_response.payload.error.eq(axi.bresp != RESP_OKAY)]
 
-        # Write: addresses and data move independently; count a fill run's W beats (an owner's
-        # run ends with its last line) and the responses back.
-        aw, w, b = (_Countdown(m, width, name) for name in ("aw", "w", "b"))
-        write = _CommandRegister(m, self.write_command, "write_command")
-        filling = Signal()
-        m.d.comb += [
-            write.take.eq(write.valid & ~b.more),
-            self.write_busy.eq(write.valid | b.more),
-            axi.awvalid.eq(aw.more),
-            axi.bready.eq(b.more),
-        ]
-        beat = _GroupedSkidBuffer(m, self.write_data, self.write_valid, self.write_ready,
-                                  axi.wready, self._copies, "write_data")
-        m.d.comb += [axi.wvalid.eq(beat.valid | (filling & w.more)),
-                     axi.wdata.eq(beat.payload.data), axi.wstrb.eq(beat.payload.strobe)]
-        # Between runs (no response outstanding, so no address or fill beat either), the
-        # address and counts follow the held command (see _Countdown.load).
-        with m.If(~b.more):
-            m.d.sync += [axi.awaddr.eq(write.payload.address),
-                         *aw.load(write), *w.load(write), *b.load(write)]
-        with m.If(write.take):
-            m.d.sync += [filling.eq(write.payload.fill), *aw.start(write), *w.start(write),
-                         *b.start(write), self.write_error.eq(0)]
-        with m.If(axi.awvalid & axi.awready):
-            m.d.sync += [axi.awaddr.eq(axi.awaddr + line_bytes), *aw.step()]
-        with m.If(filling & w.more & axi.wready):
-            m.d.sync += w.step()
-        m.d.sync += self.write_done.eq(0)
-        with m.If(axi.bvalid & axi.bready):
-            m.d.sync += b.step()
-            with m.If(axi.bresp != RESP_OKAY):
-                m.d.sync += self.write_error.eq(1)
-            with m.If(b.last):
-                m.d.sync += self.write_done.eq(1)
+        # AW and W: the burst in a register; its lines shift out beat by beat.
+        job = self.write_command
+        lines = Signal.like(job.payload.lines)
+        strobe = Signal.like(job.payload.strobe)
+        left = Signal.like(job.payload.beats)       # W beats still to send
+        aw_moves = axi.awvalid & axi.awready
+        w_moves = axi.wvalid & axi.wready
+        aw_done = ~axi.awvalid | aw_moves
+        w_done = (left == 0) | ((left == 1) & w_moves)
+        m.d.comb += [job.ready.eq(aw_done & w_done),
+                     axi.wvalid.eq(left != 0), axi.wlast.eq(left == 1),
+                     axi.wdata.eq(lines[:line_bits]), axi.wstrb.eq(strobe)]
+        with m.If(aw_moves):
+            m.d.sync += axi.awvalid.eq(0)
+        with m.If(w_moves):
+            m.d.sync += [lines.eq(lines >> line_bits), strobe.eq(-1), left.eq(left - 1)]
+        with m.If(job.valid & job.ready):
+            m.d.sync += [axi.awvalid.eq(1), axi.awid.eq(job.payload.id),
+                         axi.awaddr.eq(job.payload.address),
+                         axi.awlen.eq(job.payload.beats - 1),
+                         lines.eq(job.payload.lines), strobe.eq(job.payload.strobe),
+                         left.eq(job.payload.beats)]
         return m
-
-
-class _CommandRegister:
-    """A one-entry register in front of the command stream ``command``: ``command.ready`` while
-    it is empty. ``valid`` and ``payload`` are the held command; ``take`` empties it.
-    ``rest_zero`` says whether the command's ``beats`` is below ``2 ** _Countdown.LOW_BITS``
-    (worked out as the command is taken in, for :meth:`_Countdown.load`)."""
-
-    def __init__(self, m, command, name):
-        self.valid = Signal(name=f"{name}_held")
-        self.payload = Signal(command.payload.shape(), name=f"{name}_payload")
-        self.rest_zero = Signal(name=f"{name}_rest_zero")
-        self.take = Signal(name=f"{name}_take")
-        m.d.comb += command.ready.eq(~self.valid)
-        with m.If(~self.valid):
-            m.d.sync += [self.valid.eq(command.valid), self.payload.eq(command.payload),
-                         self.rest_zero.eq(command.payload.beats[_Countdown.LOW_BITS:] == 0)]
-        with m.Elif(self.take):
-            m.d.sync += self.valid.eq(0)
-
-
-class _GroupedSkidBuffer:
-    """Two registers between the owner's line ``payload`` and the AXI W channel, in ``groups``
-    groups of columns, each with its own handshake (``valid[g]``, ``ready[g]``) and its own
-    flags: whether its output register holds a line and whether its spare does. ``ready[g]`` is
-    the spare being empty, so lines still move at one per clock while ``wready`` stalls.
-
-    A group's flags follow its own ``valid[g]`` and ``wready`` alone, so every enable of the
-    group's registers, and ``ready[g]``, come from flip-flops of the group (a flag for the whole
-    line, in front of every group's enable, was the controller's worst path). The groups take
-    the same lines on the same clocks, so their flags are equal: ``valid`` is group 0's (the
-    output registers hold a line), ``payload`` the output registers."""
-
-    def __init__(self, m, payload, valid, ready, wready, groups, name):
-        self.payload = Signal(payload.shape(), name=f"{name}_out")
-        spare = Signal(payload.shape(), name=f"{name}_spare")
-        flags = []
-        for g in range(groups):
-            held = Signal(name=f"{name}_out_held_{g}")
-            spare_held = Signal(name=f"{name}_spare_held_{g}")
-            flags.append(held)
-            m.d.comb += ready[g].eq(~spare_held)
-            taken = valid[g] & ~spare_held
-            with m.If(~held | wready):
-                m.d.sync += [held.eq(spare_held | taken), spare_held.eq(0)]
-            with m.Elif(taken):
-                m.d.sync += spare_held.eq(1)
-            for field in ("data", "strobe"):
-                width = len(payload[field]) // groups
-                columns = slice(g * width, (g + 1) * width)
-                with m.If(~held | wready):
-                    m.d.sync += self.payload[field][columns].eq(
-                        Mux(spare_held, spare[field][columns], payload[field][columns]))
-                with m.If(~spare_held):
-                    m.d.sync += spare[field][columns].eq(payload[field][columns])
-        self.valid = flags[0]
-
-
-class _Countdown:
-    """Lines left of a run, with ``more`` (any left) and ``last`` (exactly one left) read from
-    registers and a few bits, never from a compare of the whole count: the count is kept as its
-    low ``LOW_BITS`` bits (``<name>_low``) and the rest (``<name>_rest``), and
-    ``<name>_rest_zero`` (the rest is zero) follows the rest a clock late. The rest changes
-    only when the low bits wrap to all ones, after which the low bits read 1 (the only time
-    ``rest_zero`` counts) no sooner than ``2 ** LOW_BITS - 2`` steps later: two clocks at least,
-    so ``rest_zero`` has settled by then. A load takes ``rest_zero`` from the command register,
-    which works it out as it takes the command in."""
-
-    #: Bits of the count kept apart from the rest (at least 2: see above).
-    LOW_BITS = 2
-
-    def __init__(self, m, width, name):
-        self.low = Signal(self.LOW_BITS, name=f"{name}_low")
-        self.rest = Signal(width - self.LOW_BITS, name=f"{name}_rest")
-        self.rest_zero = Signal(init=1, name=f"{name}_rest_zero")
-        self.more = Signal(name=f"{name}_more")
-        self.last = self.rest_zero & (self.low == 1)
-        m.d.sync += self.rest_zero.eq(self.rest == 0)     # a load below takes precedence
-
-    def load(self, command):
-        """Statements that load the count of ``command`` (a :class:`_CommandRegister`) but not
-        ``more``: the owner loads it on every clock it has no run, so that the count's enable
-        is a flip-flop rather than the decision to take a command."""
-        beats = command.payload.beats
-        return [self.low.eq(beats[:self.LOW_BITS]), self.rest.eq(beats[self.LOW_BITS:]),
-                self.rest_zero.eq(command.rest_zero)]
-
-    def start(self, command):
-        """Statements that start the run of ``command``, whose count is being loaded."""
-        return [self.more.eq(~command.rest_zero | command.payload.beats[:self.LOW_BITS].any())]
-
-    def step(self):
-        """Statements that count one line off (``more`` must be high)."""
-        return [self.low.eq(self.low - 1), self.more.eq(~self.last),
-                self.rest.eq(Mux(self.low == 0, self.rest - 1, self.rest))]

@@ -9,7 +9,8 @@
   counts it, and the previous table stays in force.
 - Event strobes from the datapath side set the sticky ``STATUS`` flags and count the
   ``CNT_*`` counters.
-- ``CTRL.CLEAR`` starts the clear engine on ``CTRL.CLEAR_REGION``.
+- ``CTRL.CLEAR`` starts the clear engine on ``CTRL.CLEAR_REGION``; ``CTRL.FLUSH`` the
+  write-back of every dirty slot. Both report busy and done in ``STATUS``.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal, unsigned
@@ -35,9 +36,11 @@ def region_layout(params):
         "base": unsigned(params.address_bits),
         "end": unsigned(params.address_bits + 1),
         "acc": unsigned(params.address_bits),
-        # acc - base * state_lines modulo 2**address_bits: the state of line address x sits
-        # at x * state_lines + state_offset (see hdl.decode)
+        # acc - base * accumulator_lines modulo 2**address_bits: the accumulator of line
+        # address x sits at x * accumulator_lines + state_offset (see hdl.decode)
         "state_offset": unsigned(params.address_bits),
+        "acc_end": unsigned(params.address_bits + 1),   # the end of the accumulators
+
         "threshold": unsigned(params.datapath.counter_width),
         "expected": unsigned(params.datapath.counter_width),
     })
@@ -60,7 +63,7 @@ class _Staged:
     """The staged (register-file) region selected by the signal ``index``, with full 64-bit
     values and the sums the checks and the applied table need, through five registers: a copy
     of ``index`` for each field, the region within its set of ``2**_SET_BITS``, the set, the
-    products (``end``, ``base * state_lines``, the accumulator span), then ``acc_end`` and
+    products (``end``, ``base * accumulator_lines``, the accumulator span), then ``acc_end`` and
     ``state_offset``. The values are those of ``index`` five clocks earlier, with no more than
     one adder, and no mux wider than its set, between two registers, and no register selects
     more than one field."""
@@ -100,13 +103,13 @@ class _Staged:
         end = stage((raw["base"] + raw["size"])[:_ADDRESS], "end_q")
         span = stage(times_constant(lines, params.accumulator_bytes_per_line)[:_ADDRESS + 8],
                      "span_q")
-        scaled_base = stage(times_constant(raw["base"], params.datapath.state_lines)
+        scaled_base = stage(times_constant(raw["base"], params.datapath.accumulator_lines)
                             [:params.address_bits], "scaled_base_q")
         raw = {field: stage(value, f"{field}_d_q") for field, value in raw.items()}
         self.end = stage(end, "end_d_q")
         self.acc_end = stage((raw["acc"] + span)[:_ADDRESS + 8], "acc_end_q")
         # The state of line address ``x`` of the region sits at
-        # ``x * state_lines + state_offset`` (modulo the address space).
+        # ``x * accumulator_lines + state_offset`` (modulo the address space).
         self.state_offset = stage((raw["acc"] - scaled_base)[:params.address_bits],
                                   "state_offset_q")
         for field, value in raw.items():
@@ -153,6 +156,11 @@ class ControlRegisters(wiring.Component):
     clear_busy : In(1)
     clear_done : In(1)
         One-cycle pulse when a clear finishes.
+    flush_start : Out(1)
+        One-cycle pulse: write every dirty slot back.
+    flush_busy : In(1)
+    flush_done : In(1)
+        One-cycle pulse when a flush finishes.
     table_ready : Out(1)
         Low while an APPLY copies the staged regions into ``regions`` (a mix of old and new).
         It falls ``_SETTLE_CLOCKS`` clocks (at least 4) before the first region changes, so a
@@ -164,7 +172,7 @@ class ControlRegisters(wiring.Component):
             raise TypeError(f"params must be a ControllerParams, not {params!r}")
         self._params = params
         self._regmap = register_map(params.datapath, regions=params.regions,
-                                    window_bytes=params.window_bytes)
+                                    window_bytes=params.window_bytes, slots=params.slots)
         self._block = RegisterBlock(self._regmap, lock=("CTRL", "LOCK"))
         super().__init__({
             "bus": In(csr_bus_signature(len(self._block.bus.addr))),
@@ -175,6 +183,9 @@ class ControlRegisters(wiring.Component):
             "clear_region": Out(5),
             "clear_busy": In(1),
             "clear_done": In(1),
+            "flush_start": Out(1),
+            "flush_busy": In(1),
+            "flush_done": In(1),
             "table_ready": Out(1),
         })
 
@@ -195,15 +206,19 @@ class ControlRegisters(wiring.Component):
 
         m.d.comb += [
             self.enable.eq(block.field("CTRL", "ENABLE")),
-            self.clear_start.eq(block.field("CTRL", "CLEAR")),
             self.clear_region.eq(block.field("CTRL", "CLEAR_REGION")),
-            # The busy flags read high from the command's own pulse on, so that a read right
-            # after the command sees it.
-            block.field("STATUS", "CLEAR_BUSY").eq(self.clear_busy
-                                                    | block.field("CTRL", "CLEAR")),
-            block.set_strobe("STATUS", "CLEAR_DONE").eq(self.clear_done),
             block.set_strobe("STATUS", "LOCKED_WRITE").eq(block.locked_write),
         ]
+        for command in ("CLEAR", "FLUSH"):
+            lower = command.lower()
+            m.d.comb += [
+                getattr(self, f"{lower}_start").eq(block.field("CTRL", command)),
+                # Busy reads high from the command's own pulse on, so that a read right after
+                # the command sees it.
+                block.field("STATUS", f"{command}_BUSY").eq(getattr(self, f"{lower}_busy")
+                                                            | block.field("CTRL", command)),
+                block.set_strobe("STATUS", f"{command}_DONE").eq(getattr(self, f"{lower}_done")),
+            ]
         for name, _ in STATUS_FLAGS:
             if name not in ("CFG_ERROR", "LOCKED_WRITE"):
                 m.d.comb += block.set_strobe("STATUS", name).eq(self.events[name.lower()])
@@ -224,6 +239,7 @@ class ControlRegisters(wiring.Component):
         space = 1 << p.address_bits
         window_start, window_end = p.window_base, p.window_base + p.window_bytes
         line_mask = p.datapath.line_bytes - 1
+        acc_mask = p.accumulator_bytes_per_line - 1
         last = p.regions - 1
 
         i = Signal(range(p.regions))
@@ -280,7 +296,7 @@ class ControlRegisters(wiring.Component):
              ConfigError.BAD_THRESHOLD),
             (compared(a.aggregating & (a.expected > p.datapath.capacity)),
              ConfigError.OVER_CAPACITY),
-            (a.aggregating & ((a.acc & line_mask) != 0), ConfigError.ACC_MISALIGNED),
+            (a.aggregating & ((a.acc & acc_mask) != 0), ConfigError.ACC_MISALIGNED),
             (a.aggregating & compared(a.acc_end > space), ConfigError.OUT_OF_RANGE),
             (a.aggregating & _overlap(a.acc, a.acc_end, window_start, window_end, ordered),
              ConfigError.ACC_OVERLAP),

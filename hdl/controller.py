@@ -1,125 +1,72 @@
 """The NEURON-Fabric CXL.mem controller: host channels in, device memory (AXI4) out.
 
-One request is served at a time, start to finish, by the engine below; that is how every
-contribution to a line is counted exactly once (``docs/controller.md``, "Hazards").
+Requests move through a pipeline, one per clock while nothing downstream holds them up::
+
+    m2s_req, m2s_rwd -> Ingress -> AddressDecoder -> dispatch -+-> SlotPool -------+
+                                                               +-> AxiMemoryPort --+-> Responder
+                                                               +-> RegisterWindow -+   -> s2m_ndr,
+                                                               +-> (bad input) ----+      s2m_drs
+
+Dispatch takes the decoded requests in order and queues each one's response with the
+:class:`~hdl.responder.Responder`, which answers them in that order. Register commands that
+work on the slots (``CTRL.FLUSH``, ``CTRL.CLEAR``) and the accesses to accumulator memory run
+between requests (``docs/controller.md``, "Hazards").
 """
 
-from amaranth import Array, Cat, Const, Module, Mux, ResetSignal, Signal, unsigned
+from amaranth import Cat, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .arith import times_constant
-from .axi import AxiLineMaster, axi4_signature
-from .control import ControlRegisters, region_layout
-from .csr import READ_LATENCY, csr_bus_signature
-from .cxl import (DevLoad, DRSOpcode, MetaField, NDROpcode, ReqOpcode,
-                  RwDOpcode, m2s_req_layout, m2s_rwd_layout, s2m_drs_layout, s2m_ndr_layout)
-from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
-from .decode import AddressDecoder
-from .params import ControllerParams, Reason, aggregates
-from .pipeline import register_copies
+from .axi import AxiMemoryPort, axi4_signature
+from .control import ControlRegisters
+from .csr import csr_bus_signature
+from .cxl import DevLoad, m2s_req_layout, m2s_rwd_layout, s2m_drs_layout, s2m_ndr_layout
+from .decode import AddressDecoder, decoded_layout
+from .ingress import Ingress, Operation, request_layout
+from .params import ControllerParams, aggregates
+from .responder import Responder, Source
+from .slots import SlotOp, SlotPool
+from .window import RegisterWindow
 
-__all__ = ["Operation", "CxlMemController"]
-
-
-class Operation(enum.Enum, shape=3):
-    """What the engine does with a host request (``docs/controller.md``, "Opcodes")."""
-    READ = 0          # MemRd, MemRdData: one DRS MemData
-    WRITE = 1         # MemWr, MemWrPtl: one NDR Cmp
-    INVALIDATE = 2    # MemInv, MemInvNT: one NDR Cmp, no memory access
-    SPECULATIVE = 3   # MemSpecRd: a hint; no access, no response
-    UNSUPPORTED = 4   # any other opcode: one NDR Cmp, no effect, STATUS.BAD_OPCODE
-
-
-#: Decision-input copies fed by one register (see ``CxlMemController._decision_inputs``).
-_DECISION_FANOUT = 8
-
-#: What each M2S Req opcode asks of the engine; any other opcode is ``UNSUPPORTED``.
-_REQ_OPERATIONS = {
-    ReqOpcode.MEM_RD: Operation.READ,
-    ReqOpcode.MEM_RD_DATA: Operation.READ,
-    ReqOpcode.MEM_INV: Operation.INVALIDATE,
-    ReqOpcode.MEM_INV_NT: Operation.INVALIDATE,
-    ReqOpcode.MEM_SPEC_RD: Operation.SPECULATIVE,
-}
+__all__ = ["CxlMemController"]
 
 
 class _Route(enum.Enum, shape=4):
-    """Where DISPATCH sends a request, chosen while it is decoded (see ``_route``)."""
-    IGNORE = 0        # a hint: no access, no response
+    """Where dispatch sends a decoded request: the first that applies, in this order."""
+    IGNORE = 0        # MemSpecRd, a hint: no access, no response
     BAD_OPCODE = 1    # an unsupported opcode: Cmp, STATUS.BAD_OPCODE
     NO_ACCESS = 2     # an invalidate: Cmp
     BAD_READ = 3      # a read beyond the address bits: MemData-NXM, STATUS.BAD_ADDRESS
     BAD_WRITE = 4     # a write beyond the address bits: Cmp, STATUS.BAD_ADDRESS
-    POISONED = 5      # a poisoned write: Cmp, STATUS.POISON
+    POISONED = 5      # a poisoned write: Cmp, STATUS.POISON, dropped
     WINDOW = 6        # the register window
-    STATE = 7         # an aggregating region: the line's state is read first
-    LINE_READ = 8     # identity
-    LINE_WRITE = 9    # identity
+    POOL = 7          # an aggregating region: the slot pool
+    RAW_READ = 8      # identity, in accumulator memory: the slots are written back first
+    RAW_WRITE = 9     # identity, in accumulator memory: the slots are written back and emptied
+    LINE_READ = 10    # identity
+    LINE_WRITE = 11   # identity
 
 
-def _request_layout(params):
-    """The request the engine is serving."""
-    p = params.datapath
-    return data.StructLayout({
-        "operation": Operation,
-        # operation is WRITE: the datapath's contribute, a register of its own so that no
-        # decode of the operation is in front of the datapath's decision
-        "write": 1,
-        "read": 1,          # operation is READ, likewise for the engine's branches
-        "tag": 16,
-        "ld_id": 4,
-        "address": unsigned(params.address_bits),  # first byte of the line
-        "out_of_range": 1,                         # the host address is beyond address_bits
-        "poison": 1,
-        "byte_enable": unsigned(p.line_bytes),
-        "full_line": 1,                            # every byte enable is set
-        "data": unsigned(p.line_bits),
-    })
+class _Task(enum.Enum, shape=2):
+    """Work on the slots that runs between requests."""
+    FLUSH = 0         # CTRL.FLUSH, or before a raw read: write every dirty slot back
+    EVICT = 1         # before a raw write: write every dirty slot back and empty them all
+    CLEAR = 2         # CTRL.CLEAR: empty the region's slots, zero its accumulators
 
 
-#: The fields of :func:`_request_layout` that an ingress queue keeps of a host request.
-_ENTRY_FIELDS = ("operation", "write", "read", "tag", "ld_id", "address", "out_of_range", "poison",
-                 "full_line")
+#: AXI IDs: the host's identity accesses, and the slot pool's fills and write-backs (with the
+#: clear's zero writes), whose write responses the pool waits for.
+_HOST_ID, _POOL_ID = 0, 1
 
-
-def _entry_layout(params):
-    """A host request as its ingress queue keeps it: decoded on its way in (see
-    :meth:`CxlMemController._ingress`), so that ``current`` loads it through the choice of
-    queue alone. An RwD's line and byte enables wait in their groups' queues."""
-    request = _request_layout(params)
-    return data.StructLayout({name: request[name].shape for name in _ENTRY_FIELDS})
-
-
-def _columns(params, group):
-    """The line bits and byte-enable bits of column group ``group`` (``DatapathParams``: one
-    group per control copy), as slices."""
-    width = params.control_copy_bits
-    return (slice(group * width, (group + 1) * width),
-            slice(group * width // 8, (group + 1) * width // 8))
-
-
-def _copies(m, flag, count):
-    """``count`` copies of the engine's one-bit register ``flag``, one per group of columns,
-    each a register that takes ``flag``'s value a clock later: the engine decides once, into
-    ``flag``, and the decision reaches the groups through a wire from one flip-flop to
-    ``count``, with no logic on it.
-
-    A copy holds a decision from two clocks after the clock in which the engine makes it. That
-    is soon enough for a flag that the engine sets no later than the clock in which it makes a
-    memory read command valid: the read's first line comes back four clocks later at the
-    earliest (the master's command register, its address, the memory, its read register). A
-    write's lines are offered by the groups themselves, on their copies (``_write_offers``), so
-    they simply start two clocks after the decision. A copy is cleared a clock after ``flag``,
-    when the run's last line has moved and no other line can move before the next command."""
-    return register_copies(m, flag, count, f"{flag.name}_copy")
+#: Identity reads in flight at once: the responder's queue of their lines.
+_READS_IN_FLIGHT = 8
 
 
 class CxlMemController(wiring.Component):
-    """A CXL.mem Type-3 memory expander that aggregates low-bit gradient lines.
+    """A CXL.mem Type-3 memory expander that aggregates low-bit gradient lines on chip.
 
-    See ``docs/controller.md`` for the behaviour per opcode, path and bad input, the register
-    window, the clear engine and DevLoad.
+    See ``docs/controller.md`` for the behaviour per opcode, path and bad input, the slot pool,
+    the register window, clear, flush and DevLoad.
 
     Parameters
     ----------
@@ -166,749 +113,392 @@ class CxlMemController(wiring.Component):
         m = Module()
         params = self._params
         p = params.datapath
-
-        m.submodules.control = control = self._control
+        control = self._control
+        m.submodules.control = control
+        m.submodules.ingress = ingress = Ingress(params)
         m.submodules.decoder = decoder = AddressDecoder(params)
-        m.submodules.memory = memory = AxiLineMaster(
+        m.submodules.pool = pool = SlotPool(params, user_width=len(self.m2s_req.payload.tag))
+        m.submodules.memory = memory = AxiMemoryPort(
             line_bits=p.line_bits, address_bits=params.address_bits,
-            id_bits=params.axi_id_bits, copies=p.control_copies)
-        m.submodules.datapath = datapath = AggregationDatapath(p, user_width=1,
-                                                               replicated_inputs=True)
+            id_bits=params.axi_id_bits, max_beats=1 + p.state_lines)
+        m.submodules.responder = responder = Responder(params)
+        m.submodules.window = window = RegisterWindow(params, addr_width=len(self.csr.addr))
+        wiring.connect(m, wiring.flipped(self.m2s_req), ingress.m2s_req)
+        wiring.connect(m, wiring.flipped(self.m2s_rwd), ingress.m2s_rwd)
+        wiring.connect(m, responder.s2m_ndr, wiring.flipped(self.s2m_ndr))
+        wiring.connect(m, responder.s2m_drs, wiring.flipped(self.s2m_drs))
         wiring.connect(m, memory.axi, wiring.flipped(self.axi))
-
-        req_queue, rwd_queue, line_queues = self._ingress(m)
-        # A Req leaves its queue the clock after the engine took it (see _accept), an RwD two
-        # clocks after: ``rwd_taken`` says it was taken, and its copies, one per group of
-        # columns, load the line (see _load_line) on the clock ``pop_rwd`` pops the queue.
-        pop_req = Signal()
-        rwd_taken = Signal()
-        pop_rwd = Signal()
-        m.d.comb += [req_queue.r_en.eq(pop_req), rwd_queue.r_en.eq(pop_rwd)]
-        m.d.sync += [pop_req.eq(0), rwd_taken.eq(0), pop_rwd.eq(rwd_taken)]
-        current = Signal(_request_layout(params))
-        self._load_line(m, line_queues, current, _copies(m, rwd_taken, p.control_copies))
-        m.d.comb += [decoder.address.eq(current.address), decoder.enable.eq(control.enable),
-                     decoder.regions.eq(control.regions)]
-        # The decoded address, as registered on DECODE's last clock: the path and state address
-        # stay those of the table the request was decoded against.
-        decoded = Signal.like(decoder.decoded)
-        # The device-memory run of the request (or of a clear): first byte and lines. Set ahead
-        # of the state that issues it, so that a command's payload is a register.
-        run_address = Signal(params.address_bits)
-        run_lines = Signal(params.address_bits)
-        for command in (memory.read_command, memory.write_command):
-            m.d.comb += [command.payload.address.eq(run_address),
-                         command.payload.beats.eq(run_lines)]
-        decode_wait = Signal(range(AddressDecoder.LATENCY + 1))
-        # The engine is in DECODE: a flag of its own, so that ``decoded`` and the run registers
-        # load on a flip-flop rather than on a decode of the engine's state (see below).
-        decoding = Signal()
         events = control.events
+        # Zero unless dispatch or a task drives a field (before either does).
+        m.d.comb += pool.op.payload.eq(0)
 
-        # Register window: the engine shares the control registers' bus with the csr port. Its
-        # accesses wait in registers (``window_*``) until a cycle the csr port leaves free.
-        window_pending = Signal()
-        window_read = Signal()
-        window_write = Signal()
-        window_addr = Signal.like(self.csr.addr)
-        window_wdata = Signal(32)
+        head, head_valid, pop = self._decode(m, ingress, decoder, control)
+        request, decoded = head.request, head.decoded
+
+        # The register bus: the csr port first, the window when the port leaves it free.
         external = self.csr.r_stb | self.csr.w_stb
-        window_fire = window_pending & ~external
         m.d.comb += [
-            control.bus.addr.eq(Mux(external, self.csr.addr, window_addr)),
-            control.bus.r_stb.eq(self.csr.r_stb | (window_fire & window_read)),
-            control.bus.w_stb.eq(self.csr.w_stb | (window_fire & window_write)),
-            control.bus.w_data.eq(Mux(external, self.csr.w_data, window_wdata)),
+            control.bus.addr.eq(Mux(external, self.csr.addr, window.bus.addr)),
+            control.bus.r_stb.eq(self.csr.r_stb | window.bus.r_stb),
+            control.bus.w_stb.eq(self.csr.w_stb | window.bus.w_stb),
+            control.bus.w_data.eq(Mux(external, self.csr.w_data, window.bus.w_data)),
             self.csr.r_data.eq(control.bus.r_data),
+            window.bus.r_data.eq(control.bus.r_data),
+            window.bus_free.eq(~external),
         ]
 
-        # Responses; DevLoad follows the ingress queues' occupancy.
-        reply_data = Signal(p.line_bits)
-        reply_poison = Signal()
-        reply_nxm = Signal()
-        queued = req_queue.level + rwd_queue.level
-        light, optimal, moderate = params.devload_limits
-        dev_load = Signal(DevLoad)
-        with m.If(queued <= light):
-            m.d.comb += dev_load.eq(DevLoad.LIGHT)
-        with m.Elif(queued <= optimal):
-            m.d.comb += dev_load.eq(DevLoad.OPTIMAL)
-        with m.Elif(queued <= moderate):
-            m.d.comb += dev_load.eq(DevLoad.MODERATE)
+        # Device memory: reads and writes of the host (ID _HOST_ID) and of the slot pool
+        # (_POOL_ID), the pool's first.
+        host_read = Signal(memory.read_command.payload.shape())
+        host_read_valid = Signal()
+        m.d.comb += [
+            memory.read_command.valid.eq(pool.fill_read.valid | host_read_valid),
+            memory.read_command.payload.eq(host_read),
+            pool.fill_read.ready.eq(memory.read_command.ready),
+        ]
+        with m.If(pool.fill_read.valid):
+            m.d.comb += [memory.read_command.payload.id.eq(_POOL_ID),
+                         memory.read_command.payload.address.eq(pool.fill_read.payload.address),
+                         memory.read_command.payload.beats.eq(pool.fill_read.payload.beats)]
+        host_read_taken = host_read_valid & memory.read_command.ready & ~pool.fill_read.valid
+
+        returned = memory.read_data
+        m.submodules.host_lines = host_lines = fifo.SyncFIFOBuffered(
+            width=p.line_bits + 1, depth=_READS_IN_FLIGHT)
+        m.d.comb += [
+            pool.fill_data.valid.eq(returned.valid & (returned.payload.id == _POOL_ID)),
+            pool.fill_data.payload.data.eq(returned.payload.data),
+            pool.fill_data.payload.error.eq(returned.payload.error),
+            host_lines.w_en.eq(returned.valid & (returned.payload.id == _HOST_ID)),
+            host_lines.w_data.eq(returned.payload.as_value()[len(returned.payload.id):]),
+            responder.memory_data.valid.eq(host_lines.r_rdy),
+            responder.memory_data.payload.eq(host_lines.r_data),
+            host_lines.r_en.eq(responder.memory_data.ready),
+        ]
+        reads_in_flight = Signal(range(_READS_IN_FLIGHT + 1))
+        m.d.sync += reads_in_flight.eq(reads_in_flight + host_read_taken
+                                       - (host_lines.r_rdy & host_lines.r_en))
+
+        write = memory.write_command
+        host_write = Signal(write.payload.shape())
+        host_write_valid = Signal()
+        zero_write = Signal(write.payload.shape())
+        zero_write_valid = Signal()
+        write_back = pool.write_back
+        with m.If(write_back.valid):
+            m.d.comb += [write.payload.id.eq(_POOL_ID),
+                         write.payload.address.eq(write_back.payload.address),
+                         write.payload.beats.eq(1 + p.state_lines),
+                         write.payload.lines.eq(write_back.payload.lines),
+                         write.payload.strobe.eq(-1)]
+        with m.Elif(zero_write_valid):
+            m.d.comb += write.payload.eq(zero_write)
         with m.Else():
-            m.d.comb += dev_load.eq(DevLoad.SEVERE)
-        for channel in (self.s2m_ndr, self.s2m_drs):
-            m.d.comb += [channel.payload.tag.eq(current.tag),
-                         channel.payload.ld_id.eq(current.ld_id),
-                         channel.payload.meta_field.eq(MetaField.NO_OP),
-                         channel.payload.dev_load.eq(dev_load)]
+            m.d.comb += write.payload.eq(host_write)
+        m.d.comb += [write.valid.eq(write_back.valid | zero_write_valid | host_write_valid),
+                     write_back.ready.eq(write.ready)]
+        zero_write_taken = zero_write_valid & write.ready & ~write_back.valid
+        host_write_taken = host_write_valid & write.ready & ~write_back.valid & ~zero_write_valid
+        response = memory.write_response
+        # Writes not yet acknowledged: the pool's (write-backs, zero writes), and the host's.
+        # A fill or result read waits for both: it must not overtake a write-back, nor a
+        # host's raw write of accumulator memory (AXI orders neither a read after a write nor
+        # writes of two IDs), and a clear's zero writes must not either.
+        pool_writes = Signal(range(1 << 16))
+        host_writes = Signal(range(1 << 16))
+        for count, taken, number in ((pool_writes, write.valid & write.ready, _POOL_ID),
+                                     (host_writes, host_write_taken, _HOST_ID)):
+            taken = taken & (write.payload.id == number)
+            done = response.valid & (response.payload.id == number)
+            m.d.sync += count.eq(count + taken - done)
+        writes_pending = (pool_writes != 0) | (host_writes != 0)
         m.d.comb += [
-            self.s2m_ndr.payload.opcode.eq(NDROpcode.CMP),
-            self.s2m_drs.payload.opcode.eq(Mux(reply_nxm, DRSOpcode.MEM_DATA_NXM,
-                                               DRSOpcode.MEM_DATA)),
-            self.s2m_drs.payload.poison.eq(reply_poison),
-            self.s2m_drs.payload.data.eq(reply_data),
+            pool.writes_pending.eq(writes_pending),
+            responder.memory_written.eq(response.valid & (response.payload.id == _HOST_ID)),
+            events.mem_error.eq((returned.valid & returned.payload.error)
+                                | (response.valid & response.payload.error)
+                                | pool.events.mem_error),
         ]
 
-        # Accumulator state of the line being served, as its memory image (bit planes, see
-        # planes_of_state): read from memory beat by beat into the top, written back from the
-        # bottom; both shift down by one line. Whether a beat moves is decided by flags of
-        # their own (set when a state read or a write-back is due, cleared when it is done),
-        # the handshakes and the datapath's response, not by the engine's state. Each group of
-        # buffer columns (the datapath's control copies) follows a copy of its own of each
-        # flag, of the read's valid, of the write handshake and of the response's valid, so
-        # that no enable net spans the line: the reading and sending flags are registers of the
-        # engine that their copies follow a clock later (:func:`_copies`).
-        state_reading = Signal()
-        state_sending = Signal()
-        reading_copies = _copies(m, state_reading, p.control_copies)
-        sending_copies = _copies(m, state_sending, p.control_copies)
-        line_writing = Signal()           # an identity write's line is on its way
-        writing_copies = _copies(m, line_writing, p.control_copies)
-        sending_lines = self._write_offers(m, memory, sending_copies, writing_copies)
-        state = self._state_buffer(m, memory, datapath, reading_copies, sending_lines)
-        beats = Signal(range(p.state_lines + 1))
-        memory_error = Signal()
-        # The request's state: some two thousand single-bit selects of the buffer. Assigned a
-        # second time under a condition (which changes nothing), it is driven from one process:
-        # Icarus Verilog would evaluate a continuous assignment of that many operands once per
-        # changed operand (as in hdl.datapath._CombStage).
-        request_state = Signal(p.state_bits)
-        lane_order = state_of_planes(p, state)
-        m.d.comb += request_state.eq(lane_order)
-        with m.If(datapath.request.valid):
-            m.d.comb += request_state.eq(lane_order)
+        # Responses. DevLoad follows the requests the device holds: taken from the host and
+        # not yet answered (a MemSpecRd, which gets no answer, until dispatch drops it).
+        light, optimal, moderate = params.devload_limits
+        held = Signal(range(1 << 8))
+        taken = sum(channel.valid & channel.ready for channel in (self.m2s_req, self.m2s_rwd))
+        answered = sum(channel.valid & channel.ready for channel in (self.s2m_ndr, self.s2m_drs))
+        ignored = Signal()
+        m.d.sync += held.eq(held + taken - answered - ignored)
         m.d.comb += [
-            datapath.request.payload.data.eq(current.data),
-            # The datapath needs the byte enables only to tell whether all are set: one
-            # register (set at accept) rather than a reduction of the whole mask, and in one
-            # bit, so that it reaches the datapath's decision alone. (The response's byte
-            # enables, the rest of them set, are not read.)
-            datapath.request.payload.byte_enable.eq(
-                Cat(current.full_line, Const(-1, p.line_bytes - 1))),
-            datapath.request.payload.state.eq(request_state),
-            datapath.request.payload.threshold.eq(decoded.threshold),
-            datapath.request.payload.mode.eq(decoded.mode),
-            datapath.request.payload.contribute.eq(current.write),
+            responder.dev_load.eq(Mux(held <= light, DevLoad.LIGHT,
+                                      Mux(held <= optimal, DevLoad.OPTIMAL,
+                                          Mux(held <= moderate, DevLoad.MODERATE,
+                                              DevLoad.SEVERE)))),
+            responder.pool_result.valid.eq(pool.result.valid),
+            responder.pool_result.payload.eq(pool.result.payload),
+            pool.result.ready.eq(responder.pool_result.ready),
+            responder.window_result.valid.eq(window.result.valid),
+            responder.window_result.payload.eq(window.result.payload),
+            window.result.ready.eq(responder.window_result.ready),
+            events.reads.eq(responder.sent_read),
+            events.writes.eq(responder.sent_write),
         ]
-        result = datapath.response.payload
-        self._decision_inputs(m, datapath.decision_inputs, current, decoded, memory,
-                              reading_copies)
+        for name in ("accepted", "rejected", "capacity", "partial", "completed", "hits",
+                     "fills", "evictions", "write_backs", "dropped"):
+            m.d.comb += events[name].eq(pool.events[name])
+        m.d.comb += [events.invalid_code.eq(pool.events.invalid),
+                     events.invalid_lines.eq(pool.events.invalid)]
 
-        # Clear engine requests, served between host requests.
-        clear_pending = Signal()
-        clear_region = Signal.like(control.clear_region)
-        clear_active = Signal()
-        clear_copies = _copies(m, clear_active, p.control_copies)
-        clear_target = Signal(region_layout(params))   # the region's descriptor
-        clear_exists = Signal()                     # clear_region names a region
-        clear_wanted = Signal()                     # the region exists and aggregates
-        clear_lines = Signal(params.address_bits)   # its lines
-        m.d.comb += control.clear_busy.eq(clear_pending | clear_active)
+        # Whether the slots may hold lines that memory lacks (dirty) or lines at all: set as
+        # the pool makes them, cleared as a scan that removes them starts (see _tasks).
+        any_dirty, any_resident = Signal(), Signal()
+        with m.If(pool.events.accepted):
+            m.d.sync += any_dirty.eq(1)
+        with m.If(pool.events.fills):
+            m.d.sync += any_resident.eq(1)
+        raw_start = Signal()
+        raw_task = Signal(_Task)
+        task_busy = self._tasks(m, control, pool, raw_start, raw_task, any_dirty, any_resident,
+                                zero_write, zero_write_valid, zero_write_taken, writes_pending)
 
-        # The decoded address and the run registers load on flags, not on a decode of the
-        # engine's state: through DECODE, the decoder's output and the run of the request's
-        # path (the decoder's output counts on DECODE's last clock, the last load); through a
-        # clear, the clear's run (its descriptor is registered while the clear is pending, and
-        # its lines follow it a clock later, so the run is settled by CLEAR_START).
-        state_path = aggregates(decoder.decoded.mode)
-        route = Signal(_Route)
-        # The memory command DISPATCH makes valid, registered with the route (and read only in
-        # DISPATCH, on the ``dispatching`` flag), so that no decode of the engine's state or of
-        # the route is in front of the memory master's command registers.
-        dispatch_read, dispatch_write = Signal(), Signal()
-        with m.If(decoding):
-            chosen = self._route(current, decoder.decoded)
-            m.d.sync += [route.eq(chosen),
-                         dispatch_read.eq((chosen == _Route.STATE) | (chosen == _Route.LINE_READ)),
-                         dispatch_write.eq(chosen == _Route.LINE_WRITE)]
-            m.d.sync += [decoded.eq(decoder.decoded),
-                         run_address.eq(Mux(state_path, decoder.decoded.state_address,
-                                            current.address)),
-                         run_lines.eq(Mux(state_path, p.state_lines, 1))]
-        with m.Elif(clear_active):
-            m.d.sync += [run_address.eq(clear_target.acc),
-                         run_lines.eq(times_constant(clear_lines, p.state_lines))]
-        # clear_loading is clear_pending again, in a flip-flop of its own for the descriptor's
-        # load below, so that the flag IDLE reads does not also enable that whole register.
-        clear_loading = Signal()
-        # The region number once more for each field of the descriptor, loaded with
-        # clear_region, so that each field's select is a register of its own, placed by it.
-        field_regions = {name: Signal(len(decoded.region), name=f"clear_region_{name}")
-                         for name, _ in region_layout(params)}
-        with m.If(control.clear_start):
-            m.d.sync += [clear_pending.eq(1), clear_loading.eq(1),
-                         clear_region.eq(control.clear_region),
-                         *(number.eq(control.clear_region) for number in field_regions.values())]
-        # The region's descriptor, on a flag rather than a decode of the engine's state: loaded
-        # every clock of a pending clear, the last time on the clock IDLE takes it (the table
-        # is applied then: IDLE takes nothing while an APPLY copies it).
-        with m.If(clear_loading):
-            m.d.sync += [clear_target[name].eq(control.regions[number][name])
-                         for name, number in field_regions.items()]
-            m.d.sync += clear_exists.eq(clear_region < params.regions)
-        m.d.sync += [clear_wanted.eq(clear_exists & clear_target.enable
-                                     & aggregates(clear_target.mode)),
-                     clear_lines.eq((clear_target.end - clear_target.base)
-                                    [p.line_bytes.bit_length() - 1:])]
-
-        # Register window word loop: one 32-bit register per word of the line, word ``issued``
-        # next. Its data and byte enables are selected in two registered steps, so that no
-        # path runs from the counter through a select of the whole line into the window
-        # registers: each group ``g`` of up to four words has a free-running register of its
-        # word ``window_sub_<g>`` (the next word's place in its group), and a load takes the
-        # register of the next word's group once ``staged`` says they hold the next word (one
-        # clock after the previous load, so a word is issued every other clock at most).
-        words = p.line_bytes // 4
-        issued = Signal(range(words + 1))
-        more_words = Signal()               # issued != words, kept as a register
-        captured = Signal(range(words + 1))
-        # The window's reads in flight, by age: a read's data comes READ_LATENCY clocks after
-        # it is issued, and waits a clock more in ``window_r_data``, beside the reply's last
-        # word, so that the register block's read register sits by the register block.
-        capture = Signal(READ_LATENCY + 1)
-        window_r_data = Signal(32)
-        m.d.sync += window_r_data.eq(control.bus.r_data)
-        window_word = current.address[2:params.window_bytes.bit_length() - 1]
-        sub_bits = min(words, 4).bit_length() - 1       # a group has 2 ** sub_bits words
-        # ``sub``, once per group: a register of each group's own, set by the same statements,
-        # so that no one register selects the word of every group.
-        subs = [Signal(sub_bits, name=f"window_sub_{g}") for g in range(words >> sub_bits)]
-        staged = Signal()
-        group_data, group_whole = self._window_word_groups(m, current, sub_bits, subs)
-        group = issued[sub_bits:(words - 1).bit_length()]   # the next word's group
-        m.d.sync += staged.eq(1)
-
-        # The read reply, loaded from whichever source has it; every condition is a register or
-        # a memory handshake (no decode of the engine's state), since reply_data is a whole
-        # line of flip-flops. Each group of columns takes an identity read's line on its own
-        # copies of ``line_reading`` and of the read's valid, and is zeroed the clock after IDLE
-        # (the data of a MemData-NXM) by its copy of ``reply_zero`` (set in IDLE).
-        line_reading = Signal()           # an identity read's line is on its way
-        line_reading_copies = _copies(m, line_reading, p.control_copies)
-        reply_zero = Signal(p.control_copies)
-        m.d.sync += reply_zero.eq(0)
-        shifted = Cat(reply_data[32:], window_r_data)
-        for g in range(p.control_copies):
-            bits = _columns(p, g)[0]
-            with m.If(capture[-1]):
-                m.d.sync += reply_data[bits].eq(shifted[bits])
-            with m.Elif(line_reading_copies[g] & memory.read_valid_copies[g]):
-                m.d.sync += reply_data[bits].eq(memory.read_data.payload.data[bits])
-            with m.Elif(datapath.response_valid_copies[g]):
-                m.d.sync += reply_data[bits].eq(result.line[bits])
-            with m.Elif(reply_zero[g]):
-                m.d.sync += reply_data[bits].eq(0)
-
-        # The memory master's write data, driven from registers and from each group's copies
-        # of the flags (never from a decode of the engine's state): the master registers it,
-        # so these are timed paths into a line of flip-flops. A clear is a fill run of zeros,
-        # which the master writes to every line of the region without taking any. (Read data
-        # has no ready: the state buffer takes it while ``state_reading``, the reply while
-        # ``line_reading``.)
-        m.d.comb += memory.write_command.payload.fill.eq(clear_active)
-        for g in range(p.control_copies):
-            data_bits, strobe_bits = _columns(p, g)
-            m.d.comb += [
-                memory.write_data.data[data_bits].eq(
-                    Mux(writing_copies[g], current.data[data_bits],
-                        Mux(clear_copies[g], 0, state[data_bits]))),
-                memory.write_data.strobe[strobe_bits].eq(
-                    Mux(writing_copies[g], current.byte_enable[strobe_bits], -1)),
-            ]
-
-        # The engine is in IDLE: a flip-flop of its own, set at reset and on the way in, cleared
-        # on the way out, so that the accept logic beside the queues reads one register rather
-        # than a decode of the engine's state.
-        idle = Signal(init=1)
-        taken = Signal()        # a request is accepted this clock (see _accept)
-        # The region table is applied (control.table_ready), and the memory master's last
-        # write finished (write_done, with write_error), through registers beside the engine:
-        # a clock late, which the table allows (ControlRegisters: it falls clocks before the
-        # first region changes) and which costs a write one clock.
-        table_ready = Signal()
-        write_done = Signal()
-        m.d.sync += [table_ready.eq(control.table_ready), write_done.eq(memory.write_done)]
-        with m.If(idle):
-            self._accept(m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken,
-                         table_ready & ~clear_pending)
-
-        # idle falls as IDLE leaves (for a clear or a request taken, see IDLE below), decided
-        # from registers and the queues' flags alone, not through the engine's state.
-        with m.If(idle & table_ready & (clear_pending | req_queue.r_rdy | rwd_queue.r_rdy)):
-            m.d.sync += idle.eq(0)
-
-        def to_idle():
-            m.next = "IDLE"
-            m.d.sync += idle.eq(1)
-
-        # What IDLE and WINDOW do to the registers beside the engine, on flags of their own that
-        # say the engine is in that state, rather than on a decode of the engine's state.
-        windowing = Signal()
-        with m.If(idle):
-            m.d.sync += [memory_error.eq(0), beats.eq(0), issued.eq(0), more_words.eq(1),
-                         captured.eq(0), *(sub.eq(0) for sub in subs), staged.eq(0),
-                         reply_poison.eq(0), reply_nxm.eq(0), decode_wait.eq(0),
-                         reply_zero.eq(-1)]
-        with m.If(windowing):
-            # Loads word ``issued`` into the window registers whenever they are free or being
-            # issued; a register read returns its data READ_LATENCY clocks after it is issued.
-            reading = current.read
-            with m.If(more_words & staged & (~window_pending | window_fire)):
-                m.d.sync += [
-                    window_pending.eq(1),
-                    window_read.eq(reading),
-                    window_write.eq(~reading & group_whole[group]),
-                    window_addr.eq(window_word + issued),
-                    window_wdata.eq(group_data[group]),
-                    issued.eq(issued + 1),
-                    more_words.eq(issued + 1 != words),
-                    *(sub.eq((issued + 1)[:sub_bits]) for sub in subs),
-                    staged.eq(0),
+        # Dispatch: the head request goes where its route says once everything it needs has
+        # room, and its response is queued with the responder on the same clock.
+        route = self._route(request, decoded)
+        completion = responder.completion
+        is_read = request.operation == Operation.READ
+        is_write = request.operation == Operation.WRITE
+        m.d.comb += [completion.payload.tag.eq(request.tag),
+                     completion.payload.ld_id.eq(request.ld_id),
+                     completion.payload.data.eq(is_read),
+                     completion.payload.write.eq(is_write)]
+        go = head_valid & completion.ready
+        fire = Signal()
+        raw_wait = Signal()                # a raw access waits for the slots to settle
+        # Under the reset's If (see the hdl.slots docstring, Icarus).
+        with m.If(~ResetSignal() & ~task_busy), m.Switch(route):
+            with m.Case(_Route.IGNORE):
+                m.d.comb += fire.eq(head_valid)
+            with m.Case(_Route.BAD_OPCODE, _Route.NO_ACCESS, _Route.BAD_READ, _Route.BAD_WRITE,
+                        _Route.POISONED):
+                m.d.comb += [fire.eq(go), completion.payload.source.eq(Source.NOW),
+                             completion.payload.nxm.eq(route == _Route.BAD_READ)]
+                m.d.comb += [
+                    events.bad_opcode.eq(fire & (route == _Route.BAD_OPCODE)),
+                    events.bad_address.eq(fire & ((route == _Route.BAD_READ)
+                                                  | (route == _Route.BAD_WRITE))),
+                    events.poison.eq(fire & (route == _Route.POISONED)),
                 ]
-            with m.Elif(window_fire):
-                m.d.sync += window_pending.eq(0)
-            m.d.sync += capture.eq(Cat(window_fire & window_read, capture[:-1]))
-            with m.If(capture[-1]):
-                m.d.sync += captured.eq(captured + 1)
-
-        # The memory master's commands are valid on flags set a state ahead, rather than on a
-        # decode of the engine's state: DISPATCH's (see dispatch_read above); a write-back's
-        # when the datapath's response to a contribution is accepted (write_back_pending: the
-        # engine waits in RESULT for the response to a write); a clear's in CLEAR_START if the
-        # region is wanted.
-        write_back_pending = Signal()
-        clear_write_start = Signal()
-        dispatching = Signal()          # the engine is in DISPATCH
-        m.d.comb += [
-            memory.read_command.valid.eq(dispatching & dispatch_read),
-            memory.write_command.valid.eq(
-                (dispatching & dispatch_write)
-                | (write_back_pending & datapath.response.valid & result.status.accepted)
-                | clear_write_start),
-        ]
-
-        # A contribution's result counts on the same flag, not in RESULT's decode.
-        with m.If(write_back_pending & datapath.response.valid):
-            self._count_result(m, result, events)
-
-        # The outputs the engine's state decodes are low during a reset, which is a condition of
-        # all of them: Icarus Verilog evaluates an ``always @*`` block only when something it
-        # reads changes, so an output decoded from registers that keep their initial values
-        # through the reset (the state, ``route``) read X until one of them changed, and the
-        # memory master's command register took that X on the first clock after the reset. (The
-        # memory commands' valids and the result events above come from reset flags instead.)
-        with m.If(~ResetSignal()), m.FSM(name="engine", init="IDLE"):
-            with m.State("IDLE"):
-                # The request's registers are cleared on the ``idle`` flag (see above).
-                with m.If(~table_ready):
-                    pass            # an APPLY is copying the region table: wait for all of it
-                with m.Elif(clear_pending):
-                    m.d.sync += [clear_pending.eq(0), clear_loading.eq(0), clear_active.eq(1)]
-                    m.next = "CLEAR_LINES"
-                with m.Elif(taken):
-                    m.d.sync += decoding.eq(1)
-                    m.next = "DECODE"
-
-            with m.State("DECODE"):
-                # The decoder needs its inputs steady for LATENCY clocks: count them again
-                # whenever an APPLY copies the table meanwhile.
-                with m.If(~table_ready):
-                    m.d.sync += decode_wait.eq(0)
-                with m.Elif(decode_wait == AddressDecoder.LATENCY):
-                    m.d.sync += [decoding.eq(0), dispatching.eq(1)]
-                    m.next = "DISPATCH"
-                with m.Else():
-                    m.d.sync += decode_wait.eq(decode_wait + 1)
-
-            with m.State("DISPATCH"):
-                m.d.sync += dispatching.eq(0)
-                self._dispatch(m, route, events, reply_nxm, state_reading, line_reading,
-                               line_writing, windowing, to_idle)
-
-            with m.State("WINDOW"):
-                # The word loop runs on the ``windowing`` flag (see above).
-                with m.If(current.read & (captured == words)):
-                    m.d.sync += windowing.eq(0)
-                    m.next = "REPLY_DATA"
-                with m.Elif(~current.read & ~more_words & ~window_pending):
-                    m.d.sync += windowing.eq(0)
-                    m.next = "REPLY_DONE"
-
-            with m.State("LINE_READ"):
-                with m.If(memory.read_data.valid):
-                    m.d.sync += [line_reading.eq(0),
-                                 reply_poison.eq(memory.read_data.payload.error)]
-                    m.d.comb += events.mem_error.eq(memory.read_data.payload.error)
-                    m.next = "REPLY_DATA"
-
-            with m.State("LINE_WRITE"):
-                with m.If(write_done):
-                    m.d.sync += line_writing.eq(0)
-                    m.d.comb += events.mem_error.eq(memory.write_error)
-                    m.next = "REPLY_DONE"
-
-            with m.State("STATE_READ"):
-                with m.If(memory.read_data.valid):
-                    m.d.sync += beats.eq(beats + 1)
-                    with m.If(memory.read_data.payload.error):
-                        m.d.sync += memory_error.eq(1)
-                    with m.If(beats == p.state_lines - 1):
-                        m.d.sync += state_reading.eq(0)
-                        m.next = "COMPUTE"
-
-            with m.State("COMPUTE"):
-                with m.If(memory_error):
-                    # The state is unknown: change nothing, answer with poisoned data.
-                    m.d.comb += events.mem_error.eq(1)
-                    m.d.sync += reply_poison.eq(1)
-                    with m.If(current.read):
-                        m.next = "REPLY_DATA"
-                    with m.Else():
-                        m.next = "REPLY_DONE"
-                with m.Else():
-                    m.d.comb += datapath.request.valid.eq(1)
-                    m.d.sync += write_back_pending.eq(~current.read)
-                    m.next = "RESULT"
-
-            with m.State("RESULT"):
-                with m.If(datapath.response.valid):
-                    m.d.sync += write_back_pending.eq(0)
-                    with m.If(current.read):
-                        m.next = "REPLY_DATA"
-                    with m.Elif(result.status.accepted):
-                        m.d.sync += state_sending.eq(1)       # the write command is valid
-                        m.next = "STATE_WRITE"
-                    with m.Else():
-                        m.next = "REPLY_DONE"
-
-            with m.State("STATE_WRITE"):
-                # Each group counts the lines it gives (_write_offers).
-                with m.If(write_done):
-                    m.d.sync += state_sending.eq(0)
-                    m.d.comb += events.mem_error.eq(memory.write_error)
-                    m.next = "REPLY_DONE"
-
-            with m.State("REPLY_DATA"):
-                m.d.comb += self.s2m_drs.valid.eq(1)
-                with m.If(self.s2m_drs.ready):
-                    m.d.comb += events.reads.eq(1)
-                    to_idle()
-
-            with m.State("REPLY_DONE"):
-                m.d.comb += self.s2m_ndr.valid.eq(1)
-                with m.If(self.s2m_ndr.ready):
-                    m.d.comb += events.writes.eq(current.write)
-                    to_idle()
-
-            with m.State("CLEAR_LINES"):
-                m.next = "CLEAR_SIZE"       # clear_wanted and clear_lines follow the descriptor
-
-            with m.State("CLEAR_SIZE"):
-                m.d.sync += clear_write_start.eq(clear_wanted)
-                m.next = "CLEAR_START"      # the run registers load the clear's run
-
-            with m.State("CLEAR_START"):
-                m.d.sync += clear_write_start.eq(0)
-                with m.If(clear_wanted):       # the write command is valid
-                    m.next = "CLEAR_WRITE"
-                with m.Else():
-                    m.d.sync += clear_active.eq(0)
-                    m.d.comb += control.clear_done.eq(1)
-                    to_idle()
-
-            with m.State("CLEAR_WRITE"):
-                with m.If(write_done):
-                    m.d.sync += clear_active.eq(0)
-                    m.d.comb += [control.clear_done.eq(1),
-                                 events.mem_error.eq(memory.write_error)]
-                    to_idle()
+            with m.Case(_Route.WINDOW):
+                m.d.comb += [
+                    window.request.valid.eq(go),
+                    window.request.payload.read.eq(is_read),
+                    window.request.payload.word.eq(
+                        request.address[2:params.window_bytes.bit_length() - 1]),
+                    window.request.payload.data.eq(request.data),
+                    window.request.payload.byte_enable.eq(request.byte_enable),
+                    fire.eq(go & window.request.ready),
+                    completion.payload.source.eq(Source.WINDOW),
+                ]
+            with m.Case(_Route.POOL):
+                op = pool.op.payload
+                index_lsb = params.accumulator_bytes_per_line.bit_length() - 1
+                m.d.comb += [
+                    pool.op.valid.eq(go),
+                    op.kind.eq(Mux(is_read, SlotOp.READ, SlotOp.CONTRIBUTE)),
+                    op.index.eq(decoded.state_address[index_lsb:]),
+                    op.tag.eq(decoded.state_address), op.data.eq(request.data),
+                    op.full_line.eq(request.full_line), op.mode.eq(decoded.mode),
+                    op.threshold.eq(decoded.threshold), op.expected.eq(decoded.expected),
+                    op.user.eq(request.tag),          # for a reader of waveforms
+                    fire.eq(go & pool.op.ready),
+                    completion.payload.source.eq(Source.POOL),
+                ]
+            with m.Case(_Route.RAW_READ, _Route.RAW_WRITE, _Route.LINE_READ, _Route.LINE_WRITE):
+                raw = (route == _Route.RAW_READ) | (route == _Route.RAW_WRITE)
+                # Accumulator memory is read only once memory holds every slot's state and no
+                # write-back is on its way, and written only with no slot resident.
+                dirty = any_dirty | ((route == _Route.RAW_WRITE) & any_resident)
+                m.d.comb += [raw_wait.eq(raw & (dirty | ~pool.idle)),
+                             raw_start.eq(raw & dirty & head_valid),
+                             raw_task.eq(Mux(route == _Route.RAW_WRITE, _Task.EVICT,
+                                             _Task.FLUSH))]
+                reads = is_read
+                m.d.comb += [
+                    host_read_valid.eq(go & ~raw_wait & reads
+                                       & (reads_in_flight < _READS_IN_FLIGHT)),
+                    host_read.id.eq(_HOST_ID), host_read.address.eq(request.address),
+                    host_read.beats.eq(1),
+                    host_write_valid.eq(go & ~raw_wait & ~reads),
+                    host_write.id.eq(_HOST_ID), host_write.address.eq(request.address),
+                    host_write.beats.eq(1), host_write.lines.eq(request.data),
+                    host_write.strobe.eq(request.byte_enable),
+                    fire.eq(host_read_taken | host_write_taken),
+                    completion.payload.source.eq(Source.MEMORY),
+                ]
+        m.d.comb += [completion.valid.eq(fire & (route != _Route.IGNORE)), pop.eq(fire),
+                     ignored.eq(fire & (route == _Route.IGNORE))]
         return m
 
-    def _write_offers(self, m, memory, sending, writing):
-        """Each group of columns offers the memory master its part of the lines of a write-back
-        (``state_lines`` of them, while its copy of ``sending``) or of an identity write (one,
-        while its copy of ``writing``), counting the lines taken itself, so that its valid and
-        the enables that follow the handshake come from registers of its own. Returns, per
-        group, whether it offers a line of the write-back (the state buffer shifts when it is
-        taken).
-
-        A group's count starts (at reset) as if every line had been given, and restarts from
-        zero once both its copies are low: the copies have no reset (``register_copies``), so
-        for a clock after a reset in the middle of a run they may still say that a run is on,
-        and no line may be offered for it."""
-        p = self._params.datapath
-        sending_lines = []
-        for g in range(p.control_copies):
-            sent = Signal(range(p.state_lines + 1), init=p.state_lines, name=f"lines_sent_{g}")
-            # sent != state_lines and sent == 0, registers beside the count rather than compares
-            # of it, so that the state buffer's enable, which reads them, is one gate deep.
-            unsent = Signal(name=f"lines_unsent_{g}")
-            none_sent = Signal(name=f"lines_none_sent_{g}")
-            sending_line = sending[g] & unsent
-            m.d.comb += memory.write_valid[g].eq(sending_line | (writing[g] & none_sent))
-            with m.If(~sending[g] & ~writing[g]):
-                m.d.sync += [sent.eq(0), unsent.eq(1), none_sent.eq(1)]
-            with m.Elif(memory.write_valid[g] & memory.write_ready[g]):
-                m.d.sync += [sent.eq(sent + 1), unsent.eq(sent + 1 != p.state_lines),
-                             none_sent.eq(0)]
-            sending_lines.append(sending_line)
-        return sending_lines
-
-    def _state_buffer(self, m, memory, datapath, reading, sending_lines):
-        """The accumulator state's memory image (``state_lines`` lines), kept as one register
-        per group of columns; returns the image. A group shifts down by one line, the memory's
-        read beat entering at the top, while ``reading`` and a beat is valid or when the memory
-        master takes the line it offers of a write-back (``sending_lines``); it loads the
-        datapath's result when the response is valid. Each group follows its own copy (bit) of
-        ``reading``, of the read's valid, of the write handshake and of the response's valid."""
-        p = self._params.datapath
-        width = p.control_copy_bits
-        groups = []
-        for g in range(p.control_copies):
-            group = Signal(p.state_lines * width, name=f"state_columns_{g}")
-            columns = range(g * width, (g + 1) * width)
-            incoming = memory.read_data.payload.data[g * width:][:width]
-            with m.If((reading[g] & memory.read_valid_copies[g])
-                      | (sending_lines[g] & memory.write_ready[g])):
-                m.d.sync += group.eq(Cat(group[width:], incoming))
-            with m.Elif(datapath.response_valid_copies[g]):
-                m.d.sync += group.eq(planes_of_state(p, datapath.response.payload.state,
-                                                     columns))
-            groups.append(group)
-        state = Signal(p.state_lines * p.line_bits)
-        m.d.comb += state.eq(Cat(group[line * width:][:width]
-                                 for line in range(p.state_lines) for group in groups))
-        return state
-
-    def _decision_inputs(self, m, inputs, current, decoded, memory, reading):
-        """The datapath's decision inputs, one copy per group of columns, each a register by its
-        group, so that each copy of the datapath's decisions is made from registers beside it:
-        ``n`` from every line the group's state buffer takes while ``reading`` (the last line of
-        a state read holds ``n``), the rest following the request's registers two clocks later,
-        through a tree of registers of fan-out :data:`_DECISION_FANOUT` (the datapath reads them
-        no sooner than a state read after they are set: DISPATCH, then at least the four clocks
-        of a memory read)."""
-        p = self._params.datapath
-        beat = memory.read_data.payload.data
-        beat_n = state_layout(p)(state_of_planes(
-            p, Cat(Const(0, (p.state_lines - 1) * p.line_bits), beat))).n
-        following = {name: register_copies(m, value, p.control_copies, f"decision_{name}_copy",
-                                           fanout=_DECISION_FANOUT)
-                     for name, value in (("mode", decoded.mode),
-                                         ("threshold", decoded.threshold),
-                                         ("contribute", current.write),
-                                         ("full_line", current.full_line))}
-        for g, copy in enumerate(inputs):
-            with m.If(reading[g] & memory.read_valid_copies[g]):
-                m.d.sync += copy.n.eq(beat_n)
-            m.d.comb += [copy[name].eq(copies[g]) for name, copies in following.items()]
-
-    def _ingress(self, m):
-        """The ingress queues; returns the Req queue, the RwD queue and the RwD lines' queues.
-        Their levels (the RwD queue's for RwDs) drive DevLoad.
-
-        The Req and RwD queues keep each request as an entry (:func:`_entry_layout`, worked
-        out by :meth:`_req_entry` and :meth:`_rwd_entry` on the way in). An RwD's line and the
-        byte enables it writes (all of them for a MemWr) wait in one queue per group of columns
-        (:func:`_columns`): every queue takes every RwD the host sends, and each line queue is
-        popped by its group's own copy of the pop (:meth:`_load_line`), so that a queue's
-        pointers and level sit beside the columns they address. The queues are alike, take and
-        give up the same messages on the same clocks, and so always hold the same number. Each
-        gives its head from a register (``SyncFIFOBuffered``), not from a read of its memory."""
-        p = self._params.datapath
-        depth = self._params.queue_depth
-        req_queue = fifo.SyncFIFOBuffered(width=_entry_layout(self._params).size, depth=depth)
-        m.submodules.req_queue = req_queue
-        m.d.comb += [req_queue.w_data.eq(self._req_entry(m, self.m2s_req.payload)),
-                     req_queue.w_en.eq(self.m2s_req.valid),
-                     self.m2s_req.ready.eq(req_queue.w_rdy)]
-
-        rwd = self.m2s_rwd.payload
-        whole = rwd.opcode == RwDOpcode.MEM_WR      # writes the whole line whatever its mask
-        rwd_queue = fifo.SyncFIFOBuffered(width=_entry_layout(self._params).size, depth=depth)
-        m.submodules.rwd_queue = rwd_queue
-        m.d.comb += [rwd_queue.w_data.eq(self._rwd_entry(m, rwd, whole)),
-                     rwd_queue.w_en.eq(self.m2s_rwd.valid),
-                     self.m2s_rwd.ready.eq(rwd_queue.w_rdy)]
-        line_queues = []
-        for g in range(p.control_copies):
-            data_bits, strobe_bits = _columns(p, g)
-            queue = fifo.SyncFIFOBuffered(width=p.control_copy_bits + p.control_copy_bits // 8,
-                                          depth=depth)
-            m.submodules[f"line_queue_{g}"] = queue
-            m.d.comb += [queue.w_data.eq(Cat(rwd.data[data_bits],
-                                             Mux(whole, -1, rwd.byte_enable[strobe_bits]))),
-                         queue.w_en.eq(self.m2s_rwd.valid)]
-            line_queues.append(queue)
-        return req_queue, rwd_queue, line_queues
+    def _decode(self, m, ingress, decoder, control):
+        """Requests from ``ingress`` through the address decoder, into a queue of decoded
+        requests; returns its head (``request`` and ``decoded``), whether there is one, and the
+        signal that pops it. The decoder is a pipeline of ``LATENCY`` steps; the request
+        travels beside it in registers. A request enters only while the queue has room for
+        it and every request in the decoder, and while the region table is applied
+        (``table_ready``, through a register: it falls clocks before the table changes,
+        more than a request needs to leave the decoder)."""
+        latency = AddressDecoder.LATENCY
+        entry = data.StructLayout({"request": request_layout(self._params),
+                                   "decoded": decoded_layout(self._params)})
+        m.submodules.decoded = queue = fifo.SyncFIFOBuffered(width=entry.size,
+                                                             depth=latency + 3)
+        table_ready = Signal()
+        m.d.sync += table_ready.eq(control.table_ready)
+        in_decoder = Signal(range(latency + 1))
+        request = ingress.request
+        m.d.comb += [request.ready.eq(table_ready & (queue.level + in_decoder < queue.depth)),
+                     decoder.address.eq(request.payload.address),
+                     decoder.enable.eq(control.enable), decoder.regions.eq(control.regions)]
+        valid = request.valid & request.ready
+        payload = request.payload
+        for step in range(latency):
+            next_valid = Signal(name=f"decoding_valid_{step}")
+            next_payload = Signal.like(payload, name=f"decoding_{step}")
+            m.d.sync += [next_valid.eq(valid), next_payload.eq(payload)]
+            valid, payload = next_valid, next_payload
+        m.d.sync += in_decoder.eq(in_decoder + (request.valid & request.ready) - valid)
+        head = entry(queue.r_data)
+        pop = Signal()
+        m.d.comb += [queue.w_en.eq(valid), queue.w_data.eq(Cat(payload, decoder.decoded)),
+                     queue.r_en.eq(pop)]
+        return head, queue.r_rdy, pop
 
     @staticmethod
-    def _window_word_groups(m, current, sub_bits, subs):
-        """The first step of the window's word select: for each group ``g`` of ``2 ** sub_bits``
-        words of the request's line, a register of word ``subs[g]`` of the group (its data, and
-        whether all four of its byte enables are set), loaded every clock. Returns the two
-        registers of every group as :class:`Array` s, indexed by group.
-
-        Whether each word's byte enables are all set is registered a step ahead, beside the
-        request's register (which holds the line and its byte enables from DECODE on, clocks
-        before the word loop reads them), so that the select by ``subs[g]`` is all that stands
-        in front of the group's register."""
-        per_group = 1 << sub_bits
-        data, whole = [], []
-        for g, sub in enumerate(subs):
-            bits, enables = current.data.word_select(g, 32 * per_group), \
-                current.byte_enable.word_select(g, 4 * per_group)
-            words_whole = Signal(per_group, name=f"window_group{g}_words_whole")
-            data.append(Signal(32, name=f"window_group{g}_data"))
-            whole.append(Signal(name=f"window_group{g}_whole"))
-            m.d.sync += [words_whole.eq(Cat(enables.word_select(k, 4).all()
-                                            for k in range(per_group))),
-                         data[-1].eq(bits.word_select(sub, 32)),
-                         whole[-1].eq(words_whole.bit_select(sub, 1))]
-        return Array(data), Array(whole)
-
-    def _req_entry(self, m, req):
-        """The entry (:func:`_entry_layout`) of the M2S Req ``req``, for its ingress queue."""
-        entry = Signal(_entry_layout(self._params))
-        # A chain of Muxes rather than a Switch: a Switch becomes an ``always @*`` block, which
-        # Icarus Verilog runs only once an input it reads changes, and the queue could take an
-        # entry it had never worked out.
-        operation = Operation.UNSUPPORTED
-        for opcode, meaning in _REQ_OPERATIONS.items():
-            operation = Mux(req.opcode == opcode, meaning, operation)
-        m.d.comb += [entry.operation.eq(operation),
-                     entry.read.eq(operation == Operation.READ),
-                     entry.tag.eq(req.tag), entry.ld_id.eq(req.ld_id)]
-        self._entry_address(m, entry, req.address[1:])   # Req addresses count half lines
-        return entry
-
-    def _rwd_entry(self, m, rwd, whole):
-        """The entry (:func:`_entry_layout`) of the M2S RwD ``rwd``, for its ingress queue
-        (``whole``: it is a MemWr)."""
-        entry = Signal(_entry_layout(self._params))
-        supported = whole | (rwd.opcode == RwDOpcode.MEM_WR_PTL)
-        m.d.comb += [
-            entry.operation.eq(Mux(supported, Operation.WRITE, Operation.UNSUPPORTED)),
-            entry.write.eq(supported),
-            entry.tag.eq(rwd.tag),
-            entry.ld_id.eq(rwd.ld_id),
-            entry.poison.eq(rwd.poison),
-            entry.full_line.eq(whole | rwd.byte_enable.all()),
-        ]
-        self._entry_address(m, entry, rwd.address)
-        return entry
-
-    def _entry_address(self, m, entry, line):
-        """Set ``entry``'s address from ``line``, a host address that counts lines: CXL's 64-byte
-        lines at line_bits = 512, and lines of line_bytes in the scaled-down configurations."""
-        offset_bits = self._params.datapath.line_bytes.bit_length() - 1
-        line_bits = self._params.address_bits - offset_bits
-        m.d.comb += [entry.address.eq(Cat(Const(0, offset_bits), line[:line_bits])),
-                     entry.out_of_range.eq(line[line_bits:] != 0)]
-
-    def _accept(self, m, params, req_queue, rwd_queue, current, pop_req, rwd_taken, taken,
-                allowed):
-        """In IDLE: load the next host request's entry into ``current`` (every clock, whether or
-        not one is waiting or may be taken; the line itself follows in :meth:`_load_line`),
-        alternating between the channels when both have one waiting, and, if one was and
-        ``allowed`` (the region table is ready and no clear is pending), drive ``taken`` (IDLE
-        leaves on it). ``current``'s enable is thus the ``idle`` flip-flop alone. The queue
-        gives up the request later (``pop_req``, or ``rwd_taken`` and then ``pop_rwd``:
-        registers), so that no path runs from the engine's decisions into the queues."""
-        prefer_rwd = Signal()
-        take_rwd = rwd_queue.r_rdy & (prefer_rwd | ~req_queue.r_rdy)
-        take_req = req_queue.r_rdy & ~take_rwd
-        entry = _entry_layout(params)(Mux(take_rwd, rwd_queue.r_data, req_queue.r_data))
-        m.d.sync += [current[name].eq(entry[name]) for name in _ENTRY_FIELDS]
-        m.d.comb += taken.eq((take_req | take_rwd) & allowed)
-        with m.If(allowed & take_req):
-            m.d.sync += [pop_req.eq(1), prefer_rwd.eq(1)]
-        with m.Elif(allowed & take_rwd):
-            m.d.sync += [rwd_taken.eq(1), prefer_rwd.eq(0)]
-
-    def _load_line(self, m, line_queues, current, pop_copies):
-        """Load the line and byte enables of an RwD into ``current`` on the clock its queues give
-        it up (in DECODE, which does not read them), each group of columns from its own queue on
-        its own copy of the pop (``pop_copies``), so no decode of the engine's state reaches
-        the line. A Req carries no data and leaves them as they were; they are not read for
-        it."""
-        p = self._params.datapath
-        for g, queue in enumerate(line_queues):
-            data_bits, strobe_bits = _columns(p, g)
-            m.d.comb += queue.r_en.eq(pop_copies[g])
-            with m.If(pop_copies[g]):
-                m.d.sync += [current.data[data_bits].eq(queue.r_data[:p.control_copy_bits]),
-                             current.byte_enable[strobe_bits].eq(
-                                 queue.r_data[p.control_copy_bits:])]
-
-    @staticmethod
-    def _route(current, decoded):
-        """Where DISPATCH will send the request being decoded (``decoded`` is the decoder's
-        output): the first route in order whose condition holds. A chain of Muxes, like the
-        Req entry's operation (see ``_req_entry``)."""
-        operation = current.operation
+    def _route(request, decoded):
+        """The first route in order whose condition holds (a chain of Muxes: see
+        ``Ingress._req_entry``)."""
+        operation = request.operation
+        read = operation == Operation.READ
         choices = [
             (operation == Operation.SPECULATIVE, _Route.IGNORE),
             (operation == Operation.UNSUPPORTED, _Route.BAD_OPCODE),
             (operation == Operation.INVALIDATE, _Route.NO_ACCESS),
-            (current.out_of_range & current.read, _Route.BAD_READ),
-            (current.out_of_range, _Route.BAD_WRITE),
-            (current.poison, _Route.POISONED),
+            (request.out_of_range & read, _Route.BAD_READ),
+            (request.out_of_range, _Route.BAD_WRITE),
+            (request.poison, _Route.POISONED),
             (decoded.window, _Route.WINDOW),
-            (aggregates(decoded.mode), _Route.STATE),
-            (current.read, _Route.LINE_READ),
+            (aggregates(decoded.mode), _Route.POOL),
+            (decoded.accumulator & read, _Route.RAW_READ),
+            (decoded.accumulator, _Route.RAW_WRITE),
+            (read, _Route.LINE_READ),
         ]
         chosen = _Route.LINE_WRITE
         for condition, route in reversed(choices):
             chosen = Mux(condition, route, chosen)
         return chosen
 
-    @staticmethod
-    def _dispatch(m, route, events, reply_nxm, state_reading, line_reading, line_writing,
-                  windowing, to_idle):
-        """Start the path ``route`` chose for the request just decoded. The memory master is
-        idle here (every earlier command has finished), so its command register is empty and
-        takes the command (``run_address``, ``run_lines``, set in DECODE) at once."""
-        with m.Switch(route):
-            with m.Case(_Route.IGNORE):
-                to_idle()
-            with m.Case(_Route.BAD_OPCODE):
-                m.d.comb += events.bad_opcode.eq(1)
-                m.next = "REPLY_DONE"
-            with m.Case(_Route.NO_ACCESS):
-                m.next = "REPLY_DONE"
-            with m.Case(_Route.BAD_READ):
-                m.d.comb += events.bad_address.eq(1)
-                m.d.sync += reply_nxm.eq(1)     # with the zero data loaded in IDLE
-                m.next = "REPLY_DATA"
-            with m.Case(_Route.BAD_WRITE):
-                m.d.comb += events.bad_address.eq(1)
-                m.next = "REPLY_DONE"
-            with m.Case(_Route.POISONED):
-                m.d.comb += events.poison.eq(1)
-                m.next = "REPLY_DONE"
-            with m.Case(_Route.WINDOW):
-                m.d.sync += windowing.eq(1)
-                m.next = "WINDOW"
-            # The memory paths (their command is valid on dispatch_read or dispatch_write): the
-            # flag of the run, the state that waits on it.
-            for path, flag, state in ((_Route.STATE, state_reading, "STATE_READ"),
-                                      (_Route.LINE_READ, line_reading, "LINE_READ"),
-                                      (_Route.LINE_WRITE, line_writing, "LINE_WRITE")):
-                with m.Case(path):
-                    m.d.sync += flag.eq(1)
-                    m.next = state
+    def _tasks(self, m, control, pool, raw_start, raw_task, any_dirty, any_resident,
+               zero_write, zero_write_valid, zero_write_taken, writes_pending):
+        """The work on the slots that runs between requests: ``CTRL.FLUSH``, ``CTRL.CLEAR``,
+        the scan a raw access asks for (``raw_start``, ``raw_task``), and the eviction of every
+        slot after an APPLY has copied its table (a slot may hold a line of a region the new
+        table drops or moves, whose old accumulators are now ordinary memory). Each sends one
+        scan op per slot to the pool and waits until the pool is idle (every write-back
+        acknowledged); a clear then writes zeros over the region's accumulators
+        (``zero_write``) and waits for their write responses. Returns whether a task runs or
+        waits to (dispatch holds the next request meanwhile)."""
+        params = self._params
+        p = params.datapath
+        flush_pending, clear_pending = Signal(), Signal()
+        region_number = Signal.like(control.clear_region)
+        with m.If(control.flush_start):
+            m.d.sync += flush_pending.eq(1)
+        with m.If(control.clear_start):
+            m.d.sync += [clear_pending.eq(1), region_number.eq(control.clear_region)]
+        evict_pending = Signal()
+        table_was_ready = Signal(init=1)
+        m.d.sync += table_was_ready.eq(control.table_ready)
+        with m.If(table_was_ready & ~control.table_ready):
+            m.d.sync += evict_pending.eq(1)
+        region = control.regions[region_number[:max(1, (params.regions - 1).bit_length())]]
+        wanted = ((region_number < params.regions) & region.enable
+                  & aggregates(region.mode))
 
-    @staticmethod
-    def _count_result(m, result, events):
-        """Events of a contribution's datapath result."""
-        status = result.status
+        phase = Signal(range(5))             # idle, scan, settle, zero, zero_wait
+        task = Signal(_Task)
+        command = Signal()                   # a register command (not a raw access's scan)
+        index = Signal(params.slot_index_bits)
+        low = Signal(params.address_bits)
+        high = Signal(params.address_bits + 1)
+        zero_address = Signal(params.address_bits + 1)
+        running = phase != 0
+        busy = running | flush_pending | clear_pending | evict_pending
         m.d.comb += [
-            events.accepted.eq(status.accepted),
-            events.rejected.eq(~status.accepted),
-            events.capacity.eq(status.reason == Reason.CAPACITY),
-            events.partial.eq(status.reason == Reason.PARTIAL),
-            events.invalid_code.eq(status.invalid),
-            events.invalid_lines.eq(status.invalid),
+            control.flush_busy.eq(flush_pending | (running & command & (task == _Task.FLUSH))),
+            control.clear_busy.eq(clear_pending | (running & command & (task == _Task.CLEAR))),
         ]
+
+        def start(kind, is_command):
+            m.d.sync += [phase.eq(1), task.eq(kind), command.eq(is_command), index.eq(0)]
+            if kind != _Task.CLEAR:
+                m.d.sync += any_dirty.eq(0)
+            if kind == _Task.EVICT:
+                m.d.sync += any_resident.eq(0)
+
+        def finish():
+            m.d.sync += phase.eq(0)
+            with m.If(command):
+                m.d.comb += [control.flush_done.eq(task == _Task.FLUSH),
+                             control.clear_done.eq(task == _Task.CLEAR)]
+
+        op = pool.op.payload
+        with m.If(~ResetSignal()), m.Switch(phase):      # hdl.slots docstring, Icarus
+            with m.Case(0):
+                with m.If(clear_pending):
+                    m.d.sync += [clear_pending.eq(0), low.eq(region.acc),
+                                 high.eq(region.acc_end)]
+                    with m.If(wanted):
+                        start(_Task.CLEAR, 1)
+                    with m.Else():
+                        m.d.comb += control.clear_done.eq(1)
+                with m.Elif(flush_pending):
+                    m.d.sync += flush_pending.eq(0)
+                    start(_Task.FLUSH, 1)
+                with m.Elif(evict_pending & control.table_ready):
+                    m.d.sync += evict_pending.eq(0)
+                    start(_Task.EVICT, 0)
+                with m.Elif(raw_start):
+                    with m.If(raw_task == _Task.EVICT):
+                        start(_Task.EVICT, 0)
+                    with m.Else():
+                        start(_Task.FLUSH, 0)
+            with m.Case(1):
+                m.d.comb += [
+                    pool.op.valid.eq(1), op.index.eq(index), op.tag.eq(low), op.high.eq(high),
+                    op.kind.eq(Mux(task == _Task.CLEAR, SlotOp.CLEAR,
+                                   Mux(task == _Task.EVICT, SlotOp.EVICT, SlotOp.FLUSH))),
+                ]
+                with m.If(pool.op.ready):
+                    m.d.sync += index.eq(index + 1)
+                    with m.If(index == params.slots - 1):
+                        m.d.sync += phase.eq(2)
+            with m.Case(2):
+                with m.If(pool.idle):
+                    with m.If(task == _Task.CLEAR):
+                        m.d.sync += [phase.eq(3), zero_address.eq(low)]
+                    with m.Else():
+                        finish()
+            with m.Case(3):
+                m.d.comb += [
+                    zero_write_valid.eq(zero_address < high),
+                    zero_write.id.eq(_POOL_ID), zero_write.address.eq(zero_address),
+                    zero_write.beats.eq(1 + p.state_lines), zero_write.strobe.eq(-1),
+                    zero_write.lines.eq(0),
+                ]
+                with m.If(zero_write_taken):
+                    m.d.sync += zero_address.eq(zero_address + params.accumulator_bytes_per_line)
+                with m.If(zero_address >= high):
+                    m.d.sync += phase.eq(4)
+            with m.Case(4):
+                with m.If(~writes_pending):
+                    finish()
+        return busy

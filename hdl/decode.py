@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .arith import any_of, registered_order, times_constant
 from .control import region_layout
-from .params import ControllerParams, Mode
+from .params import ControllerParams, Mode, aggregates
 from .pipeline import register_copies
 
 __all__ = ["decoded_layout", "AddressDecoder"]
@@ -19,7 +19,9 @@ def decoded_layout(params):
         "window": 1,                                     # the register window
         "region": unsigned(max(1, (params.regions - 1).bit_length())),
         "mode": Mode,                                    # IDENTITY unless a region says otherwise
-        "state_address": unsigned(params.address_bits),  # first byte of the line's state
+        "state_address": unsigned(params.address_bits),  # first byte of the line's accumulator
+        # the address is in an enabled aggregating region's accumulators (whatever CTRL.ENABLE)
+        "accumulator": 1,
         "threshold": unsigned(params.datapath.counter_width),
         "expected": unsigned(params.datapath.counter_width),
     })
@@ -30,11 +32,12 @@ class AddressDecoder(wiring.Component):
 
     An address in the register window decodes as ``window``. Otherwise the first enabled
     region with ``base <= address < end`` gives the mode (when ``enable`` is set), threshold,
-    expected contributors and the address of the line's accumulator state:
+    expected contributors and the address of the line's accumulator:
     ``acc + (address - base) // line_bytes * accumulator_bytes_per_line``. Any other address,
-    or any address while ``enable`` is low, is ``IDENTITY``. Validated tables have no
-    overlapping regions, so at most one matches; the fields of the matching region are
-    selected by an AND-OR of the hits rather than a priority chain.
+    or any address while ``enable`` is low, is ``IDENTITY``. ``accumulator`` says that the
+    address lies in the accumulators of an enabled aggregating region (``enable`` or not).
+    Validated tables have no overlapping regions, so at most one matches; the fields of the
+    matching region are selected by an AND-OR of the hits rather than a priority chain.
 
     ``decoded`` is that of the ``address``, ``enable`` and ``regions`` of ``LATENCY`` clocks
     earlier, one registered step each: a copy of the address for each region; the compares,
@@ -72,9 +75,9 @@ class AddressDecoder(wiring.Component):
         address = Signal.like(self.address)
         m.d.sync += address.eq(self.address)
 
-        # Step 1: the compares in halves, and the address part of the state address,
-        # (address - base) / line_bytes * state_lines * line_bytes + acc
-        #   = address * state_lines + state_offset (state_offset precomputed at APPLY).
+        # Step 1: the compares in halves, and the address part of the accumulator address,
+        # (address - base) / line_bytes * accumulator_lines * line_bytes + acc
+        #   = address * accumulator_lines + state_offset (state_offset precomputed at APPLY).
         line_shift = p.datapath.line_bytes.bit_length() - 1
         line_address = Cat(Const(0, line_shift), address[line_shift:])
         scaled = Signal(p.address_bits)
@@ -85,7 +88,7 @@ class AddressDecoder(wiring.Component):
         window_shift = p.window_bytes.bit_length() - 1
         window_hit = address[window_shift:] == p.window_base >> window_shift
         m.d.sync += [
-            scaled.eq(times_constant(line_address, p.datapath.state_lines)),
+            scaled.eq(times_constant(line_address, p.datapath.accumulator_lines)),
             window.eq(window_hit),
             enabled.eq(Cat(self.enable & region.enable for region in self.regions)),
         ]
@@ -93,18 +96,28 @@ class AddressDecoder(wiring.Component):
                          for r, (region, copy) in enumerate(zip(self.regions, copies)))
         below_end = Cat(registered_order(m, copy, region.end, f"below_end_{r}")
                         for r, (region, copy) in enumerate(zip(self.regions, copies)))
+        above_acc = Cat(registered_order(m, region.acc, copy, f"above_acc_{r}", or_equal=True)
+                        for r, (region, copy) in enumerate(zip(self.regions, copies)))
+        below_acc_end = Cat(registered_order(m, copy, region.acc_end, f"below_acc_end_{r}")
+                            for r, (region, copy) in enumerate(zip(self.regions, copies)))
+        keeps = Signal(p.regions)           # the region is enabled and aggregates
+        m.d.sync += keeps.eq(Cat(region.enable & aggregates(region.mode)
+                                 for region in self.regions))
 
         # Step 2: the hits.
         hits = Signal(p.regions)
         scaled_2 = Signal.like(scaled)
         window_2 = Signal()
+        accumulator_2 = Signal()
         m.d.sync += [hits.eq(above_base & below_end & enabled & ~window.replicate(p.regions)),
-                     scaled_2.eq(scaled), window_2.eq(window)]
+                     scaled_2.eq(scaled), window_2.eq(window),
+                     accumulator_2.eq((above_acc & below_acc_end & keeps).any())]
 
         # Step 3: the matching region's fields (all zero when none matches: IDENTITY).
         selected = Signal(decoded_layout(p))
         scaled_3 = Signal.like(scaled)
         window_3 = Signal()
+        accumulator_3 = Signal()
         fields = {"region": [Const(r, len(selected.region)) for r in range(p.regions)],
                   "mode": [r.mode.as_value() for r in self.regions],
                   "state_address": [r.state_offset for r in self.regions],
@@ -113,12 +126,14 @@ class AddressDecoder(wiring.Component):
         for name, values in fields.items():
             m.d.sync += Value.cast(getattr(selected, name)).eq(
                 any_of(value & hits[r].replicate(len(value)) for r, value in enumerate(values)))
-        m.d.sync += [scaled_3.eq(scaled_2), window_3.eq(window_2)]
+        m.d.sync += [scaled_3.eq(scaled_2), window_3.eq(window_2),
+                     accumulator_3.eq(accumulator_2)]
 
         # Step 4: the state address.
         m.d.sync += [
             out.eq(selected),
             out.window.eq(window_3),
+            out.accumulator.eq(accumulator_3),
             out.state_address.eq(scaled_3 + selected.state_address),
         ]
         return m

@@ -139,8 +139,10 @@ def controller_facts(params):
         "parameters": {"line_bits": p.line_bits, "counter_width": p.counter_width,
                        "latency": p.latency, "regions": params.regions,
                        "address_bits": params.address_bits, "window_base": params.window_base,
-                       "queue_depth": params.queue_depth, "axi_id_bits": params.axi_id_bits},
+                       "queue_depth": params.queue_depth, "axi_id_bits": params.axi_id_bits,
+                       "slots": params.slots},
         "derived": {"capacity": p.capacity, "state_lines": p.state_lines,
+                    "accumulator_lines": p.accumulator_lines,
                     "accumulator_bytes_per_line": params.accumulator_bytes_per_line,
                     "window_bytes": params.window_bytes,
                     "devload_limits": list(params.devload_limits),
@@ -156,7 +158,7 @@ def controller_params(facts):
         DatapathParams(line_bits=q["line_bits"], counter_width=q["counter_width"],
                        latency=q["latency"]),
         regions=q["regions"], address_bits=q["address_bits"], window_base=q["window_base"],
-        queue_depth=q["queue_depth"], axi_id_bits=q["axi_id_bits"])
+        queue_depth=q["queue_depth"], axi_id_bits=q["axi_id_bits"], slots=q["slots"])
 
 
 def write_controller(params, out_dir):
@@ -170,11 +172,12 @@ def write_controller(params, out_dir):
     return out_dir / f"{CONTROLLER_TOP}.v"
 
 
-def write_register_map(params, out_dir, *, regions=8):
+def write_register_map(params, out_dir, *, regions=ControllerParams.regions,
+                       slots=ControllerParams.slots):
     """Write the register map's Python constants, C header and Markdown table."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    regmap = register_map(params, regions=regions)
+    regmap = register_map(params, regions=regions, slots=slots)
     (out_dir / "nf_regs.py").write_text(regmap.python_constants())
     (out_dir / "nf_regs.h").write_text(regmap.c_header())
     (out_dir / "nf_regs.md").write_text(regmap.markdown())
@@ -190,7 +193,7 @@ def main(argv=None):
     params = controller.datapath
     path = write_datapath(params, Path(args.out) / params.name)
     write_controller(controller, path.parent)
-    write_register_map(params, path.parent, regions=controller.regions)
+    write_register_map(params, path.parent, regions=controller.regions, slots=controller.slots)
     print(f"wrote {path} (+ .vh, .json, .md beside it), {CONTROLLER_TOP}.v (+ .json) and the "
           f"register map nf_regs.py, nf_regs.h, nf_regs.md")
 

@@ -134,6 +134,14 @@ class DatapathParams:
         """Lines of ``line_bits`` that one packed state occupies."""
         return -(-self.state_bits // self.line_bits)
 
+    @property
+    def accumulator_lines(self):
+        """Device-memory lines set aside for one aggregated line (its *accumulator*): the
+        result line, then the state's ``state_lines`` lines, rounded up to a power of two, so
+        that an accumulator aligned to its size never crosses a 4 KiB boundary (one AXI burst
+        writes it) and a slot index is a bit field of its address."""
+        return 1 << self.state_lines.bit_length()
+
     # Pipeline structure.
     @property
     def control_copies(self):
@@ -237,14 +245,15 @@ class ControllerParams:
 
     @property
     def accumulator_bytes_per_line(self):
-        """Device-memory bytes of accumulator state for each line of an aggregation region."""
-        return self.datapath.state_lines * self.datapath.line_bytes
+        """Device-memory bytes of the accumulator of each line of an aggregation region
+        (``DatapathParams.accumulator_lines`` lines); accumulators are aligned to it."""
+        return self.datapath.accumulator_lines * self.datapath.line_bytes
 
     @property
     def devload_limits(self):
-        """Queued host requests (both ingress queues together) up to which DevLoad reads
-        Light, Optimal and Moderate; above the last it reads Severe. The limits are a quarter,
-        half and three quarters of the ``2 * queue_depth`` entries."""
+        """Requests held by the device (taken from the host, not yet answered) up to which
+        DevLoad reads Light, Optimal and Moderate; above the last it reads Severe. The limits
+        are a quarter, half and three quarters of the ``2 * queue_depth`` ingress entries."""
         entries = 2 * self.queue_depth
         return entries // 4, entries // 2, 3 * entries // 4
 
@@ -269,10 +278,13 @@ def datapath_from_arguments(parser, args):
 
 
 def add_controller_arguments(parser):
-    """Add the datapath arguments and ``--regions`` (defaults from :class:`ControllerParams`)."""
+    """Add the datapath arguments, ``--regions`` and ``--slots`` (defaults from
+    :class:`ControllerParams`)."""
     add_datapath_arguments(parser)
-    parser.add_argument("--regions", type=int, default=ControllerParams().regions,
+    parser.add_argument("--regions", type=int, default=ControllerParams.regions,
                         help="programmable regions of the controller")
+    parser.add_argument("--slots", type=int, default=ControllerParams.slots,
+                        help="on-chip accumulator slots of the controller")
 
 
 def controller_from_arguments(parser, args):
@@ -280,6 +292,6 @@ def controller_from_arguments(parser, args):
     ``parser.error`` with the parameter's message."""
     datapath = datapath_from_arguments(parser, args)
     try:
-        return ControllerParams(datapath, regions=args.regions)
+        return ControllerParams(datapath, regions=args.regions, slots=args.slots)
     except ValueError as error:
         parser.error(str(error))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from amaranth.lib import enum
 
-from .params import DatapathParams, Mode
+from .params import ControllerParams, DatapathParams, Mode
 
 __all__ = ["ACCESS_TYPES", "Field", "Register", "RegisterMap", "register_map", "ID_MAGIC",
            "VERSION", "REGION_STRIDE", "REGION_BASE", "ConfigError", "CONFIG_ERROR_HELP"]
@@ -23,8 +23,9 @@ ACCESS_TYPES = ("R", "RW", "RW1C", "RW1S", "WS")
 
 #: Identification register value: ASCII "NFAB".
 ID_MAGIC = 0x4E464142
-#: Register map version: major in bits [31:16], minor in [15:0]. Contract v1, map 1.0.
-VERSION = 0x0001_0000
+#: Register map version: major in bits [31:16], minor in [15:0]. Map 2.0: accumulators on
+#: chip (slots, FLUSH, the accumulator layout with a result line).
+VERSION = 0x0002_0000
 #: Byte offset of region 0's descriptor, and the distance between descriptors.
 REGION_BASE = 0x100
 REGION_STRIDE = 0x40
@@ -174,7 +175,7 @@ class ConfigError(enum.Enum, shape=4):
     BAD_THRESHOLD = 6       # a G-Ternary region with gate threshold 0 or above capacity
     OVER_CAPACITY = 7       # more expected contributors than a line can count
     RESERVED_MODE = 8       # mode code 3
-    ACC_MISALIGNED = 9      # accumulator address not a multiple of 64 bytes
+    ACC_MISALIGNED = 9      # accumulator address not a multiple of one line's accumulator
     ACC_OVERLAP = 10        # accumulators overlap a region, other accumulators or the window
 
 
@@ -189,7 +190,8 @@ CONFIG_ERROR_HELP = {
     ConfigError.BAD_THRESHOLD: "a G-Ternary gate threshold must be from 1 to the capacity",
     ConfigError.OVER_CAPACITY: "more expected contributors than a line can count (CAP_LIMITS)",
     ConfigError.RESERVED_MODE: "mode code 3 is reserved",
-    ConfigError.ACC_MISALIGNED: "the accumulator address must be a multiple of the line size",
+    ConfigError.ACC_MISALIGNED: "the accumulator address must be a multiple of one line's "
+                                "accumulator (CAP_POOL.ACC_LINES lines)",
     ConfigError.ACC_OVERLAP: "the accumulators overlap a region, other accumulators or the "
                              "register window",
 }
@@ -214,11 +216,19 @@ COUNTERS = (
     ("READS", "host read requests answered"),
     ("WRITES", "host write requests answered"),
     ("CFG_ERRORS", "APPLY commands refused"),
+    ("COMPLETED", "lines whose contribution count reached the region's EXPECTED"),
+    ("HITS", "contributions and result reads served by a resident slot"),
+    ("FILLS", "lines brought into a slot from device memory"),
+    ("WRITE_BACKS", "accumulators written to device memory (completed, evicted, flushed)"),
+    ("EVICTIONS", "resident lines taken out of their slot for another line or a raw write"),
+    ("DROPPED", "dirty slots whose state the last reset lost"),
 )
 
 
-def register_map(params=DatapathParams(), *, regions=8, window_bytes=0x1000):
-    """The register map of a controller with ``regions`` programmable regions."""
+def register_map(params=DatapathParams(), *, regions=ControllerParams.regions,
+                 window_bytes=0x1000, slots=ControllerParams.slots):
+    """The register map of a controller with ``regions`` programmable regions and ``slots``
+    accumulator slots."""
     if not isinstance(regions, int) or not 1 <= regions <= 32:
         raise ValueError(f"regions must be an integer from 1 to 32, not {regions!r}")
     regs = [
@@ -239,18 +249,26 @@ def register_map(params=DatapathParams(), *, regions=8, window_bytes=0x1000):
             Field("REGIONS", 16, 8, "R", "programmable regions", regions),
             Field("STATE_LINES", 24, 8, "R", "device-memory lines per accumulator state",
                   params.state_lines))),
+        Register("CAP_POOL", 0x014, "on-chip accumulators", (
+            Field("SLOTS", 0, 16, "R", "accumulator slots (lines resident at once)", slots),
+            Field("ACC_LINES", 16, 8, "R", "device-memory lines of one line's accumulator "
+                  "(result line, then state)", params.accumulator_lines))),
         Register("CTRL", 0x020, "global control", (
             Field("ENABLE", 0, 1, "RW", "1: applied regions aggregate; 0: all identity"),
             Field("LOCK", 1, 1, "RW1S", "1: region configuration read-only until reset"),
             Field("APPLY", 2, 1, "WS", "validate the region registers and apply them"),
             Field("CLEAR", 3, 1, "WS", "zero the accumulators of region CLEAR_REGION"),
+            Field("FLUSH", 4, 1, "WS", "write every dirty slot back to device memory"),
             Field("CLEAR_REGION", 8, 5, "RW", "region that CLEAR zeroes"))),
         Register("STATUS", 0x024, "sticky error flags (write 1 to clear) and busy bits",
                  tuple(Field(name, i, 1, "RW1C", doc) for i, (name, doc)
                        in enumerate(STATUS_FLAGS))
                  + (Field("CLEAR_BUSY", 16, 1, "R", "a CLEAR is in progress"),
                     Field("CLEAR_DONE", 17, 1, "RW1C", "a CLEAR finished"),
-                    Field("APPLY_BUSY", 18, 1, "R", "an APPLY is being validated"))),
+                    Field("APPLY_BUSY", 18, 1, "R", "an APPLY is being validated"),
+                    Field("FLUSH_BUSY", 19, 1, "R", "a FLUSH is in progress"),
+                    Field("FLUSH_DONE", 20, 1, "RW1C",
+                          "a FLUSH finished: device memory holds every accumulator"))),
         Register("CFG_ERROR", 0x028, "result of the last APPLY (NONE: applied)", (
             Field("REGION", 0, 8, "R", "first region found at fault"),
             Field("REASON", 8, 4, "R", "; ".join(f"{e.value}: {e.name}"

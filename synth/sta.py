@@ -5,9 +5,10 @@ target clock takes every endpoint's slack: this module reads the delays nextpnr 
 ``--sdf`` (cell delays, setup checks and the delay of every routed connection, all at the
 slow corner it times with) and repeats its setup analysis for one clock:
 
-- a path starts at a clocked output (an ``IOPATH`` from ``CLK`` or ``WCK``) at its
-  clock-to-output delay; the clock is ideal, as in nextpnr's out-of-context analysis, and
-  top-level ports start no path (they are unconstrained out of context);
+- a path starts at a clocked output (an ``IOPATH`` from a clock port: ``CLK`` of a flip-flop,
+  ``WCK`` of LUT RAM, ``CLKA``/``CLKB`` of block RAM) at its clock-to-output delay; the clock
+  is ideal, as in nextpnr's out-of-context analysis, and top-level ports start no path (they
+  are unconstrained out of context);
 - it ends at a flip-flop input or a clocked input with a setup check (``SETUPHOLD``);
 - slack is the clock period minus the path's delay and the setup time.
 
@@ -20,7 +21,7 @@ from collections import defaultdict, deque
 
 __all__ = ["parse_sdf", "analyse", "register_family", "by_register"]
 
-_CLOCK_PORTS = {"CLK", "WCK"}
+_CLOCK_PORTS = {"CLK", "WCK", "CLKA", "CLKB"}
 _VALUE = r"\(([-\d.]*):([-\d.]*):([-\d.]*)\)"
 _INTERCONNECT = re.compile(r"\(INTERCONNECT (\S+) (\S+) " + _VALUE)
 _CELL = re.compile(r"\(CELLTYPE \"([^\"]*)\"\)\s*\(INSTANCE ([^)]*)\)")

@@ -1,9 +1,10 @@
 """A device-memory model with a set latency and bandwidth, for the paper's experiments.
 
-It serves the controller's AXI4 port (single-beat transactions, as :class:`hdl.axi.AxiLineMaster`
-issues them): a read's data comes ``latency`` cycles after its address, a write's response
-``latency`` cycles after its data, and at most one data beat (read or write) moves every
-``interval`` cycles. ``latency`` and ``interval`` may change between measurements.
+It serves the controller's AXI4 port (:class:`hdl.axi.AxiMemoryPort`: bursts with IDs): a
+read's first beat comes ``latency`` cycles after its address, a write's response ``latency``
+cycles after its last beat, bursts are served in the order their addresses came (which keeps
+every ID's order), and at most one data beat (read or write) moves every ``interval`` cycles.
+``latency`` and ``interval`` may change between measurements.
 """
 
 from collections import deque
@@ -21,9 +22,9 @@ class TimedMemory:
         self.errors = []
         self.beats = 0
         self._port = {name: getattr(dut, f"{prefix}__{name}") for name in (
-            "awaddr", "awlen", "awvalid", "awready", "wdata", "wstrb", "wvalid", "wready",
-            "bvalid", "bready", "bresp", "araddr", "arlen", "arvalid", "arready", "rdata",
-            "rvalid", "rready", "rresp", "rlast")}
+            "awaddr", "awlen", "awid", "awvalid", "awready", "wdata", "wstrb", "wvalid",
+            "wready", "wlast", "bvalid", "bready", "bresp", "bid", "araddr", "arlen", "arid",
+            "arvalid", "arready", "rdata", "rvalid", "rready", "rresp", "rlast", "rid")}
         self._width = len(self._port["wdata"])
 
     def _merge(self, address, data, strobe):
@@ -33,11 +34,14 @@ class TimedMemory:
 
     async def run(self):
         port, clock = self._port, self.dut.clk
-        reads, addresses, responses = deque(), deque(), deque()
+        line_bytes = self._width // 8
+        reads = deque()              # (due clock, id, address, last) per beat
+        bursts = deque()             # [id, next address, beats left] per write burst
+        responses = deque()          # (due clock, id)
         now, next_beat = 0, 0
-        offering = False            # a read beat is on the bus and has not moved yet
+        offering = False             # a read beat is on the bus and has not moved yet
         fired = {}
-        for name in ("arready", "awready", "rlast"):
+        for name in ("arready", "awready"):
             port[name].value = 1
         for name in ("rresp", "bresp", "rvalid", "bvalid"):
             port[name].value = 0
@@ -49,28 +53,41 @@ class TimedMemory:
             if fired.get("b"):
                 responses.popleft()
             if fired.get("ar"):
-                if fired["arlen"]:
-                    self.errors.append(f"read burst of {fired['arlen'] + 1} beats")
-                reads.append((now + self.latency, fired["araddr"]))
+                count = fired["arlen"] + 1
+                reads.extend((now + self.latency, fired["arid"],
+                              fired["araddr"] + k * line_bytes, k == count - 1)
+                             for k in range(count))
             if fired.get("aw"):
-                if fired["awlen"]:
-                    self.errors.append(f"write burst of {fired['awlen'] + 1} beats")
-                addresses.append(fired["awaddr"])
+                bursts.append([fired["awid"], fired["awaddr"], fired["awlen"] + 1])
             if fired.get("w"):
-                self._merge(addresses.popleft(), fired["wdata"], fired["wstrb"])
-                responses.append(now + self.latency)
+                burst = bursts[0]
+                self._merge(burst[1], fired["wdata"], fired["wstrb"])
+                burst[1] += line_bytes
+                burst[2] -= 1
+                if burst[2] == 0:
+                    bursts.popleft()
+                    responses.append((now + self.latency, burst[0]))
+                    if not fired["wlast"]:
+                        self.errors.append("WLAST low on a burst's last beat")
+                elif fired["wlast"]:
+                    self.errors.append("WLAST high before a burst's last beat")
             if fired.get("r") or fired.get("w"):
                 self.beats += 1
                 next_beat = now + self.interval - 1    # it moved on the last edge
 
             beat_free = now >= next_beat
-            port["wready"].value = int(beat_free and bool(addresses))
+            port["wready"].value = int(beat_free and bool(bursts))
             offering = (offering and not fired.get("r")) or (
                 bool(reads) and reads[0][0] <= now and beat_free)
             port["rvalid"].value = int(offering)
             if offering:
-                port["rdata"].value = self.lines.get(reads[0][1], 0)
-            port["bvalid"].value = int(bool(responses) and responses[0] <= now)
+                _, rid, address, last = reads[0]
+                port["rdata"].value = self.lines.get(address, 0)
+                port["rid"].value = rid
+                port["rlast"].value = int(last)
+            port["bvalid"].value = int(bool(responses) and responses[0][0] <= now)
+            if responses:
+                port["bid"].value = responses[0][1]
 
             await ReadOnly()
             fired = {
@@ -81,10 +98,13 @@ class TimedMemory:
             }
             if fired["ar"]:
                 fired.update(araddr=port["araddr"].value.to_unsigned(),
-                             arlen=port["arlen"].value.to_unsigned())
+                             arlen=port["arlen"].value.to_unsigned(),
+                             arid=port["arid"].value.to_unsigned())
             if fired["aw"]:
                 fired.update(awaddr=port["awaddr"].value.to_unsigned(),
-                             awlen=port["awlen"].value.to_unsigned())
+                             awlen=port["awlen"].value.to_unsigned(),
+                             awid=port["awid"].value.to_unsigned())
             if fired["w"]:
                 fired.update(wdata=port["wdata"].value.to_unsigned(),
-                             wstrb=port["wstrb"].value.to_unsigned())
+                             wstrb=port["wstrb"].value.to_unsigned(),
+                             wlast=bool(port["wlast"].value))

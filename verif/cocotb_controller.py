@@ -11,6 +11,7 @@ registers are reached through the register window with :class:`driver.NeuronFabr
 is cocotb's ``COCOTB_RANDOM_SEED`` and is logged by every test.
 """
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -31,16 +32,16 @@ from verif.controller_bench import CLOCK_NS, TRAFFIC, AxiCounter, ControllerBenc
 from verif.streams import never
 
 
-async def _worker_contributions(bench, model, rng, regions, lines, worker):
-    """One worker: a contribution to every line of the aggregation regions, in random order."""
-    targets = [(r, line) for r in regions if r.aggregating for line in range(lines)]
+async def _contribute_all(bench, model, rng, regions, lines, workers):
+    """``workers`` contributions to every line of the aggregating ``regions``, in random order."""
+    targets = [(r, line) for r in regions if r.aggregating for line in range(lines)] * workers
     for index in rng.permutation(len(targets)):
         region, line = targets[index]
         address = region.base + line * bench.line_bytes
         data = contribution(rng, bench.params, region.mode)
         await bench.write_ok(address, data.tobytes())
         assert model.write(address, data) == Reason.NONE, \
-            f"{bench.where}: worker {worker}: golden refused a contribution to {address:#x}"
+            f"{bench.where}: golden refused a contribution to {address:#x}"
 
 
 async def _worker_identity(bench, model, rng, addresses, operations, worker):
@@ -79,8 +80,8 @@ async def system_vs_golden(dut, traffic):
         [i * bench.line_bytes for i in range(2 * lines)]
     operations = int(os.environ.get("NF_IDENTITY_OPS", "12"))
     await gather(
-        *[_worker_contributions(bench, model, np.random.default_rng([cocotb.RANDOM_SEED, w]),
-                                regions, lines, w) for w in range(workers)],
+        *[_contribute_all(bench, model, np.random.default_rng([cocotb.RANDOM_SEED, w]),
+                          regions, lines, 1) for w in range(workers)],
         *[_worker_identity(bench, model, np.random.default_rng([cocotb.RANDOM_SEED, 100 + k]),
                            identity[k::2], operations, k) for k in range(2)])
 
@@ -290,6 +291,150 @@ async def clear_engine(dut):
     await bench.finish()
 
 
+def _accumulator_image(bench, model, region, line):
+    """The golden accumulator of ``region``'s line ``line``: its address and bytes (result
+    line, then the state's lines)."""
+    p = bench.params
+    address = region.acc + line * p.accumulator_bytes_per_line
+    size = (1 + p.datapath.state_lines) * bench.line_bytes
+    return address, np.concatenate([model.line(address + k)
+                                    for k in range(0, size, bench.line_bytes)])
+
+
+@cocotb.test()
+@cocotb.parametrize(traffic=["full_rate", "everything_random"])
+async def flush_writes_exact_accumulators(dut, traffic):
+    """Lines contributed to stay on chip; CTRL.FLUSH writes each one back: afterwards device
+    memory (read behind the device's back) holds every line's exact accumulator, result line
+    and state, and CNT_WRITE_BACKS counts them. A second flush writes nothing."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, 29])
+    bench = ControllerBench(dut, rng, traffic)
+    await bench.start()
+    lines = min(4, bench.params.slots // 2)
+    regions = bench.regions(rng, lines)
+    model = await bench.configure(regions)
+    await _contribute_all(bench, model, rng, regions, lines, 2)
+    await bench.device.flush()
+    write_backs = (await bench.device.counters())["WRITE_BACKS"]
+    for region in regions[:2]:
+        for line in range(lines):
+            address, want = _accumulator_image(bench, model, region, line)
+            got = np.frombuffer(bench.ram.read(address, len(want)), np.uint8)
+            differ = np.flatnonzero(got != want)
+            assert not len(differ), (
+                f"{bench.where}: {Mode(region.mode).name} line {line}: accumulator bytes "
+                f"{differ[:8].tolist()} in memory after FLUSH differ from golden")
+    await bench.device.flush()
+    again = (await bench.device.counters())["WRITE_BACKS"]
+    assert again == write_backs, \
+        f"{bench.where}: a second FLUSH wrote {again - write_backs} accumulators back"
+    await bench.finish(model)
+
+
+@cocotb.test()
+async def checkpoint_restore_of_resident_lines(dut):
+    """The host saves a resident line's raw state (coherent reads), contributes more, then
+    restores the saved accumulator lines with raw writes: the restore is not lost behind the
+    slot, nor overwritten by it, and later contributions add to the restored state."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, 31])
+    bench = ControllerBench(dut, rng, "host_idle_and_backpressure")
+    await bench.start()
+    regions = bench.regions(rng, 2)
+    model = await bench.configure(regions)
+    gb = regions[0]
+    await _contribute_all(bench, model, rng, [gb], 2, 1)
+    address, saved = _accumulator_image(bench, model, gb, 0)
+    raw = b"".join([await bench.read_ok(address + k)
+                    for k in range(0, len(saved), bench.line_bytes)])
+    bench.check_line("raw accumulator read of a resident line", address, raw, saved)
+    await _contribute_all(bench, model, rng, [gb], 2, 1)
+    for k in range(0, len(saved), bench.line_bytes):
+        await bench.write_ok(address + k, saved[k:k + bench.line_bytes].tobytes())
+        model.write(address + k, saved[k:k + bench.line_bytes])
+    await _contribute_all(bench, model, rng, [gb], 2, 1)
+    for line in range(2):
+        lanes, n = await bench.device.read_state(gb, line)
+        want, want_n = unpack_state(bench.params.datapath, Mode.GBINARY, model.state(
+            gb.acc + line * bench.params.accumulator_bytes_per_line).reshape(1, -1))
+        assert n == want_n[0] and (lanes == want[0]).all(), \
+            f"{bench.where}: line {line} after the restore: n = {n}, golden {want_n[0]}"
+        address = gb.base + line * bench.line_bytes
+        bench.check_line("result after the restore", address, await bench.read_ok(address),
+                         model.read(address)[0])
+    await bench.finish(model)
+
+
+@cocotb.test()
+async def reset_drops_resident_lines(dut):
+    """A reset loses the lines still on chip, and says so: after it CNT_DROPPED counts the
+    dirty slots, device memory holds what the last FLUSH wrote, and the device works."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, 37])
+    bench = ControllerBench(dut, rng)
+    await bench.start()
+    lines = min(3, bench.params.slots // 2)
+    regions = bench.regions(rng, lines)
+    model = await bench.configure(regions)
+    gb = regions[0]
+    await _contribute_all(bench, model, rng, [gb], lines, 1)
+    await bench.device.flush()
+    flushed = [_accumulator_image(bench, model, gb, line) for line in range(lines)]
+    await _contribute_all(bench, model, rng, [gb], lines, 1)       # dirty again, on chip
+    await ClockCycles(dut.clk, 20)
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, 2)
+    dut.rst.value = 0
+    await ClockCycles(dut.clk, bench.params.slots + 20)
+    await bench.device.identify()
+    counters = await bench.device.counters()
+    assert counters["DROPPED"] == lines, \
+        f"{bench.where}: CNT_DROPPED {counters['DROPPED']} after a reset with {lines} dirty " \
+        f"lines on chip"
+    for line, (address, want) in enumerate(flushed):
+        got = np.frombuffer(bench.ram.read(address, len(want)), np.uint8)
+        assert (got == want).all(), f"{bench.where}: line {line}: memory after the reset " \
+                                    f"is not what the FLUSH before it wrote"
+    await bench.configure(regions)
+    address = gb.base
+    bench.check_line("result after the reset", address, await bench.read_ok(address),
+                     flushed[0][1][:bench.line_bytes])
+    await bench.finish()
+
+
+@cocotb.test()
+async def clear_during_traffic(dut):
+    """Workers keep contributing to the G-Binary region while the G-Ternary region is cleared
+    twice: the G-Ternary lines end zero, every G-Binary line matches golden exactly."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, 41])
+    bench = ControllerBench(dut, rng, "everything_random")
+    await bench.start()
+    lines = 4
+    regions = bench.regions(rng, lines)
+    model = await bench.configure(regions)
+    gb, gt = regions[:2]
+    await _contribute_all(bench, model, rng, [gt], lines, 1)
+
+    async def clears():
+        for _ in range(2):
+            await bench.device.clear(1)
+            await ClockCycles(dut.clk, 30)
+
+    workers = min(4, bench.params.datapath.capacity)
+    await gather(clears(), *[_contribute_all(bench, model, np.random.default_rng(
+        [cocotb.RANDOM_SEED, 41, w]), [gb], lines, 1) for w in range(workers)])
+    model.clear(1)
+    for line in range(lines):
+        lanes, n = await bench.device.read_state(gt, line)
+        assert n == 0 and not lanes.any(), f"{bench.where}: G-Ternary line {line} after " \
+                                           f"CLEAR: n = {n}"
+        lanes, n = await bench.device.read_state(gb, line)
+        want, want_n = unpack_state(bench.params.datapath, Mode.GBINARY, model.state(
+            gb.acc + line * bench.params.accumulator_bytes_per_line).reshape(1, -1))
+        assert n == want_n[0] == workers and (lanes == want[0]).all(), \
+            f"{bench.where}: G-Binary line {line} during the clears: n = {n}, golden " \
+            f"{want_n[0]}"
+    await bench.finish()
+
+
 @cocotb.test()
 async def devload_follows_queue_occupancy(dut):
     """With responses held back the ingress queues fill and DevLoad reads Severe; as they
@@ -340,18 +485,23 @@ async def csr_port_shares_the_registers(dut):
 
 @cocotb.test()
 async def latency_and_throughput(dut):
-    """Measures, with AxiRam at full speed: cycles from request to response per path, device
-    memory lines read and written per request, and accepted contributions per cycle with 8
-    workers streaming. Checks the line counts against the state size; logs every figure."""
+    """Measures, with AxiRam at full speed: cycles from request to response per path and the
+    device-memory lines each moves (a contribution to a fresh line reads its n line and
+    nothing else; a result read of a resident line touches no memory); then ``workers``
+    workers each contributing to every one of 8 lines of a region that expects them all, and
+    the memory lines that costs: each line's n once, and one write-back when it completes.
+    (With fewer slots than 8, as many lines as slots.)"""
     rng = np.random.default_rng([cocotb.RANDOM_SEED, 23])
     bench = ControllerBench(dut, rng)
     await bench.start()
     counter = AxiCounter(dut)
     cocotb.start_soon(counter.run())
-    regions = bench.regions(rng, 64)
-    await bench.configure(regions)
-    gb, gt, ident = regions
-    host, p = bench.host, bench.params.datapath
+    p = bench.params.datapath
+    workers = min(8, p.capacity)
+    gb, gt, ident = bench.regions(rng, 64)
+    gb = dataclasses.replace(gb, expected=workers)
+    await bench.configure([gb, gt, ident])
+    host = bench.host
     figures = {}
 
     async def measure(name, operation, reads, writes):
@@ -367,43 +517,50 @@ async def latency_and_throughput(dut):
 
     line = bytes(bench.line_bytes)
     ternary_line = contribution(rng, bench.params, gt.mode).tobytes()
+    last = gb.base + 63 * bench.line_bytes
     await measure("identity write", host.write(ident.base, line), 0, 1)
     await measure("identity read", host.read(ident.base), 1, 0)
-    await measure("G-Binary contribution", host.write(gb.base, line), p.state_lines,
-                  p.state_lines)
-    await measure("G-Ternary contribution", host.write(gt.base, ternary_line), p.state_lines,
-                  p.state_lines)
-    await measure("G-Binary read", host.read(gb.base), p.state_lines, 0)
-    await measure("G-Ternary read", host.read(gt.base), p.state_lines, 0)
-    memory = min(counter.memory_cycles)
+    await measure("G-Binary contribution", host.write(last, line), 1, 0)
+    await measure("G-Ternary contribution", host.write(gt.base, ternary_line), 1, 0)
+    await measure("G-Binary read", host.read(last), 0, 0)
+    await measure("G-Ternary read", host.read(gt.base), 0, 0)
 
-    workers, per_worker = 8, 8
-    lines_per_worker = min(per_worker, p.capacity)
+    # The lines measured above go back to memory, clean, so that streaming to lines that share
+    # their slots evicts them without a write-back; a line per slot at most.
+    await bench.device.flush()
+    lines = min(8, bench.params.slots)
 
     async def stream(w):
-        for k in range(lines_per_worker):
-            await bench.write_ok(gb.base + ((w * lines_per_worker + k) % 64) * bench.line_bytes,
+        for k in range(lines):
+            await bench.write_ok(gb.base + k * bench.line_bytes,
                                  rng.integers(0, 256, bench.line_bytes, np.uint8).tobytes())
 
+    before = (counter.reads, counter.writes)
     start = get_sim_time("ns")
     await gather(*[stream(w) for w in range(workers)])
     cycles = (get_sim_time("ns") - start) // CLOCK_NS
-    total = workers * lines_per_worker
-    accepted = (await bench.device.counters())["ACCEPTED"] - 2
-    assert accepted == total, f"{bench.where}: {accepted} of {total} streamed contributions " \
-                              f"accepted"
+    total = workers * lines
+    counters = await bench.device.counters()
+    assert counters["ACCEPTED"] - 2 == total, \
+        f"{bench.where}: {counters['ACCEPTED'] - 2} of {total} streamed contributions accepted"
+    await ClockCycles(dut.clk, 20)          # the last write-back
+    moved = (counter.reads - before[0], counter.writes - before[1])
+    assert moved == (lines, lines * (1 + p.state_lines)), \
+        f"{bench.where}: {workers} workers on {lines} lines moved {moved} memory lines " \
+        f"(read, written); expected each line's n read once and one write-back of " \
+        f"{1 + p.state_lines} lines"
+    assert counters["COMPLETED"] == lines, f"{bench.where}: CNT_COMPLETED {counters}"
     for name, value in figures.items():
         dut._log.info("latency %-24s %3d cycles (request in to response out)", name, value)
-    dut._log.info("AxiRam read round trip: %d cycles; device-memory lines per contribution: "
-                  "%d read + %d written", memory, p.state_lines, p.state_lines)
-    dut._log.info("8 workers streaming: %d contributions in %d cycles = %.4f accepted per "
-                  "cycle", total, cycles, total / cycles)
+    per = sum(moved) / total
+    dut._log.info("%d workers x %d lines: %d contributions in %d cycles = %.3f per cycle, "
+                  "%.3f memory lines per contribution", workers, lines, total, cycles,
+                  total / cycles, per)
     out = os.environ.get("NF_FIGURES")
     if out:
         Path(out).write_text(json.dumps({
             "configuration": bench.where, "latency_cycles": figures,
-            "memory_round_trip_cycles": int(memory),
-            "lines_per_contribution": {"read": p.state_lines, "written": p.state_lines},
             "streaming": {"workers": workers, "contributions": total, "cycles": int(cycles),
-                          "accepted_per_cycle": total / cycles}}, indent=2) + "\n")
+                          "accepted_per_cycle": total / cycles,
+                          "memory_lines_per_contribution": per}}, indent=2) + "\n")
     await bench.finish()

@@ -172,12 +172,13 @@ def contribution(rng, params, mode):
 
 
 class AxiCounter:
-    """Counts handshakes on the AXI address channels and times the last read's round trip."""
+    """Counts the lines (data beats) read and written on the AXI port and times each read
+    burst's round trip (AR handshake to its last R beat)."""
 
     def __init__(self, dut):
         self.dut = dut
         self.reads = self.writes = 0
-        self.memory_cycles = []          # AR handshake to R handshake, per read
+        self.memory_cycles = []
 
     async def run(self):
         dut, started = self.dut, []
@@ -186,9 +187,10 @@ class AxiCounter:
             await ReadOnly()
             now = get_sim_time("ns") // CLOCK_NS
             if dut.axi__arvalid.value and dut.axi__arready.value:
-                self.reads += 1
                 started.append(now)
-            if dut.axi__awvalid.value and dut.axi__awready.value:
+            if dut.axi__wvalid.value and dut.axi__wready.value:
                 self.writes += 1
             if dut.axi__rvalid.value and dut.axi__rready.value:
-                self.memory_cycles.append(now - started.pop(0))
+                self.reads += 1
+                if dut.axi__rlast.value:
+                    self.memory_cycles.append(now - started.pop(0))

@@ -1,161 +1,121 @@
-"""In ``amaranth.sim``: :class:`hdl.axi.AxiLineMaster`'s write data path (its skid buffer, kept
-in groups of columns) under a random owner and a random ``WREADY``: every line of a run
-reaches ``WDATA`` and ``WSTRB`` once, in order, every group's ready agrees, a fill run writes
-the owner's line to every line of the run, and each run ends with one ``write_done``."""
+"""In ``amaranth.sim``: :class:`hdl.axi.AxiMemoryPort` under a memory that stalls every channel
+at random. Write bursts of random length and ID reach AW and W once each, in order, with the
+first line's strobe and WLAST on the last beat; every B and R beat comes back with its ID and
+error; read commands become one AR each."""
 
 import random
 
 import pytest
 from amaranth.sim import Simulator
 
-from hdl.axi import RESP_OKAY, AxiLineMaster
+from hdl.axi import RESP_OKAY, AxiMemoryPort
 from verif.sim_streams import send
 
 LINE_BITS = 32
-COPIES = 4                      # groups of columns, each with its own handshake
-EVERY_GROUP = (1 << COPIES) - 1
-ADDRESS = 0x100
+MAX_BEATS = 4
+SLVERR = 0b10
 
 
-def _simulate(master, owner, wready):
-    """Run ``owner(ctx)`` against ``master`` and a memory that takes every address at once,
-    takes a W beat on the clocks ``wready(clock)`` says, and answers each taken W beat with an
-    OKAY response at once. Returns the (WDATA, WSTRB) beats taken, in order."""
-    beats = []
+def _run(seed, jobs, reads):
+    """Send write ``jobs`` and read commands ``reads`` through the port; returns what the
+    memory saw and what the port gave back."""
+    rng = random.Random(seed)
+    port = AxiMemoryPort(line_bits=LINE_BITS, address_bits=16, id_bits=2, max_beats=MAX_BEATS)
+    seen = {"aw": [], "w": [], "ar": [], "responses": [], "read_data": []}
 
     async def memory(ctx):
-        axi = master.axi
-        ctx.set(axi.awready, 1)
-        clock, responses, bvalid = 0, 0, False
-        async for _, _, wvalid, wdata, wstrb, ready, bready in ctx.tick().sample(
-                axi.wvalid, axi.wdata, axi.wstrb, axi.wready, axi.bready):
-            if bvalid and bready:
-                responses -= 1
-            if wvalid and ready:
-                beats.append((wdata, wstrb))
-                responses += 1
-            clock += 1
-            bvalid = responses > 0
-            ctx.set(axi.wready, wready(clock))
-            ctx.set(axi.bvalid, bvalid)
-            ctx.set(axi.bresp, RESP_OKAY)
+        axi = port.axi
+        b_queue, r_queue = [], []
+        ready = {"awready": 0, "wready": 0, "arready": 0}
+        b_sent = 0
+        async for sample in ctx.tick().sample(
+                axi.awvalid, axi.awaddr, axi.awlen, axi.awid, axi.wvalid, axi.wdata, axi.wstrb,
+                axi.wlast, axi.arvalid, axi.araddr, axi.arlen, axi.arid,
+                port.write_response.valid, port.write_response.payload,
+                port.read_data.valid, port.read_data.payload):
+            (awvalid, awaddr, awlen, awid, wvalid, wdata, wstrb, wlast, arvalid, araddr, arlen,
+             arid, response_valid, response, data_valid, data) = sample[2:]
+            if awvalid and ready["awready"]:
+                seen["aw"].append((awaddr, awlen, awid))
+                b_queue.append(awid)
+            if wvalid and ready["wready"]:
+                seen["w"].append((wdata, wstrb, wlast))
+            if arvalid and ready["arready"]:
+                seen["ar"].append((araddr, arlen, arid))
+                r_queue += [(arid, araddr + 4 * k, k == arlen) for k in range(arlen + 1)]
+            if response_valid:
+                seen["responses"].append((response.id, response.error))
+            if data_valid:
+                seen["read_data"].append((data.id, data.data, data.error))
+            for name in ready:
+                ready[name] = int(rng.random() < 0.6)
+                ctx.set(getattr(axi, name), ready[name])
+            # One B (for a burst whose W beats all went) and one R beat per clock, at random.
+            written = sum(last for _, _, last in seen["w"])
+            b_out = None
+            if b_queue and b_sent < written and rng.random() < 0.5:
+                b_out = b_queue.pop(0)
+                b_sent += 1
+            ctx.set(axi.bvalid, b_out is not None)
+            ctx.set(axi.bid, b_out or 0)
+            ctx.set(axi.bresp, SLVERR if b_out == 3 else RESP_OKAY)
+            r_out = r_queue.pop(0) if r_queue and rng.random() < 0.5 else None
+            ctx.set(axi.rvalid, r_out is not None)
+            if r_out:
+                ctx.set(axi.rid, r_out[0])
+                ctx.set(axi.rdata, r_out[1])
+                ctx.set(axi.rlast, r_out[2])
+                ctx.set(axi.rresp, SLVERR if r_out[0] == 3 else RESP_OKAY)
 
-    sim = Simulator(master)
+    async def writer(ctx):
+        for job in jobs:
+            await send(ctx, port.write_command, **job)
+
+    async def reader(ctx):
+        for command in reads:
+            await send(ctx, port.read_command, **command)
+        await ctx.tick().repeat(200)
+
+    sim = Simulator(port)
     sim.add_clock(1e-8)
     sim.add_process(memory)
-    sim.add_testbench(owner)
-    sim.run_until(2e-5)
-    return beats
+    sim.add_testbench(writer)
+    sim.add_testbench(reader)
+    sim.run()
+    return seen
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_write_run_under_random_valid_and_wready(seed):
-    rng = random.Random(seed)
-    master = AxiLineMaster(line_bits=LINE_BITS, address_bits=16, copies=COPIES)
-    lines = [(rng.getrandbits(LINE_BITS), rng.getrandbits(LINE_BITS // 8)) for _ in range(20)]
-    stalls = [rng.random() < 0.6 for _ in range(2000)]
-    done, readies = [], set()
+@pytest.mark.parametrize("seed", range(4))
+def test_bursts_in_order_with_ids(seed):
+    rng = random.Random(100 + seed)
+    jobs = []
+    for k in range(24):
+        beats = rng.randint(1, MAX_BEATS)
+        lines = [rng.getrandbits(LINE_BITS) for _ in range(MAX_BEATS)]
+        jobs.append({"id": rng.randint(0, 3), "address": 0x100 + 0x10 * k, "beats": beats,
+                     "lines": sum(line << (LINE_BITS * i) for i, line in enumerate(lines)),
+                     "strobe": rng.getrandbits(LINE_BITS // 8)})
+    reads = [{"id": rng.randint(0, 3), "address": 0x800 + 0x10 * k,
+              "beats": rng.randint(1, 4)} for k in range(16)]
+    seen = _run(seed, jobs, reads)
 
-    async def owner(ctx):
-        await send(ctx, master.write_command, address=ADDRESS, beats=len(lines), fill=0)
-        for data, strobe in lines:
-            ctx.set(master.write_data.data, data)
-            ctx.set(master.write_data.strobe, strobe)
-            while True:
-                offered = rng.random() < 0.8
-                ctx.set(master.write_valid, EVERY_GROUP if offered else 0)
-                ready = ctx.get(master.write_ready)
-                readies.add(ready)
-                await ctx.tick()
-                if offered and ready:
-                    break
-        ctx.set(master.write_valid, 0)
-        await ctx.tick().until(master.write_done)
-        done.append(ctx.get(master.write_error))
-
-    beats = _simulate(master, owner, wready=lambda clock: not stalls[clock % len(stalls)])
-    for i, (got, pushed) in enumerate(zip(beats, lines)):
-        assert got == pushed, f"seed {seed}: line {i}: WDATA/WSTRB {got}, pushed {pushed}"
-    assert len(beats) == len(lines), f"seed {seed}: {len(beats)} W beats for {len(lines)} lines"
-    assert readies <= {0, EVERY_GROUP}, f"seed {seed}: the groups' write_ready differ: {readies}"
-    assert done == [0], f"seed {seed}: write_done/write_error {done}"
-
-
-@pytest.mark.parametrize("seed", [1, 2])
-def test_fill_run_writes_the_owners_line_to_every_line(seed):
-    """A fill run after an ordinary one (whose last line the output registers still hold)
-    writes the owner's line, not the held one, on every beat."""
-    rng = random.Random(seed)
-    master = AxiLineMaster(line_bits=LINE_BITS, address_bits=16, copies=COPIES)
-    first = (rng.getrandbits(LINE_BITS), rng.getrandbits(LINE_BITS // 8))
-    fill = (rng.getrandbits(LINE_BITS), rng.getrandbits(LINE_BITS // 8))
-    stalls = [rng.random() < 0.5 for _ in range(2000)]
-    done, taken = [], []
-
-    async def owner(ctx):
-        await send(ctx, master.write_command, address=ADDRESS, beats=1, fill=0)
-        ctx.set(master.write_data.data, first[0])
-        ctx.set(master.write_data.strobe, first[1])
-        ctx.set(master.write_valid, EVERY_GROUP)
-        await ctx.tick().until(master.write_ready == EVERY_GROUP)
-        ctx.set(master.write_valid, 0)
-        await ctx.tick().until(master.write_done)
-        done.append(ctx.get(master.write_error))
-        ctx.set(master.write_data.data, fill[0])
-        ctx.set(master.write_data.strobe, fill[1])
-        await send(ctx, master.write_command, address=ADDRESS, beats=7, fill=1)
-        async for _, _, done_now, error in ctx.tick().sample(master.write_done,
-                                                             master.write_error):
-            if done_now:
-                done.append(error)
-                break
-
-    beats = _simulate(master, owner, wready=lambda clock: not stalls[clock % len(stalls)])
-    expected = [first] + [fill] * 7
-    wrong = [(i, got, want) for i, (got, want) in enumerate(zip(beats, expected)) if got != want]
-    assert not wrong, f"seed {seed}: (beat, WDATA/WSTRB, expected) {wrong[:3]}"
-    assert len(beats) == len(expected), f"seed {seed}: {len(beats)} W beats, not {len(expected)}"
-    assert done == [0, 0], f"seed {seed}: write_done/write_error {done}"
-
-
-@pytest.mark.parametrize("beats", [1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17, 34])
-def test_runs_of_every_length_issue_one_address_per_line(beats):
-    """Read and fill runs against a memory that takes every address, W beat and response at
-    once, so that a run's first step comes the clock after its load: each issues exactly
-    ``beats`` addresses, in line order (the counters keep their low bits apart; every residue
-    of those bits and runs that wrap them more than once), and a write run ends with one
-    ``write_done``."""
-    master = AxiLineMaster(line_bits=LINE_BITS, address_bits=16, copies=COPIES)
-    line_bytes = LINE_BITS // 8
-    reads, writes, w_beats, done = [], [], [], []
-
-    async def memory(ctx):
-        axi = master.axi
-        for ready in (axi.arready, axi.awready, axi.wready):
-            ctx.set(ready, 1)
-        responses = 0
-        async for _, _, arvalid, araddr, awvalid, awaddr, wvalid, bready, write_done in \
-                ctx.tick().sample(axi.arvalid, axi.araddr, axi.awvalid, axi.awaddr, axi.wvalid,
-                                  axi.bready, master.write_done):
-            reads.extend([araddr] if arvalid else [])
-            writes.extend([awaddr] if awvalid else [])
-            w_beats.extend([1] if wvalid else [])
-            done.extend([1] if write_done else [])
-            responses += wvalid - (bready and responses > 0)
-            ctx.set(axi.bvalid, responses > 0)
-            ctx.set(axi.bresp, RESP_OKAY)
-
-    async def owner(ctx):
-        await send(ctx, master.read_command, address=ADDRESS, beats=beats)
-        await send(ctx, master.write_command, address=ADDRESS, beats=beats, fill=1)
-
-    sim = Simulator(master)
-    sim.add_clock(1e-8)
-    sim.add_process(memory)
-    sim.add_testbench(owner)
-    sim.run_until(1e-8 * (4 * beats + 40))
-    expected = [ADDRESS + k * line_bytes for k in range(beats)]
-    assert reads == expected, f"{beats} beats: read addresses {[hex(a) for a in reads]}"
-    assert writes == expected, f"{beats} beats: write addresses {[hex(a) for a in writes]}"
-    assert len(w_beats) == beats, f"{beats} beats: {len(w_beats)} W beats"
-    assert len(done) == 1, f"{beats} beats: write_done pulsed {len(done)} times"
+    assert seen["aw"] == [(j["address"], j["beats"] - 1, j["id"]) for j in jobs], \
+        f"seed {seed}: AW (address, len, id) per burst differ from the commands"
+    want_w = []
+    for j in jobs:
+        for beat in range(j["beats"]):
+            line = (j["lines"] >> (LINE_BITS * beat)) & ((1 << LINE_BITS) - 1)
+            strobe = j["strobe"] if beat == 0 else (1 << LINE_BITS // 8) - 1
+            want_w.append((line, strobe, int(beat == j["beats"] - 1)))
+    for number, (got, want) in enumerate(zip(seen["w"], want_w)):
+        assert got == want, f"seed {seed}: W beat {number}: (data, strobe, last) {got}, " \
+                            f"expected {want}"
+    assert len(seen["w"]) == len(want_w), f"seed {seed}: {len(seen['w'])} W beats, " \
+                                          f"expected {len(want_w)}"
+    assert seen["responses"] == [(j["id"], int(j["id"] == 3)) for j in jobs], \
+        f"seed {seed}: write responses (id, error) differ: {seen['responses']}"
+    assert seen["ar"] == [(r["address"], r["beats"] - 1, r["id"]) for r in reads], \
+        f"seed {seed}: AR (address, len, id) per read differ"
+    want_r = [(r["id"], r["address"] + 4 * k, int(r["id"] == 3))
+              for r in reads for k in range(r["beats"])]
+    assert seen["read_data"] == want_r, f"seed {seed}: read beats (id, data, error) differ"

@@ -11,7 +11,7 @@ from verif.simulators import BUILD, SIMULATORS, run_cocotb
 CONFIGS = [
     ControllerParams(),                                                  # the default
     ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=1), regions=4,
-                     address_bits=32, queue_depth=4),
+                     address_bits=32, queue_depth=4, slots=4),
 ]
 
 

@@ -3,7 +3,8 @@
 import pytest
 from amaranth import Module
 
-from hdl.axi import AxiLineMaster
+from hdl.axi import AxiMemoryPort
+from hdl.slots import SlotPool
 from hdl.controller import CxlMemController
 from hdl.params import ControllerParams, DatapathParams
 
@@ -17,6 +18,8 @@ from hdl.params import ControllerParams, DatapathParams
                              "address space, not 2048"),
     ({"queue_depth": 6}, "queue_depth must be a power of two from 2 to 64, not 6"),
     ({"axi_id_bits": 0}, "axi_id_bits must be an integer from 1 to 16, not 0"),
+    ({"slots": 3}, "slots must be a power of two from 2 to 4096, not 3"),
+    ({"slots": 8192}, "slots must be a power of two from 2 to 4096, not 8192"),
 ])
 def test_controller_params_refused(kwargs, message):
     with pytest.raises(ValueError) as error:
@@ -31,6 +34,20 @@ def test_devload_limits_are_quarters_of_the_queues():
 def test_controller_refuses_other_params():
     with pytest.raises(TypeError, match="params must be a ControllerParams, not 3"):
         CxlMemController(3)
+    with pytest.raises(TypeError, match="params must be a ControllerParams, not 3"):
+        SlotPool(3)
+    with pytest.raises(ValueError, match="user_width must be a positive integer, not 0"):
+        SlotPool(ControllerParams(), user_width=0)
+
+
+def test_accumulators_are_powers_of_two_lines():
+    """One line's accumulator (result line, then the state) is rounded up to a power of two
+    lines, at most 4 KiB, so one burst writes it."""
+    for width in range(1, 17):
+        p = DatapathParams(counter_width=width)
+        lines = p.accumulator_lines
+        assert lines & (lines - 1) == 0 and lines // 2 < 1 + p.state_lines <= lines, width
+        assert ControllerParams(p).accumulator_bytes_per_line <= 4096, width
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -39,16 +56,14 @@ def test_controller_refuses_other_params():
      "line_bits must be a power of two up to 1024 (the widest AXI4 transfer), not 96"),
     ({"line_bits": 512, "address_bits": 32, "id_bits": 0},
      "id_bits must be an integer of at least 1, not 0"),
-    ({"line_bits": 512, "address_bits": 32, "copies": 0},
-     "copies must be an integer of at least 1, not 0"),
-    ({"line_bits": 64, "address_bits": 32, "copies": 16},
-     "copies must be a power of two of at most line_bits // 8 (8), not 16"),
-    ({"line_bits": 64, "address_bits": 32, "copies": 3},
-     "copies must be a power of two of at most line_bits // 8 (8), not 3"),
+    ({"line_bits": 512, "address_bits": 32, "max_beats": 0},
+     "max_beats must be an integer of at least 1, not 0"),
+    ({"line_bits": 64, "address_bits": 32, "max_beats": 257},
+     "max_beats must be at most 256 (AXI4 INCR bursts), not 257"),
 ])
 def test_axi_master_params_refused(kwargs, message):
     with pytest.raises(ValueError) as error:
-        AxiLineMaster(**kwargs)
+        AxiMemoryPort(**{"id_bits": 1, "max_beats": 2, **kwargs})
     assert str(error.value) == message
 
 

@@ -20,7 +20,9 @@ from verif.sim_streams import receive, send
 PARAMS = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=1), regions=2,
                           address_bits=16)
 SLVERR = 0b10
-FAILING_LINE = 0x40          # device memory answers SLVERR for this byte address
+FAILING_LINE = 0x40          # device memory answers SLVERR from this byte address
+#: The byte addresses that answer SLVERR: one line's accumulator, from FAILING_LINE.
+FAILING = range(FAILING_LINE, FAILING_LINE + PARAMS.accumulator_bytes_per_line)
 
 
 def _run(testbench, params=PARAMS):
@@ -30,31 +32,45 @@ def _run(testbench, params=PARAMS):
     writes = []             # (WDATA, WSTRB) of every W beat
 
     async def memory(ctx):
-        """Always ready; one R beat per AR and one B per W, in order."""
+        """Always ready; every AR's beats, then every burst's B (once its W beats are in), in
+        order, with their IDs; SLVERR inside FAILING."""
         axi = dut.axi
         for ready in (axi.arready, axi.awready, axi.wready):
             ctx.set(ready, 1)
-        reads, responses = [], []
-        rvalid = bvalid = False                  # what this process drove for the last edge
-        async for _, _, arvalid, araddr, awvalid, awaddr, wvalid, wdata, wstrb, rready, bready \
-                in ctx.tick().sample(axi.arvalid, axi.araddr, axi.awvalid, axi.awaddr,
-                                     axi.wvalid, axi.wdata, axi.wstrb, axi.rready, axi.bready):
-            if rvalid and rready:
-                reads.pop(0)
-            if bvalid and bready:
+        beats, bursts, responses = [], [], []    # R beats due; AWs; B responses due
+        r_out = b_out = None                     # what this process drove for the last edge
+        async for sample in ctx.tick().sample(
+                axi.arvalid, axi.araddr, axi.arlen, axi.arid, axi.awvalid, axi.awaddr,
+                axi.awid, axi.wvalid, axi.wdata, axi.wstrb, axi.wlast):
+            arvalid, araddr, arlen, arid, awvalid, awaddr, awid, wvalid, wdata, wstrb, wlast = \
+                sample[2:]
+            if r_out is not None:
+                beats.pop(0)
+            if b_out is not None:
                 responses.pop(0)
             if arvalid:
-                reads.append(araddr)
+                beats += [(arid, araddr + k * params.datapath.line_bytes, k == arlen)
+                          for k in range(arlen + 1)]
             if awvalid:
-                responses.append(awaddr)
+                bursts.append([awid, awaddr, False])
             if wvalid:
                 writes.append((wdata, wstrb))
-            rvalid, bvalid = bool(reads), bool(responses)
-            ctx.set(axi.rvalid, rvalid)
-            ctx.set(axi.rresp, SLVERR if reads and reads[0] == FAILING_LINE else RESP_OKAY)
-            ctx.set(axi.bvalid, bvalid)
-            ctx.set(axi.bresp, SLVERR if responses and responses[0] == FAILING_LINE
-                    else RESP_OKAY)
+                burst = next(b for b in bursts if b[1] is not None)
+                burst[2] = burst[2] or (burst[1] in FAILING)
+                if wlast:
+                    responses.append((burst[0], burst[2]))
+                    burst[1] = None
+            r_out = beats[0] if beats else None
+            b_out = responses[0] if responses else None
+            ctx.set(axi.rvalid, r_out is not None)
+            if r_out is not None:
+                ctx.set(axi.rid, r_out[0])
+                ctx.set(axi.rlast, r_out[2])
+                ctx.set(axi.rresp, SLVERR if r_out[1] in FAILING else RESP_OKAY)
+            ctx.set(axi.bvalid, b_out is not None)
+            if b_out is not None:
+                ctx.set(axi.bid, b_out[0])
+                ctx.set(axi.bresp, SLVERR if b_out[1] else RESP_OKAY)
 
     async def host(ctx):
         await testbench(ctx, dut, writes)
@@ -65,7 +81,11 @@ def _run(testbench, params=PARAMS):
 
 
 async def _status(ctx, dut):
-    ctx.set(dut.csr.addr, dut.regmap["STATUS"].offset // 4)
+    return await _read(ctx, dut, "STATUS")
+
+
+async def _read(ctx, dut, name):
+    ctx.set(dut.csr.addr, dut.regmap[name].offset // 4)
     ctx.set(dut.csr.r_stb, 1)
     await ctx.tick()
     ctx.set(dut.csr.r_stb, 0)
@@ -146,14 +166,21 @@ async def _apply_gbinary_region(ctx, dut, *, acc):
 
 
 def test_contribution_with_failed_state_read_changes_nothing():
+    """A contribution whose fill (its line's n) reads an error is answered, not counted, and
+    leaves no slot behind: a flush then writes nothing."""
     async def testbench(ctx, dut, writes):
         await _apply_gbinary_region(ctx, dut, acc=FAILING_LINE)
         await send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=3, byte_enable=0xFF,
                     address=0x1000 // PARAMS.datapath.line_bytes, data=0xFF)
         ndr = await receive(ctx, dut.s2m_ndr)
         assert (ndr.opcode, ndr.tag) == (NDROpcode.CMP.value, 3), ndr
-        assert writes == [], f"the state was written back: {writes}"
         assert _mem_error(dut, await _status(ctx, dut)), "STATUS.MEM_ERROR not set"
+        assert await _read(ctx, dut, "CNT_ACCEPTED") == 0, "the contribution was counted"
+        assert await _read(ctx, dut, "CNT_FILLS") == 0, "the failed fill took a slot"
+        await _csr_write(ctx, dut, "CTRL", dut.regmap["CTRL"].field("FLUSH").mask
+                         | dut.regmap["CTRL"].field("ENABLE").mask)
+        await ctx.tick().repeat(PARAMS.slots + 40)
+        assert writes == [], f"a flush wrote the state back: {writes}"
     _run(testbench)
 
 
@@ -201,8 +228,8 @@ def test_window_line_writes_take_whole_words_only(line_bits):
 @pytest.mark.parametrize("reset_clocks", [1, 2])
 def test_reset_during_a_write_sends_no_line_after_it(reset_clocks):
     """A reset while an identity write waits for its response (which never comes) ends it:
-    the one line written before the reset is the only W beat, even with a reset of one clock
-    (the per-group copies that offer the line have no reset, see ``_write_offers``)."""
+    the one line written before the reset is the only W beat, even with a reset of one
+    clock."""
     dut = CxlMemController(PARAMS)
     top = Module()
     top.domains.sync = domain = ClockDomain("sync")
@@ -240,17 +267,15 @@ def test_reset_during_a_write_sends_no_line_after_it(reset_clocks):
 
 def test_memwr_with_a_partial_mask_contributes_its_whole_line():
     """A MemWr to an aggregating region contributes whatever its byte enables say (it writes
-    the whole line): its state is written back, and STATUS.PARTIAL stays clear."""
+    the whole line): it is accepted, and STATUS.PARTIAL stays clear."""
     async def testbench(ctx, dut, writes):
         await _apply_gbinary_region(ctx, dut, acc=0x2000)
         await send(ctx, dut.m2s_rwd, opcode=RwDOpcode.MEM_WR, tag=4, byte_enable=0x0F,
                    address=0x1000 // PARAMS.datapath.line_bytes, data=0xFF)
         ndr = await receive(ctx, dut.s2m_ndr)
         assert (ndr.opcode, ndr.tag) == (NDROpcode.CMP.value, 4), ndr
-        lines = PARAMS.datapath.state_lines
-        assert len(writes) == lines, \
-            f"MemWr with byte enables 0x0F: {len(writes)} state lines written back, " \
-            f"expected {lines}: {writes}"
+        assert await _read(ctx, dut, "CNT_ACCEPTED") == 1, "MemWr with byte enables 0x0F " \
+                                                             "was not accepted"
         partial = dut.regmap["STATUS"].field("PARTIAL").mask
         assert not await _status(ctx, dut) & partial, "STATUS.PARTIAL set for a MemWr"
     _run(testbench)

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from golden.datapath import DatapathRequests, memory_to_state, run_datapath, state_to_memory
+from golden.datapath import DatapathRequests, run_datapath, state_to_memory
 from golden.lines import ternary_to_lines
 from hdl.params import ControllerParams, DatapathParams, Mode, Reason
 from hdl.slots import SlotOp, SlotPool
+from verif.sim_streams import send
 
 CONFIGS = [
     ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=1), regions=2,
@@ -102,11 +103,11 @@ def test_slot_pool_against_golden(params, seed):
                            data=int.from_bytes(op["data"].tobytes(), "little"),
                            full_line=int(op["full_line"]), mode=modes[k], threshold=threshold,
                            expected=expected[k], user=number)
-            await _send(ctx, dut.op, payload)
+            await send(ctx, dut.op, **payload)
             if rng.random() < 0.1:
                 await ctx.tick().repeat(int(rng.integers(1, 4)))
         for index in range(params.slots):
-            await _send(ctx, dut.op, dict(kind=SlotOp.FLUSH, index=index))
+            await send(ctx, dut.op, kind=SlotOp.FLUSH, index=index)
 
     async def collector(ctx):
         waited = 0
@@ -194,11 +195,3 @@ def test_slot_pool_against_golden(params, seed):
         assert not len(differ), (f"seed {seed}: line {k} ({Mode(modes[k]).name}, tag "
                                  f"{tag:#x}) after the flush: accumulator bytes "
                                  f"{differ[:8].tolist()} differ from golden")
-
-
-async def _send(ctx, channel, payload):
-    for name, value in payload.items():
-        ctx.set(getattr(channel.payload, name), value)
-    ctx.set(channel.valid, 1)
-    await ctx.tick().until(channel.ready)
-    ctx.set(channel.valid, 0)

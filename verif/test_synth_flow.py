@@ -5,6 +5,7 @@ import re
 from collections import defaultdict
 
 from hdl.controller import CxlMemController
+from hdl.slots import slot_entry_layout
 from hdl.params import ControllerParams, DatapathParams
 from synth.flow import (PLACER, TARGETS, breakdown, generate, main, markdown, sweep_chart,
                         synthesize, targets, version_line)
@@ -87,52 +88,24 @@ def _flip_flops_by_register(folder, top):
     return flip_flops
 
 
-def test_register_copies_survive_synthesis(tmp_path):
-    """Every per-group register of the controller (a copy ``<name>_copy_<k>``, see
-    hdl.pipeline.register_copies, or a group's own flag or counter ``<name>_<k>``, one per group
-    of columns) has flip-flops of its own in the ECP5 netlist, as many as group 0's; every bit
-    of the per-group flag that the engine sets itself (``reply_zero``) is a flip-flop of its
-    own; so does each region's copy of the address in the decoder, and the trunk register in
-    front of the decision inputs' copies."""
+def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
+    """Synthesis keeps the decoder's copy of the address for each region (``address_copy_<r>``,
+    hdl.pipeline.register_copies) as flip-flops of its own, and maps the slot pool's memory to
+    block RAM rather than flip-flops."""
     params = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=2),
-                              regions=2)
+                              regions=2, slots=256)
     folder = generate("controller", "nf_controller", CxlMemController(params), params.name,
                       tmp_path)
-    synthesize(folder, "nf_controller")
+    cells = synthesize(folder, "nf_controller")
     flip_flops = _flip_flops_by_register(folder, "nf_controller")
-    copies = params.datapath.control_copies
-    expected = {"state_reading_copy", "state_sending_copy", "line_reading_copy",
-                "line_writing_copy", "clear_active_copy", "read_valid_copy",
-                "response_valid_copy", "rwd_taken_copy", "decision_mode_copy",
-                "decision_threshold_copy",
-                "decision_contribute_copy", "decision_full_line_copy", "lines_sent",
-                "write_data_out_held", "write_data_spare_held"}
-    families = defaultdict(dict)        # name -> group -> its flip-flops
-    for register, cells in flip_flops.items():
-        group = re.fullmatch(r"(.+)_(\d+)", register)
-        if group and group[1] in expected:
-            families[group[1]][int(group[2])] = cells
-    assert copies == 4 and expected == set(families), sorted(expected - set(families))
-    for name, driven in sorted(families.items()):
-        assert sorted(driven) == list(range(copies)), \
-            f"{name}: only groups {sorted(driven)} of 0-{copies - 1} have flip-flops"
-        sizes = [len(driven[k]) for k in range(copies)]
-        cells = set().union(*driven.values())
-        assert len(set(sizes)) == 1 and len(cells) == sum(sizes), \
-            f"{name}: groups of {sizes} flip-flops, {len(cells)} distinct: {driven}"
-    assert len(flip_flops["reply_zero"]) == copies, sorted(flip_flops["reply_zero"])
-    # The decision inputs' copies are fed through trunk registers (register_copies' fanout):
-    # one here, of 4 copies, with flip-flops of its own, as many as a copy's.
-    for name in ("mode", "threshold", "contribute", "full_line"):
-        trunk, copy = (flip_flops.get(f"decision_{name}_copy{part}", set())
-                       for part in ("_trunk_0", "_0"))
-        assert trunk and len(trunk) == len(copy) and not trunk & copy, \
-            f"decision_{name}_copy: trunk flip-flops {sorted(trunk)}, copy 0's {sorted(copy)}"
-    # The decoder's copies of the address, one per region.
     regions = [flip_flops[f"address_copy_{r}"] for r in range(params.regions)]
     sizes = [len(cells) for cells in regions]
     assert sizes[0] and len(set(sizes)) == 1 and len(set().union(*regions)) == sum(sizes), \
         f"address_copy: regions' copies of {sizes} flip-flops, not distinct or not alike"
+    assert cells["block_ram_dp16kd"] >= 1, f"the slots were not mapped to block RAM: {cells}"
+    in_flip_flops = params.slots * slot_entry_layout(params).size
+    assert cells["ff"] < in_flip_flops // 2, \
+        f"{cells['ff']} flip-flops: the slots ({in_flip_flops} bits) look mapped to flip-flops"
 
 
 def test_version_line_skips_yowasps_first_run_notice():
@@ -145,11 +118,11 @@ def test_version_line_skips_yowasps_first_run_notice():
         "nextpnr (Version 0.11)"
 
 
-def test_breakdown_is_the_rest_after_datapath_and_registers():
+def test_breakdown_is_the_rest_after_pool_and_registers():
     cells = dict.fromkeys(("lut4", "ff", "carry_ccu2c", "lutram_dpr16x4", "block_ram_dp16kd",
                            "dsp_mult18"), 0)
-    whole, datapath, registers = dict(cells, lut4=10, ff=7), dict(cells, lut4=6), dict(cells, ff=2)
-    parts = breakdown(whole, datapath, registers)
+    whole, pool, registers = dict(cells, lut4=10, ff=7), dict(cells, lut4=6), dict(cells, ff=2)
+    parts = breakdown(whole, pool, registers)
     assert parts["AXI/CXL plumbing (rest)"]["lut4"] == 4
     assert parts["AXI/CXL plumbing (rest)"]["ff"] == 5
 

@@ -1,0 +1,131 @@
+"""The host side's way out: every request's response, in the order the requests were taken."""
+
+from amaranth import Module, Mux, ResetSignal, Signal, unsigned
+from amaranth.lib import data, enum, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .cxl import DevLoad, DRSOpcode, MetaField, NDROpcode, s2m_drs_layout, s2m_ndr_layout
+from .params import ControllerParams
+from .slots import slot_result_layout
+
+__all__ = ["Source", "completion_layout", "Responder"]
+
+
+class Source(enum.Enum, shape=2):
+    """Where a response's data (or its go-ahead) comes from."""
+    NOW = 0        # nothing to wait for (bad input, MemInv): NDR Cmp, or DRS MemData-NXM
+    MEMORY = 1     # an identity read's line (DRS) or write's B response (NDR)
+    POOL = 2       # the slot pool's result (contribution: NDR; result read: DRS)
+    WINDOW = 3     # the register window's line (read: DRS) or completion (write: NDR)
+
+
+def completion_layout():
+    """A response owed to the host, queued when its request is dispatched."""
+    return data.StructLayout({
+        "tag": 16,
+        "ld_id": 4,
+        "data": 1,          # a DRS (read data) rather than an NDR
+        "source": Source,
+        "nxm": 1,           # DRS MemData-NXM (NOW only)
+        "write": 1,         # answers a MemWr or MemWrPtl (counted in CNT_WRITES)
+    })
+
+
+class Responder(wiring.Component):
+    """Sends each queued completion on ``s2m_ndr`` or ``s2m_drs`` once its source has it, in
+    queue order. Every source gives its answers in the order of its requests: ``memory_data``
+    (identity reads), ``memory_written`` (a pulse per identity write's B response),
+    ``pool_result`` and ``window_result``. A response waits while its channel is not ready,
+    and so do the ones behind it. Responses carry the request's tag and LD-ID, MetaField
+    No-Op and ``dev_load``.
+
+    Members
+    -------
+    completion : In(stream.Signature(completion_layout()))
+    memory_data : In(stream.Signature({"data", "error"}))
+    memory_written : In(1)
+    pool_result : In(stream.Signature(slot_result_layout(params, 16)))
+        The slot pool's results, each with its request's tag as ``user``.
+    window_result : In(stream.Signature(line_bits))
+    dev_load : In(DevLoad)
+    s2m_ndr, s2m_drs : Out(stream.Signature(...))
+    sent_read, sent_write : Out(1)
+        A DRS went out; an NDR answering a write went out (for CNT_READS and CNT_WRITES).
+    """
+
+    #: Completions queued; more requests than this in flight hold up dispatch.
+    DEPTH = 16
+
+    def __init__(self, params=ControllerParams()):
+        self._params = params
+        line_bits = params.datapath.line_bits
+        super().__init__({
+            "completion": In(stream.Signature(completion_layout())),
+            "memory_data": In(stream.Signature(data.StructLayout({
+                "data": unsigned(line_bits), "error": 1}))),
+            "memory_written": In(1),
+            "pool_result": In(stream.Signature(slot_result_layout(params, 16))),
+            "window_result": In(stream.Signature(line_bits)),
+            "dev_load": In(DevLoad),
+            "s2m_ndr": Out(stream.Signature(s2m_ndr_layout())),
+            "s2m_drs": Out(stream.Signature(s2m_drs_layout(line_bits))),
+            "sent_read": Out(1),
+            "sent_write": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.queue = queue = fifo.SyncFIFOBuffered(width=completion_layout().size,
+                                                           depth=self.DEPTH)
+        m.d.comb += [queue.w_data.eq(self.completion.payload),
+                     queue.w_en.eq(self.completion.valid),
+                     self.completion.ready.eq(queue.w_rdy)]
+        head = completion_layout()(queue.r_data)
+
+        # B responses of identity writes not yet answered.
+        written = Signal(range(self.DEPTH + 1))
+
+        have = Signal()
+        line = Signal.like(self.s2m_drs.payload.data)
+        poison = Signal()
+        # Under the reset's If (see the hdl.slots docstring, Icarus).
+        with m.If(~ResetSignal()), m.Switch(head.source):
+            with m.Case(Source.NOW):
+                m.d.comb += have.eq(1)
+            with m.Case(Source.MEMORY):
+                m.d.comb += [have.eq(Mux(head.data, self.memory_data.valid, written != 0)),
+                             line.eq(self.memory_data.payload.data),
+                             poison.eq(self.memory_data.payload.error)]
+            with m.Case(Source.POOL):
+                m.d.comb += [have.eq(self.pool_result.valid),
+                             line.eq(self.pool_result.payload.line),
+                             poison.eq(self.pool_result.payload.error)]
+            with m.Case(Source.WINDOW):
+                m.d.comb += [have.eq(self.window_result.valid),
+                             line.eq(self.window_result.payload)]
+
+        ready = Mux(head.data, self.s2m_drs.ready, self.s2m_ndr.ready)
+        send = queue.r_rdy & have
+        sent = send & ready
+        for channel in (self.s2m_ndr, self.s2m_drs):
+            m.d.comb += [channel.payload.tag.eq(head.tag), channel.payload.ld_id.eq(head.ld_id),
+                         channel.payload.meta_field.eq(MetaField.NO_OP),
+                         channel.payload.dev_load.eq(self.dev_load)]
+        m.d.comb += [
+            self.s2m_ndr.valid.eq(send & ~head.data),
+            self.s2m_ndr.payload.opcode.eq(NDROpcode.CMP),
+            self.s2m_drs.valid.eq(send & head.data),
+            self.s2m_drs.payload.opcode.eq(Mux(head.nxm, DRSOpcode.MEM_DATA_NXM,
+                                               DRSOpcode.MEM_DATA)),
+            self.s2m_drs.payload.data.eq(line),
+            self.s2m_drs.payload.poison.eq(poison),
+            queue.r_en.eq(sent),
+            self.memory_data.ready.eq(sent & (head.source == Source.MEMORY) & head.data),
+            self.pool_result.ready.eq(sent & (head.source == Source.POOL)),
+            self.window_result.ready.eq(sent & (head.source == Source.WINDOW)),
+            self.sent_read.eq(sent & head.data),
+            self.sent_write.eq(sent & ~head.data & head.write),
+        ]
+        answered = sent & (head.source == Source.MEMORY) & ~head.data
+        m.d.sync += written.eq(written + self.memory_written - answered)
+        return m

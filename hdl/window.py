@@ -1,0 +1,94 @@
+"""The register window: host line accesses turned into 32-bit register accesses."""
+
+from amaranth import Cat, Module, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .csr import READ_LATENCY, WRITE_LATENCY, csr_bus_signature
+from .params import ControllerParams
+
+__all__ = ["window_request_layout", "RegisterWindow"]
+
+
+def window_request_layout(params, addr_width):
+    p = params.datapath
+    return data.StructLayout({
+        "read": 1,
+        "word": unsigned(addr_width),        # word address of the line's first register
+        "data": unsigned(p.line_bits),
+        "byte_enable": unsigned(p.line_bytes),
+    })
+
+
+class RegisterWindow(wiring.Component):
+    """Serves one host line access to the register window at a time, a register per word of
+    the line, in address order: a read reads every word and answers the line; a write writes
+    each word whose four byte enables are all set (the others are left alone) and answers
+    once the last write has reached its register (``WRITE_LATENCY``), so that whatever the
+    host does after the completion sees it.
+
+    The bus is shared with the controller's ``csr`` port, which goes first: a word waits while
+    ``bus_free`` is low.
+
+    Members
+    -------
+    request : In(stream.Signature(window_request_layout(...)))
+    result : Out(stream.Signature(line_bits))
+        The line read (zero for a write), valid until taken.
+    bus : Out(csr_bus_signature(addr_width))
+    bus_free : In(1)
+    """
+
+    def __init__(self, params=ControllerParams(), *, addr_width):
+        self._params = params
+        super().__init__({
+            "request": In(stream.Signature(window_request_layout(params, addr_width))),
+            "result": Out(stream.Signature(params.datapath.line_bits)),
+            "bus": Out(csr_bus_signature(addr_width)),
+            "bus_free": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params.datapath
+        words = p.line_bytes // 4
+        current = Signal.like(self.request.payload)
+        busy = Signal()
+        issued = Signal(range(words + 1))
+        captured = Signal(range(words + 1))
+        settle = Signal(range(WRITE_LATENCY + 2))
+        capture = Signal(READ_LATENCY)          # reads in flight, by age
+        line = Signal(p.line_bits)
+
+        m.d.comb += self.request.ready.eq(~busy & ~self.result.valid)
+        with m.If(self.request.valid & self.request.ready):
+            m.d.sync += [current.eq(self.request.payload), busy.eq(1), issued.eq(0),
+                         captured.eq(0), settle.eq(0)]
+
+        index = issued[:max(1, (words - 1).bit_length())]
+        word_enables = current.byte_enable.word_select(index, 4)
+        fire = busy & (issued != words) & self.bus_free
+        m.d.comb += [
+            self.bus.addr.eq(current.word + issued),
+            self.bus.w_data.eq(current.data.word_select(index, 32)),
+            self.bus.r_stb.eq(fire & current.read),
+            self.bus.w_stb.eq(fire & ~current.read & word_enables.all()),
+        ]
+        with m.If(fire):
+            m.d.sync += issued.eq(issued + 1)
+        m.d.sync += capture.eq(Cat(fire & current.read, capture[:-1]))
+        with m.If(capture[-1]):
+            m.d.sync += [line.eq(Cat(line[32:], self.bus.r_data)), captured.eq(captured + 1)]
+
+        with m.If(busy & (issued == words)):
+            with m.If(current.read):
+                with m.If(captured == words):
+                    m.d.sync += [busy.eq(0), self.result.valid.eq(1),
+                                 self.result.payload.eq(line)]
+            with m.Elif(settle == WRITE_LATENCY + 1):
+                m.d.sync += [busy.eq(0), self.result.valid.eq(1), self.result.payload.eq(0)]
+            with m.Else():
+                m.d.sync += settle.eq(settle + 1)
+        with m.If(self.result.valid & self.result.ready):
+            m.d.sync += self.result.valid.eq(0)
+        return m
