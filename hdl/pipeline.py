@@ -54,7 +54,7 @@ def register_selected(m, out, values, index, enable=None):
                 m.d.sync += out.eq(0)
 
 
-def register_copies(m, value, count, name, *, fanout=None):
+def register_copies(m, value, count, name):
     """``count`` registers that each take ``value`` every clock, as a list (copy ``k`` is item
     ``k``), so that each group of the logic that reads ``value`` can read registers of its own,
     placed beside it.
@@ -63,21 +63,10 @@ def register_copies(m, value, count, name, *, fanout=None):
     ``wreduce`` folds the bits of one register whose inputs are the same signal into a single
     flip-flop, ``keep`` or not, and the copies would be gone from the netlist.
 
-    With ``fanout``, no register feeds more than ``fanout`` copies: the copies take ``value``
-    from ``ceil(count / fanout)`` registers of their own (``<name>_trunk_<t>``, copy ``k`` from
-    trunk ``k // fanout``), so they follow it two clocks later, and no wire from one register
-    has to reach copies placed across the whole chip.
-
-    The copies have no reset: they follow ``value`` (and its reset) a clock later (two with
-    ``fanout``). A reset of their own costs a gate in front of them, which Yosys shares among
-    all of them, so that every copy, however far, was reached through one LUT beside
-    ``value``."""
-    if fanout is not None:
-        trunks = register_copies(m, value, -(-count // fanout), f"{name}_trunk")
-        sources = [trunks[k // fanout] for k in range(count)]
-    else:
-        sources = [value] * count
+    The copies have no reset: they follow ``value`` (and its reset) a clock later. A reset of
+    their own costs a gate in front of them, which Yosys shares among all of them, so that
+    every copy, however far, was reached through one LUT beside ``value``."""
     shape = Value.cast(value).shape()
     copies = [Signal(shape, name=f"{name}_{k}", reset_less=True) for k in range(count)]
-    m.d.sync += [copy.eq(source) for copy, source in zip(copies, sources)]
+    m.d.sync += [copy.eq(value) for copy in copies]
     return copies
