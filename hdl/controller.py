@@ -20,7 +20,7 @@ from amaranth.lib.wiring import In, Out
 from .axi import AxiMemoryPort, axi4_signature
 from .control import ControlRegisters
 from .csr import csr_bus_signature
-from .cxl import DevLoad, m2s_req_layout, m2s_rwd_layout, s2m_drs_layout, s2m_ndr_layout
+from .cxl import TAG_BITS, DevLoad, m2s_req_layout, m2s_rwd_layout, s2m_drs_layout, s2m_ndr_layout
 from .decode import AddressDecoder, decoded_layout
 from .ingress import Ingress, Operation, request_layout
 from .params import ControllerParams, aggregates
@@ -117,7 +117,7 @@ class CxlMemController(wiring.Component):
         m.submodules.control = control
         m.submodules.ingress = ingress = Ingress(params)
         m.submodules.decoder = decoder = AddressDecoder(params)
-        m.submodules.pool = pool = SlotPool(params, user_width=len(self.m2s_req.payload.tag))
+        m.submodules.pool = pool = SlotPool(params, user_width=TAG_BITS)
         m.submodules.memory = memory = AxiMemoryPort(
             line_bits=p.line_bits, address_bits=params.address_bits,
             id_bits=params.axi_id_bits, max_beats=1 + p.state_lines)

@@ -9,7 +9,10 @@ from amaranth.lib import data, enum
 
 __all__ = ["ReqOpcode", "RwDOpcode", "NDROpcode", "DRSOpcode", "MetaField", "MetaValue",
            "SnpType", "DevLoad", "m2s_req_layout", "m2s_rwd_layout", "s2m_ndr_layout",
-           "s2m_drs_layout", "LINE_ADDRESS_LSB"]
+           "s2m_drs_layout", "LINE_ADDRESS_LSB", "TAG_BITS", "LD_ID_BITS"]
+
+#: Widths of the Tag and LD-ID fields of every message: responses carry the request's own.
+TAG_BITS, LD_ID_BITS = 16, 4
 
 #: Address bits below this are the byte offset inside a 64-byte line (RwD carries [51:6]).
 LINE_ADDRESS_LSB = 6
@@ -66,8 +69,8 @@ class DevLoad(enum.Enum, shape=2):
 def m2s_req_layout():
     """Host-to-device request without data (Address[51:5])."""
     return data.StructLayout({
-        "opcode": 4, "snp_type": 3, "meta_field": 2, "meta_value": 2, "tag": 16,
-        "address": 47, "ld_id": 4, "spare": 6, "tc": 2,
+        "opcode": 4, "snp_type": 3, "meta_field": 2, "meta_value": 2, "tag": TAG_BITS,
+        "address": 47, "ld_id": LD_ID_BITS, "spare": 6, "tc": 2,
     })
 
 
@@ -75,8 +78,8 @@ def m2s_rwd_layout(line_bits=512):
     """Host-to-device request with a data line (Address[51:6]); ``byte_enable`` is the
     MemWrPtl mask (all ones for MemWr)."""
     return data.StructLayout({
-        "opcode": 4, "snp_type": 3, "meta_field": 2, "meta_value": 2, "tag": 16,
-        "address": 46, "poison": 1, "ld_id": 4, "spare": 6, "tc": 2,
+        "opcode": 4, "snp_type": 3, "meta_field": 2, "meta_value": 2, "tag": TAG_BITS,
+        "address": 46, "poison": 1, "ld_id": LD_ID_BITS, "spare": 6, "tc": 2,
         "byte_enable": line_bits // 8, "data": line_bits,
     })
 
@@ -84,13 +87,15 @@ def m2s_rwd_layout(line_bits=512):
 def s2m_ndr_layout():
     """Device-to-host response without data (write completions)."""
     return data.StructLayout({
-        "opcode": 3, "meta_field": 2, "meta_value": 2, "tag": 16, "ld_id": 4, "dev_load": 2,
+        "opcode": 3, "meta_field": 2, "meta_value": 2, "tag": TAG_BITS, "ld_id": LD_ID_BITS,
+        "dev_load": 2,
     })
 
 
 def s2m_drs_layout(line_bits=512):
     """Device-to-host response with a data line (read data)."""
     return data.StructLayout({
-        "opcode": 3, "meta_field": 2, "meta_value": 2, "tag": 16, "poison": 1, "ld_id": 4,
+        "opcode": 3, "meta_field": 2, "meta_value": 2, "tag": TAG_BITS, "poison": 1,
+        "ld_id": LD_ID_BITS,
         "dev_load": 2, "spare": 9, "data": line_bits,
     })

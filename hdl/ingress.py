@@ -4,7 +4,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .cxl import ReqOpcode, RwDOpcode, m2s_req_layout, m2s_rwd_layout
+from .cxl import LD_ID_BITS, TAG_BITS, ReqOpcode, RwDOpcode, m2s_req_layout, m2s_rwd_layout
 from .params import ControllerParams
 
 __all__ = ["Operation", "request_layout", "Ingress"]
@@ -34,8 +34,8 @@ def request_layout(params):
     p = params.datapath
     return data.StructLayout({
         "operation": Operation,
-        "tag": 16,
-        "ld_id": 4,
+        "tag": TAG_BITS,
+        "ld_id": LD_ID_BITS,
         "address": unsigned(params.address_bits),  # first byte of the line
         "out_of_range": 1,                         # the host address is beyond address_bits
         "poison": 1,

@@ -4,7 +4,8 @@ from amaranth import Module, Mux, ResetSignal, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .cxl import DevLoad, DRSOpcode, MetaField, NDROpcode, s2m_drs_layout, s2m_ndr_layout
+from .cxl import (LD_ID_BITS, TAG_BITS, DevLoad, DRSOpcode, MetaField, NDROpcode,
+                  s2m_drs_layout, s2m_ndr_layout)
 from .params import ControllerParams
 from .slots import slot_result_layout
 
@@ -22,8 +23,8 @@ class Source(enum.Enum, shape=2):
 def completion_layout():
     """A response owed to the host, queued when its request is dispatched."""
     return data.StructLayout({
-        "tag": 16,
-        "ld_id": 4,
+        "tag": TAG_BITS,
+        "ld_id": LD_ID_BITS,
         "data": 1,          # a DRS (read data) rather than an NDR
         "source": Source,
         "nxm": 1,           # DRS MemData-NXM (NOW only)
@@ -44,7 +45,7 @@ class Responder(wiring.Component):
     completion : In(stream.Signature(completion_layout()))
     memory_data : In(stream.Signature({"data", "error"}))
     memory_written : In(1)
-    pool_result : In(stream.Signature(slot_result_layout(params, 16)))
+    pool_result : In(stream.Signature(slot_result_layout(params, TAG_BITS)))
         The slot pool's results, each with its request's tag as ``user``.
     window_result : In(stream.Signature(line_bits))
     dev_load : In(DevLoad)
@@ -64,7 +65,7 @@ class Responder(wiring.Component):
             "memory_data": In(stream.Signature(data.StructLayout({
                 "data": unsigned(line_bits), "error": 1}))),
             "memory_written": In(1),
-            "pool_result": In(stream.Signature(slot_result_layout(params, 16))),
+            "pool_result": In(stream.Signature(slot_result_layout(params, TAG_BITS))),
             "window_result": In(stream.Signature(line_bits)),
             "dev_load": In(DevLoad),
             "s2m_ndr": Out(stream.Signature(s2m_ndr_layout())),
