@@ -41,7 +41,7 @@ test: $(STAMP) tools
 	$(VENV_PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP) tools
-	$(VENV_PY) -m pytest verif/test_lint.py $(PYTEST_ARGS)
+	$(VENV_PY) -m pytest verif/hdl/test_lint.py $(PYTEST_ARGS)
 
 tools:
 	@scripts/ensure_tools.sh

@@ -7,15 +7,22 @@ any *transport* that reads and writes whole lines::
         async def read_line(self, address: int) -> bytes: ...
         async def write_line(self, address: int, data: bytes, byte_enable: int) -> None: ...
 
-(``verif.cxl_host.CxlHost`` is one, over cocotb.) Register offsets and fields come from
-:func:`hdl.regmap.register_map`, the same description the RTL is generated from.
+(``bench.cxl_host.CxlHost`` is one, over cocotb.) Register offsets and fields come from
+:func:`spec.regmap.register_map`, the same description the RTL is generated from.
 """
 
-from golden.config import Region
-from golden.datapath import memory_to_state, unpack_state
-from hdl.params import Mode
-from hdl.regmap import CONFIG_ERROR_HELP, COUNTERS, ID_MAGIC, STATUS_FLAGS, ConfigError, \
-    register_map
+from spec.formats import memory_to_state, unpack_state
+from spec.params import REGISTER_BITS, Mode
+from spec.regmap import (
+    CONFIG_ERROR_HELP,
+    COUNTERS,
+    ID_MAGIC,
+    REGISTER_BYTES,
+    STATUS_FLAGS,
+    ConfigError,
+    Region,
+    register_map,
+)
 
 __all__ = ["DeviceError", "ConfigurationError", "NeuronFabric"]
 
@@ -52,8 +59,7 @@ class NeuronFabric:
     def __init__(self, transport, params):
         self.transport = transport
         self.params = params
-        self.regmap = register_map(params.datapath, regions=params.regions,
-                                   window_bytes=params.window_bytes, slots=params.slots)
+        self.regmap = register_map(params)
         self._line_bytes = params.datapath.line_bytes
 
     # Registers.
@@ -64,32 +70,23 @@ class NeuronFabric:
                 offset % self._line_bytes)
 
     async def read(self, name):
-        """The 32-bit value of register ``name``."""
+        """The value of register ``name``."""
         line, byte = self._locate(name)
         data = await self.transport.read_line(line)
-        return int.from_bytes(data[byte:byte + 4], "little")
+        return int.from_bytes(data[byte:byte + REGISTER_BYTES], "little")
 
     async def write(self, name, value):
-        """Write the 32-bit ``value`` to register ``name`` (a partial write of its 4 bytes)."""
-        if not 0 <= value < 1 << 32:
-            raise ValueError(f"register {name} takes 32-bit values, not {value!r}")
+        """Write ``value`` to register ``name`` (a partial write of its bytes)."""
+        if not 0 <= value < 1 << REGISTER_BITS:
+            raise ValueError(f"register {name} takes {REGISTER_BITS}-bit values, not {value!r}")
         line, byte = self._locate(name)
         data = bytearray(self._line_bytes)
-        data[byte:byte + 4] = value.to_bytes(4, "little")
-        await self.transport.write_line(line, bytes(data), 0xF << byte)
+        data[byte:byte + REGISTER_BYTES] = value.to_bytes(REGISTER_BYTES, "little")
+        await self.transport.write_line(line, bytes(data),
+                                        ((1 << REGISTER_BYTES) - 1) << byte)
 
     async def field(self, reg, name):
-        f = self.regmap[reg].field(name)
-        return (await self.read(reg) >> f.offset) & ((1 << f.width) - 1)
-
-    def _value(self, reg, **fields):
-        value = 0
-        for name, v in fields.items():
-            f = self.regmap[reg].field(name)
-            if not 0 <= v < 1 << f.width:
-                raise ValueError(f"{reg}.{name} is {f.width} bits wide; {v!r} does not fit")
-            value |= v << f.offset
-        return value
+        return self.regmap[reg].unpack(await self.read(reg))[name]
 
     async def _poll(self, reg, name, until, what):
         for _ in range(MAX_POLLS):
@@ -108,9 +105,9 @@ class NeuronFabric:
                               f"window base {self.params.window_base:#x}?")
         caps = {}
         for reg in ("CAP_LINE", "CAP_LANES", "CAP_LIMITS", "CAP_POOL"):
-            value = await self.read(reg)
+            value = self.regmap[reg].unpack(await self.read(reg))
             for f in self.regmap[reg].fields:
-                caps[f"{reg}.{f.name}"] = (value >> f.offset) & ((1 << f.width) - 1)
+                caps[f"{reg}.{f.name}"] = value[f.name]
                 if caps[f"{reg}.{f.name}"] != f.reset:
                     raise DeviceError(f"{reg}.{f.name} reads {caps[f'{reg}.{f.name}']}, but "
                                       f"the driver was made for {f.reset}: pass the device's "
@@ -118,7 +115,7 @@ class NeuronFabric:
         return caps
 
     async def configure(self, regions):
-        """Program ``regions`` (a list of :class:`golden.config.Region`, index = region
+        """Program ``regions`` (a list of :class:`spec.regmap.Region`, index = region
         number; missing ones are disabled) and apply them. Raises
         :class:`ConfigurationError` when the device refuses them."""
         if len(regions) > self.params.regions:
@@ -127,13 +124,12 @@ class NeuronFabric:
         regions = list(regions) + [Region()] * (self.params.regions - len(regions))
         for index, r in enumerate(regions):
             for reg, value in (("BASE", r.base), ("SIZE", r.size), ("ACC", r.acc)):
-                await self.write(f"R{index}_{reg}_LO", value & 0xFFFF_FFFF)
-                await self.write(f"R{index}_{reg}_HI", value >> 32)
-            await self.write(f"R{index}_CFG", self._value(f"R{index}_CFG",
-                                                          ENABLE=int(r.enable), MODE=r.mode))
-            await self.write(f"R{index}_AGG", self._value(f"R{index}_AGG",
-                                                          THRESHOLD=r.threshold,
-                                                          EXPECTED=r.expected))
+                await self.write(f"R{index}_{reg}_LO", value & ((1 << REGISTER_BITS) - 1))
+                await self.write(f"R{index}_{reg}_HI", value >> REGISTER_BITS)
+            await self.write(f"R{index}_CFG", self.regmap[f"R{index}_CFG"].pack(
+                ENABLE=int(r.enable), MODE=r.mode))
+            await self.write(f"R{index}_AGG", self.regmap[f"R{index}_AGG"].pack(
+                THRESHOLD=r.threshold, EXPECTED=r.expected))
         await self._ctrl(APPLY=1)
         await self._poll("STATUS", "APPLY_BUSY", 0, "APPLY")
         reason = ConfigError(await self.field("CFG_ERROR", "REASON"))
@@ -145,12 +141,12 @@ class NeuronFabric:
         ctrl = await self.read("CTRL")
         keep = ctrl & (self.regmap["CTRL"].field("ENABLE").mask
                        | self.regmap["CTRL"].field("CLEAR_REGION").mask)
-        await self.write("CTRL", keep | self._value("CTRL", **strobes))
+        await self.write("CTRL", keep | self.regmap["CTRL"].pack(**strobes))
 
     async def enable(self, on=True):
         """Set ``CTRL.ENABLE``: applied regions aggregate (``False``: everything is identity)."""
         keep = await self.read("CTRL") & self.regmap["CTRL"].field("CLEAR_REGION").mask
-        await self.write("CTRL", keep | self._value("CTRL", ENABLE=int(on)))
+        await self.write("CTRL", keep | self.regmap["CTRL"].pack(ENABLE=int(on)))
 
     async def lock(self):
         """Make the region configuration read-only until the device is reset."""
@@ -161,7 +157,7 @@ class NeuronFabric:
         done = self.regmap["STATUS"].field(f"{name}_DONE").mask
         await self.write("STATUS", done)
         ctrl = await self.read("CTRL") & self.regmap["CTRL"].field("ENABLE").mask
-        await self.write("CTRL", ctrl | self._value("CTRL", **{name: 1}, **fields))
+        await self.write("CTRL", ctrl | self.regmap["CTRL"].pack(**{name: 1}, **fields))
         await self._poll("STATUS", f"{name}_DONE", 1, what)
         await self.write("STATUS", done)
 
@@ -180,20 +176,20 @@ class NeuronFabric:
 
     async def status(self):
         """The sticky flags, by name, and the busy bits."""
-        value = await self.read("STATUS")
-        return {f.name: bool(value >> f.offset & 1) for f in self.regmap["STATUS"].fields}
+        return {name: bool(value) for name, value
+                in self.regmap["STATUS"].unpack(await self.read("STATUS")).items()}
 
     async def clear_status(self, *names):
         """Clear sticky flags ``names`` (all of them when none are named)."""
-        names = names or [name for name, _ in STATUS_FLAGS]
+        names = names or [flag.name for flag in STATUS_FLAGS]
         await self.write("STATUS", sum(self.regmap["STATUS"].field(n).mask for n in names))
 
     async def counters(self):
         """The event counters, by name."""
-        return {name: await self.read(f"CNT_{name}") for name, _ in COUNTERS}
+        return {counter.name: await self.read(f"CNT_{counter.name}") for counter in COUNTERS}
 
     async def read_state(self, region, line):
-        """``(lanes, n)`` of line number ``line`` of ``region`` (a :class:`golden.config.Region`):
+        """``(lanes, n)`` of line number ``line`` of ``region`` (a :class:`spec.regmap.Region`):
         counts ``c`` (G-Binary) or sums ``s`` (G-Ternary) per lane, read from the raw
         accumulator lines (the state after the result line). The device answers reads of
         accumulator memory coherently, with lines still on chip written back first, so the

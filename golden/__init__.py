@@ -1,4 +1,4 @@
-"""NumPy golden model of the NEURON-Fabric device contract (``../shared/spec/contract.md``).
+"""NumPy golden model of the NEURON-Fabric device specification (``docs/spec.md``).
 
 Every function works on many lines at once: arrays whose first axis indexes lines.
 """

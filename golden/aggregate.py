@@ -1,4 +1,5 @@
-"""Accumulation, read-back and capacity rules (contract sections 2 to 5), vectorized over lines.
+"""Accumulation, read-back and capacity rules (``docs/spec.md`` sections 2 to 5), vectorized
+over lines.
 
 State of ``N`` lines is a pair of arrays: ``lanes`` of shape ``(N, lanes)`` (G-Binary counts ``c``
 or G-Ternary sums ``s``) and ``n`` of shape ``(N,)`` (accepted contributions per line).
@@ -6,9 +7,17 @@ or G-Ternary sums ``s``) and ``n`` of shape ``(N,)`` (accepted contributions per
 
 import numpy as np
 
-from .lines import (TERNARY_INVALID, TERNARY_MINUS, TERNARY_PLUS, TERNARY_ZERO, bits_to_lines,
-                    lines_to_bits, lines_to_ternary_codes, small_fields_to_lines,
-                    ternary_codes_to_values)
+from spec.formats import (
+    TERNARY_INVALID,
+    TERNARY_MINUS,
+    TERNARY_PLUS,
+    TERNARY_ZERO,
+    bits_to_lines,
+    lines_to_bits,
+    lines_to_ternary_codes,
+    small_fields_to_lines,
+    ternary_codes_to_values,
+)
 
 __all__ = ["admit", "gbinary_accumulate", "gbinary_majority", "gternary_accumulate",
            "gternary_gate", "identity_write"]
@@ -17,7 +26,8 @@ __all__ = ["admit", "gbinary_accumulate", "gbinary_majority", "gternary_accumula
 def admit(n, capacity, wanted=True):
     """Which lines accept one more contribution: ``n < capacity`` (and ``wanted``).
 
-    A line at capacity rejects the contribution whole; nothing wraps (contract section 5).
+    A line at capacity rejects the contribution whole; nothing wraps (``docs/spec.md``
+    section 5).
     """
     return np.asarray(wanted, dtype=bool) & (np.asarray(n) < capacity)
 

@@ -1,4 +1,4 @@
-"""Golden model of region-configuration validation (contract section 8).
+"""Golden model of region-configuration validation (``docs/spec.md`` section 8).
 
 ``CTRL.APPLY`` checks the staged regions in this order and reports the first fault: for each
 enabled region ``i`` in index order, its own checks (mode, alignment, size, range, window,
@@ -7,28 +7,10 @@ checks (regions overlap; ``i``'s accumulators against ``j``'s addresses and ``j`
 accumulators). :class:`hdl.control.ControlRegisters` walks the same order.
 """
 
-from dataclasses import dataclass
+from spec.params import Mode
+from spec.regmap import ConfigError
 
-from hdl.params import Mode
-from hdl.regmap import ConfigError
-
-__all__ = ["Region", "validate", "state_offset", "decode"]
-
-
-@dataclass(frozen=True)
-class Region:
-    """One region descriptor as the host programs it."""
-    enable: bool = False
-    mode: int = Mode.IDENTITY.value
-    base: int = 0
-    size: int = 0
-    acc: int = 0
-    threshold: int = 1
-    expected: int = 0
-
-    @property
-    def aggregating(self):
-        return self.mode in (Mode.GBINARY.value, Mode.GTERNARY.value)
+__all__ = ["validate", "state_offset", "decode"]
 
 
 def _overlap(a_start, a_end, b_start, b_end):

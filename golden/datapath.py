@@ -4,26 +4,19 @@ One request is a contribution or read of one line against that line's accumulate
 response is the new state, the read-back line and the accept/reject status. Requests are
 independent, so the model takes arrays of ``N`` requests and answers all of them at once.
 
-The packed state format (see ``docs/formats.md``): G-Binary count ``c`` of lane ``k`` at bits
-``[k*W +: W]``; G-Ternary sum ``s`` of lane ``k`` (two's complement) at ``[k*2W +: 2W]``, the
-bits of G-Binary lanes ``2k`` and ``2k + 1``; the contribution count ``n`` at
-``[params.state_n_offset +: W]``. Widths and offsets come from
-:class:`hdl.params.DatapathParams`.
+States are packed as :func:`spec.formats.pack_state` packs them (``docs/formats.md``).
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from hdl.params import DatapathParams, Mode, Reason
+from spec.formats import pack_state, unpack_state
+from spec.params import DatapathParams, Mode, Reason
 
-from .aggregate import (gbinary_accumulate, gbinary_majority, gternary_accumulate,
-                        gternary_gate)
-from .lines import (bits_to_fields, bits_to_lines, fields_to_bits, lines_to_bits,
-                    lines_to_small_fields, small_fields_to_lines)
+from .aggregate import gbinary_accumulate, gbinary_majority, gternary_accumulate, gternary_gate
 
-__all__ = ["DatapathRequests", "DatapathResponses", "state_bytes", "pack_state",
-           "unpack_state", "state_to_memory", "memory_to_state", "run_datapath"]
+__all__ = ["DatapathRequests", "DatapathResponses", "run_datapath"]
 
 
 @dataclass
@@ -43,7 +36,7 @@ class DatapathRequests:
 @dataclass
 class DatapathResponses:
     """``N`` responses: ``state`` and ``line`` as packed bytes, ``byte_enable`` as bool, and
-    ``accepted``, ``reason`` (:class:`hdl.params.Reason` values), ``invalid``, ``user``."""
+    ``accepted``, ``reason`` (:class:`spec.params.Reason` values), ``invalid``, ``user``."""
     state: np.ndarray
     line: np.ndarray
     byte_enable: np.ndarray
@@ -51,90 +44,6 @@ class DatapathResponses:
     reason: np.ndarray
     invalid: np.ndarray
     user: np.ndarray
-
-
-def state_bytes(params):
-    return -(-params.state_bits // 8)
-
-
-def pack_state(params, mode, lanes, n):
-    """Pack per-lane values and ``n`` of ``N`` lines into ``(N, state_bytes)`` bytes.
-
-    ``mode`` is one :class:`hdl.params.Mode` for all lines: ``lanes`` holds counts ``c`` for
-    ``GBINARY`` and signed sums ``s`` for ``GTERNARY`` (one value per line broadcasts). The
-    lanes fill whole bytes, so ``n`` starts on a byte boundary.
-    """
-    width = _lane_width(params, mode)
-    n = np.asarray(n, dtype=np.int64).reshape(-1, 1)
-    lanes = np.broadcast_to(np.asarray(lanes, dtype=np.int64) & ((1 << width) - 1),
-                            (n.shape[0], _lane_count(params, mode)))
-    return np.concatenate([_fields_to_bytes(lanes, width),
-                           _fields_to_bytes(n, 8 * (state_bytes(params) - params.state_n_offset
-                                                    // 8))], axis=1)
-
-
-def unpack_state(params, mode, state):
-    """Inverse of :func:`pack_state`: ``(lanes, n)`` of packed states read as ``mode``."""
-    state = np.asarray(state, dtype=np.uint8)
-    width = _lane_width(params, mode)
-    split = params.state_n_offset // 8
-    lanes = _bytes_to_fields(state[:, :split], width)
-    if mode == Mode.GTERNARY:
-        lanes = np.where(lanes >= 1 << (width - 1), lanes - (1 << width), lanes)
-    n = _bytes_to_fields(state[:, split:], 8 * (state.shape[1] - split))[:, 0]
-    return lanes, n & ((1 << params.counter_width) - 1)
-
-
-def state_to_memory(params, state):
-    """The device-memory image of packed states: ``(N, state_bytes)`` bytes to
-    ``(N, state_lines * line_bytes)``, the ``state_lines`` lines one after another.
-
-    Memory holds a state in bit planes: line ``b < W`` holds bit ``b`` of every G-Binary count
-    (its bit ``k`` is bit ``b`` of lane ``k``'s ``c``), and line ``W`` holds ``n`` in its low
-    ``W`` bits, zeros above. Bit ``j`` of G-Ternary lane ``k``'s sum is therefore bit
-    ``2k + j // W`` of line ``j % W``. Every line's bit ``k`` belongs to line bit ``k``'s lanes.
-    """
-    lines, width = params.line_bits, params.counter_width
-    bits = lines_to_bits(state)
-    planes = bits[:, :lines * width].reshape(-1, lines, width).transpose(0, 2, 1)
-    n_line = np.zeros((bits.shape[0], lines), np.uint8)
-    n_line[:, :width] = bits[:, params.state_n_offset:params.state_n_offset + width]
-    return bits_to_lines(np.concatenate([planes.reshape(-1, lines * width), n_line], axis=1))
-
-
-def memory_to_state(params, memory):
-    """Inverse of :func:`state_to_memory`: packed states of their device-memory image (the
-    bits above ``n`` in its line are ignored)."""
-    lines, width = params.line_bits, params.counter_width
-    bits = lines_to_bits(memory)
-    lanes = bits[:, :lines * width].reshape(-1, width, lines).transpose(0, 2, 1)
-    state = np.zeros((bits.shape[0], 8 * state_bytes(params)), np.uint8)
-    state[:, :lines * width] = lanes.reshape(-1, lines * width)
-    state[:, params.state_n_offset:params.state_n_offset + width] = \
-        bits[:, lines * width:lines * width + width]
-    return bits_to_lines(state)
-
-
-def _fields_to_bytes(values, width):
-    if 8 % width == 0:
-        return small_fields_to_lines(values, width)
-    return bits_to_lines(fields_to_bits(values, width))
-
-
-def _bytes_to_fields(lines, width):
-    if 8 % width == 0:
-        return lines_to_small_fields(lines, width).astype(np.int64)
-    return bits_to_fields(lines_to_bits(lines), width)
-
-
-def _lane_width(params, mode):
-    return {Mode.GBINARY: params.counter_width,
-            Mode.GTERNARY: params.gternary_sum_width}[Mode(mode)]
-
-
-def _lane_count(params, mode):
-    return {Mode.GBINARY: params.gbinary_lanes,
-            Mode.GTERNARY: params.gternary_lanes}[Mode(mode)]
 
 
 def run_datapath(params: DatapathParams, req: DatapathRequests) -> DatapathResponses:

@@ -14,11 +14,11 @@ state's memory image (``docs/formats.md``, "In device memory").
 
 import numpy as np
 
-from hdl.params import Mode, Reason
+from spec.formats import memory_to_state, state_to_memory, unpack_state
+from spec.params import Mode, Reason
 
 from .config import decode
-from .datapath import (DatapathRequests, memory_to_state, run_datapath, state_to_memory,
-                       unpack_state)
+from .datapath import DatapathRequests, run_datapath
 
 __all__ = ["DeviceModel"]
 
@@ -29,7 +29,7 @@ class DeviceModel:
     Parameters
     ----------
     params : ControllerParams
-    regions : list of golden.config.Region
+    regions : list of spec.regmap.Region
         The applied table (already validated).
     enable : bool
         ``CTRL.ENABLE``.
@@ -92,7 +92,7 @@ class DeviceModel:
 
     def write(self, address, data, byte_enable=None, poison=False):
         """A MemWr (``byte_enable`` None) or MemWrPtl of the line at byte ``address``; returns
-        the :class:`hdl.params.Reason` of a contribution, ``None`` for other writes."""
+        the :class:`spec.params.Reason` of a contribution, ``None`` for other writes."""
         data = np.asarray(data, np.uint8)
         enables = (np.ones(self._line_bytes, bool) if byte_enable is None
                    else np.asarray(byte_enable, bool))

@@ -19,7 +19,7 @@ def times_constant(value, constant):
 
 def registered_order(m, low, high, name, *, or_equal=False, levels=1):
     """``low < high`` (``low <= high`` when ``or_equal``) of two unsigned values, ``levels``
-    clocks late, so that no carry chain spans the whole width.
+    clocks late (rule 3 of :mod:`hdl.pipeline`).
 
     Both are zero-extended to one width and cut into ``2 ** levels`` parts; each part's order
     and equality are registered (``<name>_<level>_<part>_less`` and ``_equal``, part 0 the

@@ -17,16 +17,14 @@ from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.params import RESERVED_MODE, ControllerParams, Mode, aggregates
+from spec.regmap import COUNTERS, STATUS_FLAGS, ConfigError, controller_events, register_map
+
+from .arith import registered_order, times_constant
 from .csr import RegisterBlock, csr_bus_signature
 from .pipeline import register_copies, register_selected
-from .arith import registered_order, times_constant
-from .params import ControllerParams, Mode, aggregates
-from .regmap import COUNTERS, STATUS_FLAGS, ConfigError, register_map
 
 __all__ = ["region_layout", "event_layout", "ControlRegisters"]
-
-_ADDRESS = 65          # bits of a 64-bit register address plus a 64-bit size, without overflow
-
 
 def region_layout(params):
     """An applied region: the controller's decode reads ``base <= address < end``."""
@@ -47,11 +45,9 @@ def region_layout(params):
 
 
 def event_layout():
-    """One strobe per event the controller reports; each sets its flag or counts."""
-    names = {name.lower() for name, _ in STATUS_FLAGS if name != "CFG_ERROR"
-             and name != "LOCKED_WRITE"}
-    names |= {name.lower() for name, _ in COUNTERS if name != "CFG_ERRORS"}
-    return data.StructLayout({name: 1 for name in sorted(names)})
+    """One strobe per event the controller reports (:func:`spec.regmap.controller_events`);
+    each sets its flag or counts."""
+    return data.StructLayout({name: 1 for name in controller_events()})
 
 
 #: The staged region's selection picks within sets of ``2**_SET_BITS`` regions, registers,
@@ -99,15 +95,17 @@ class _Staged:
                "acc": Cat(pick("ACC_LO", "ADDR"), pick("ACC_HI", "ADDR")),
                "enable": pick("CFG", "ENABLE"), "mode": pick("CFG", "MODE"),
                "threshold": pick("AGG", "THRESHOLD"), "expected": pick("AGG", "EXPECTED")}
+        # A register address plus a register size, with its carry.
+        sum_bits = max(len(raw["base"]), len(raw["size"])) + 1
         lines = raw["size"] >> (params.datapath.line_bytes.bit_length() - 1)
-        end = stage((raw["base"] + raw["size"])[:_ADDRESS], "end_q")
-        span = stage(times_constant(lines, params.accumulator_bytes_per_line)[:_ADDRESS + 8],
+        end = stage((raw["base"] + raw["size"])[:sum_bits], "end_q")
+        span = stage(times_constant(lines, params.accumulator_bytes_per_line)[:sum_bits + 8],
                      "span_q")
         scaled_base = stage(times_constant(raw["base"], params.datapath.accumulator_lines)
                             [:params.address_bits], "scaled_base_q")
         raw = {field: stage(value, f"{field}_d_q") for field, value in raw.items()}
         self.end = stage(end, "end_d_q")
-        self.acc_end = stage((raw["acc"] + span)[:_ADDRESS + 8], "acc_end_q")
+        self.acc_end = stage((raw["acc"] + span)[:sum_bits + 8], "acc_end_q")
         # The state of line address ``x`` of the region sits at
         # ``x * accumulator_lines + state_offset`` (modulo the address space).
         self.state_offset = stage((raw["acc"] - scaled_base)[:params.address_bits],
@@ -135,7 +133,7 @@ def _overlap(a_start, a_end, b_start, b_end, ordered):
 
 
 class ControlRegisters(wiring.Component):
-    """Control registers of the controller (contract section 8).
+    """Control registers of the controller (``docs/spec.md`` section 8).
 
     Parameters
     ----------
@@ -152,7 +150,7 @@ class ControlRegisters(wiring.Component):
     events : In(event_layout())
     clear_start : Out(1)
         One-cycle pulse: clear the accumulators of region ``clear_region``.
-    clear_region : Out(5)
+    clear_region : Out(width of ``CTRL.CLEAR_REGION``)
     clear_busy : In(1)
     clear_done : In(1)
         One-cycle pulse when a clear finishes.
@@ -171,8 +169,7 @@ class ControlRegisters(wiring.Component):
         if not isinstance(params, ControllerParams):
             raise TypeError(f"params must be a ControllerParams, not {params!r}")
         self._params = params
-        self._regmap = register_map(params.datapath, regions=params.regions,
-                                    window_bytes=params.window_bytes, slots=params.slots)
+        self._regmap = register_map(params)
         self._block = RegisterBlock(self._regmap, lock=("CTRL", "LOCK"))
         super().__init__({
             "bus": In(csr_bus_signature(len(self._block.bus.addr))),
@@ -180,7 +177,7 @@ class ControlRegisters(wiring.Component):
             "regions": Out(data.ArrayLayout(region_layout(params), params.regions)),
             "events": In(event_layout()),
             "clear_start": Out(1),
-            "clear_region": Out(5),
+            "clear_region": Out(self._regmap["CTRL"].field("CLEAR_REGION").width),
             "clear_busy": In(1),
             "clear_done": In(1),
             "flush_start": Out(1),
@@ -219,19 +216,18 @@ class ControlRegisters(wiring.Component):
                                                             | block.field("CTRL", command)),
                 block.set_strobe("STATUS", f"{command}_DONE").eq(getattr(self, f"{lower}_done")),
             ]
-        for name, _ in STATUS_FLAGS:
-            if name not in ("CFG_ERROR", "LOCKED_WRITE"):
-                m.d.comb += block.set_strobe("STATUS", name).eq(self.events[name.lower()])
-        counted = {"CFG_ERRORS": Signal(name="cfg_error_event")}
-        for name, _ in COUNTERS:
-            count = block.field(f"CNT_{name}", "COUNT")
-            strobe = counted.get(name)
-            if strobe is None:
-                strobe = self.events[name.lower()]
-            with m.If(strobe):
+        for flag in STATUS_FLAGS:
+            if flag.from_controller:
+                m.d.comb += block.set_strobe("STATUS", flag.name).eq(self.events[flag.name.lower()])
+        cfg_error_event = Signal()
+        own_strobes = {"CFG_ERRORS": cfg_error_event}       # the counters this block strobes
+        for counter in COUNTERS:
+            count = block.field(f"CNT_{counter.name}", "COUNT")
+            with m.If(self.events[counter.name.lower()] if counter.from_controller
+                      else own_strobes[counter.name]):
                 m.d.sync += count.eq(count + 1)
 
-        self._elaborate_apply(m, block, counted["CFG_ERRORS"])
+        self._elaborate_apply(m, block, cfg_error_event)
         return m
 
     def _elaborate_apply(self, m, block, cfg_error_event):
@@ -285,7 +281,7 @@ class ControlRegisters(wiring.Component):
             return compares[-1]
 
         own_checks = [
-            (a.mode == 3, ConfigError.RESERVED_MODE),
+            (a.mode == RESERVED_MODE, ConfigError.RESERVED_MODE),
             (((a.base | a.size) & line_mask) != 0, ConfigError.MISALIGNED),
             (compared(a.size == 0), ConfigError.ZERO_SIZE),
             (compared(a.end > space), ConfigError.OUT_OF_RANGE),

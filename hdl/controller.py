@@ -17,13 +17,21 @@ from amaranth import Cat, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.cxl import (
+    TAG_BITS,
+    DevLoad,
+    m2s_req_layout,
+    m2s_rwd_layout,
+    s2m_drs_layout,
+    s2m_ndr_layout,
+)
+from spec.params import ControllerParams, aggregates
+
 from .axi import AxiMemoryPort, axi4_signature
 from .control import ControlRegisters
 from .csr import csr_bus_signature
-from .cxl import TAG_BITS, DevLoad, m2s_req_layout, m2s_rwd_layout, s2m_drs_layout, s2m_ndr_layout
 from .decode import AddressDecoder, decoded_layout
 from .ingress import Ingress, Operation, request_layout
-from .params import ControllerParams, aggregates
 from .responder import Responder, Source
 from .slots import SlotOp, SlotPool
 from .window import RegisterWindow

@@ -1,4 +1,4 @@
-"""A register block generated from a :class:`hdl.regmap.RegisterMap`, on a plain CSR bus.
+"""A register block generated from a :class:`spec.regmap.RegisterMap`, on a plain CSR bus.
 
 The bus is the port a vendor wrapper connects to (for example an Avalon-MM or AXI4-Lite
 bridge); the controller's CXL.mem register window drives the same bus.
@@ -7,6 +7,8 @@ bridge); the controller's CXL.mem register window drives the same bus.
 from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+
+from spec.regmap import REGISTER_BITS, REGISTER_BYTES, Access
 
 from .arith import any_of
 from .pipeline import register_copies, register_selected
@@ -28,27 +30,53 @@ _READ_SET_BITS = 3
 
 
 def csr_bus_signature(addr_width):
-    """A 32-bit register bus, from the initiator's side.
+    """A register bus of ``REGISTER_BITS``-bit words, from the initiator's side.
 
     Members
     -------
     addr : Out(addr_width)
-        Word address (byte offset / 4) of the access.
+        Word address (byte offset / ``REGISTER_BYTES``) of the access.
     r_stb : Out(1)
         Read strobe; ``r_data`` holds the register ``READ_LATENCY`` clocks later, until the
         next read's data arrives.
-    r_data : In(32)
+    r_data : In(REGISTER_BITS)
     w_stb : Out(1)
         Write strobe: ``w_data`` is written to ``addr`` (after the block's input register).
-    w_data : Out(32)
+    w_data : Out(REGISTER_BITS)
     """
     return wiring.Signature({
         "addr": Out(addr_width),
         "r_stb": Out(1),
-        "r_data": In(32),
+        "r_data": In(REGISTER_BITS),
         "w_stb": Out(1),
-        "w_data": Out(32),
+        "w_data": Out(REGISTER_BITS),
     })
+
+
+def _write_rw(m, value, bits, hit, set_strobe):
+    with m.If(hit):
+        m.d.sync += value.eq(bits)
+
+
+def _write_rw1s(m, value, bits, hit, set_strobe):
+    with m.If(hit):
+        m.d.sync += value.eq(value | bits)
+
+
+def _write_rw1c(m, value, bits, hit, set_strobe):
+    with m.If(set_strobe):             # a set in the same clock as a clearing write wins
+        m.d.sync += value.eq(1)
+    with m.Elif(hit):
+        m.d.sync += value.eq(value & ~bits)
+
+
+def _write_ws(m, value, bits, hit, set_strobe):
+    m.d.sync += value.eq(hit & bits)
+
+
+#: What a bus write does to a field of each access type (``R`` fields take no writes).
+_WRITES = {Access.RW: _write_rw, Access.RW1S: _write_rw1s, Access.RW1C: _write_rw1c,
+           Access.WS: _write_ws}
 
 
 class RegisterBlock(wiring.Component):
@@ -83,7 +111,7 @@ class RegisterBlock(wiring.Component):
     Members
     -------
     bus : In(csr_bus_signature(addr_width))
-        ``addr_width`` covers the map's window in 32-bit words.
+        ``addr_width`` covers the map's window in register words.
     hold : In(1)
         The owner's own write protection of the ``lockable`` registers (while it reads them).
     locked_write : Out(1)
@@ -96,12 +124,12 @@ class RegisterBlock(wiring.Component):
             for f in reg.fields:
                 name = f"{reg.name}__{f.name}".lower()
                 self._fields[reg.name, f.name] = Signal(f.width, init=f.reset, name=name)
-                if f.access == "RW1C":
+                if f.access == Access.RW1C:
                     self._sets[reg.name, f.name] = Signal(name=f"{name}__set")
-        if lock is not None and regmap[lock[0]].field(lock[1]).access != "RW1S":
+        if lock is not None and regmap[lock[0]].field(lock[1]).access != Access.RW1S:
             raise ValueError(f"lock field {lock[0]}.{lock[1]} must be RW1S")
         self._lock = lock
-        addr_width = max(1, (regmap.window_bytes // 4 - 1).bit_length())
+        addr_width = max(1, (regmap.window_bytes // REGISTER_BYTES - 1).bit_length())
         super().__init__({"bus": In(csr_bus_signature(addr_width)), "hold": In(1),
                           "locked_write": Out(1)})
 
@@ -121,9 +149,10 @@ class RegisterBlock(wiring.Component):
         parts, position = [], 0
         for f in sorted(reg.fields, key=lambda f: f.offset):
             parts.append(Const(0, f.offset - position))
-            parts.append(Const(0, f.width) if f.access == "WS" else self._fields[reg.name, f.name])
+            parts.append(Const(0, f.width) if f.access == Access.WS
+                         else self._fields[reg.name, f.name])
             position = f.offset + f.width
-        parts.append(Const(0, 32 - position))
+        parts.append(Const(0, REGISTER_BITS - position))
         return Cat(*parts)
 
     def _elaborate_read(self, m, request):
@@ -135,7 +164,7 @@ class RegisterBlock(wiring.Component):
         own, so that no one register's net reaches every group or every set."""
         groups = {}
         for reg in self._regmap:
-            word = reg.offset // 4
+            word = reg.offset // REGISTER_BYTES
             groups.setdefault(word >> _READ_GROUP_BITS, {})[word % (1 << _READ_GROUP_BITS)] = reg
         waited = Signal.like(request)
         m.d.sync += waited.eq(request)
@@ -143,7 +172,7 @@ class RegisterBlock(wiring.Component):
                                   len(groups), "read_select")
         words = {}
         for (group, regs), select in zip(groups.items(), selects):
-            words[group] = Signal(32, name=f"read_group_{group}")
+            words[group] = Signal(REGISTER_BITS, name=f"read_group_{group}")
             values = {k: self._read_value(reg) for k, reg in regs.items()}
             register_selected(m, words[group], values, select[:_READ_GROUP_BITS],
                               enable=select[-1])
@@ -157,7 +186,7 @@ class RegisterBlock(wiring.Component):
         sets = {}
         for group in words:
             sets.setdefault(group >> _READ_SET_BITS, []).append(group)
-        set_words = {number: Signal(32, name=f"read_set_{number}") for number in sets}
+        set_words = {number: Signal(REGISTER_BITS, name=f"read_set_{number}") for number in sets}
         # The set, one flag per set, so that the last step is an AND-OR of the set words.
         set_hits = {number: Signal(name=f"read_set_hit_{number}") for number in sets}
         with m.If(read_q):
@@ -166,22 +195,22 @@ class RegisterBlock(wiring.Component):
         # which follows the waited address a clock later (on the clock of ``read_q``, it holds
         # the read's).
         set_selects = iter(register_copies(m, waited.addr[_READ_GROUP_BITS:][:_READ_SET_BITS],
-                                           len(sets) * 4, "read_set_select"))
+                                           len(sets) * REGISTER_BYTES, "read_set_select"))
         for number, members in sets.items():
-            for byte in range(4):
+            for byte in range(REGISTER_BYTES):
                 register_selected(m, set_words[number].word_select(byte, 8),
                                   {group % (1 << _READ_SET_BITS): words[group].word_select(byte, 8)
                                    for group in members},
                                   next(set_selects), enable=read_q)
         with m.If(read_qq):
-            m.d.sync += self.bus.r_data.eq(any_of(word & set_hits[number].replicate(32)
+            m.d.sync += self.bus.r_data.eq(any_of(word & set_hits[number].replicate(REGISTER_BITS)
                                                   for number, word in set_words.items()))
 
     def elaborate(self, platform):
         m = Module()
         # The bus strobes, address and write data, registered on entry.
         request = Signal(data.StructLayout({"addr": len(self.bus.addr), "r_stb": 1, "w_stb": 1,
-                                            "w_data": 32}))
+                                            "w_data": REGISTER_BITS}))
         m.d.sync += [request.addr.eq(self.bus.addr), request.r_stb.eq(self.bus.r_stb),
                      request.w_stb.eq(self.bus.w_stb), request.w_data.eq(self.bus.w_data)]
         locked = (self._fields[self._lock] if self._lock else Const(0)) | self.hold
@@ -189,8 +218,8 @@ class RegisterBlock(wiring.Component):
         self._elaborate_read(m, request)
 
         hits = Signal(len(list(self._regmap)))
-        w_data = Signal(32)
-        m.d.sync += [hits.eq(Cat(request.w_stb & (request.addr == reg.offset // 4)
+        w_data = Signal(REGISTER_BITS)
+        m.d.sync += [hits.eq(Cat(request.w_stb & (request.addr == reg.offset // REGISTER_BYTES)
                                  for reg in self._regmap)),
                      w_data.eq(request.w_data)]
         locked_hits = []
@@ -200,20 +229,9 @@ class RegisterBlock(wiring.Component):
                 locked_hits.append(hit & locked)
                 hit = hit & ~locked
             for f in reg.fields:
-                value = self._fields[reg.name, f.name]
-                bits = w_data[f.offset:f.offset + f.width]
-                if f.access == "RW":
-                    with m.If(hit):
-                        m.d.sync += value.eq(bits)
-                elif f.access == "RW1S":
-                    with m.If(hit):
-                        m.d.sync += value.eq(value | bits)
-                elif f.access == "RW1C":
-                    with m.If(self._sets[reg.name, f.name]):
-                        m.d.sync += value.eq(1)
-                    with m.Elif(hit):
-                        m.d.sync += value.eq(value & ~bits)
-                elif f.access == "WS":
-                    m.d.sync += value.eq(hit & bits)
+                if f.access in _WRITES:
+                    _WRITES[f.access](m, self._fields[reg.name, f.name],
+                                      w_data[f.offset:f.offset + f.width], hit,
+                                      self._sets.get((reg.name, f.name)))
         m.d.sync += self.locked_write.eq(Cat(locked_hits).any())
         return m

@@ -2,24 +2,27 @@
 
 Five combinational stages with up to five registers (``|``), chosen by ``latency``::
 
-    latency 1:  request -> Decode -> Addends -> Add -> Compare -> Select -> | -> response
-    latency 2:  request -> Decode -> Addends -> Add -> | -> Compare -> Select -> | -> ...
-    latency 3:  request -> Decode -> Addends -> | -> Add -> | -> Compare -> Select -> | -> ...
-    latency 4:  request -> Decode -> Addends -> | -> Add -> | -> Compare -> | -> Select -> | -> ...
-    latency 5:  request -> Decode -> | -> Addends -> | -> Add -> | -> Compare -> | -> Select -> | -> ...
+    latency 1:  Decode -> Addends -> Add -> Compare -> Select -> |
+    latency 2:  Decode -> Addends -> Add -> | -> Compare -> Select -> |
+    latency 3:  Decode -> Addends -> | -> Add -> | -> Compare -> Select -> |
+    latency 4:  Decode -> Addends -> | -> Add -> | -> Compare -> | -> Select -> |
+    latency 5:  Decode -> | -> Addends -> | -> Add -> | -> Compare -> | -> Select -> |
+
+(the request enters on the left; the response leaves from the last register)
 
 ``Decode`` makes every per-line decision once (accept or reject, what to add, how to read back)
 and writes it into ``control_copies`` identical copies, each serving ``CONTROL_COPY_BITS`` line
 bits, so that after a register no control net spans the whole line. ``Addends`` works out what
 each lane pair adds, from its line bits and its copy of the decisions, so that at latency 3 and
-above ``Add`` is registers into carry chains with no logic or control fan-out in front.
+above ``Add`` is registers into carry chains (rules 2 and 3 of :mod:`hdl.pipeline`).
 """
 
 from amaranth import Cat, Const, Module, Mux, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregates
+from spec.params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregates
+
 from .pipeline import PipelineRegister, register_copies
 
 __all__ = ["state_layout", "planes_of_state", "state_of_planes", "request_layout",

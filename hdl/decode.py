@@ -4,9 +4,10 @@ from amaranth import Cat, Const, Module, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.params import ControllerParams, Mode, aggregates
+
 from .arith import any_of, registered_order, times_constant
 from .control import region_layout
-from .params import ControllerParams, Mode, aggregates
 from .pipeline import register_copies
 
 __all__ = ["decoded_layout", "AddressDecoder"]
@@ -39,10 +40,11 @@ class AddressDecoder(wiring.Component):
     Validated tables have no overlapping regions, so at most one matches; the fields of the
     matching region are selected by an AND-OR of the hits rather than a priority chain.
 
-    ``decoded`` is that of the ``address``, ``enable`` and ``regions`` of ``LATENCY`` clocks
-    earlier, one registered step each: a copy of the address for each region; the compares,
-    each bound of each region in two halves (the high halves' order and equality, the low
-    halves' order); the hits; the selection; the state address sum. Its user holds the inputs
+    A change of ``address`` reaches ``decoded`` exactly ``LATENCY`` clocks later; changes of
+    ``enable`` and ``regions`` enter at later steps, so they arrive sooner and may show mixed
+    values on the way. The registered steps: a copy of the address for each region; the
+    compares, each bound of each region in two halves (the high halves' order and equality, the
+    low halves' order); the hits; the selection; the state address sum. Its user holds the inputs
     steady for ``LATENCY`` clocks before reading it.
 
     Members

@@ -1,14 +1,18 @@
 """Write the generated Verilog and its field maps: ``python -m hdl.generate --help``.
 
-For one datapath configuration this writes, into ``<out>/<config name>/``:
+For one configuration this writes, into ``<out>/<datapath name>/`` (e.g. ``L512_W4_D5``):
 
 - ``nf_datapath.v``: the Verilog module ``nf_datapath``;
 - ``nf_datapath.vh``: Verilog ``localparam``\\ s for the parameters and every payload field's
   offset and width, for hand-written wrappers;
 - ``nf_datapath.json`` and ``nf_datapath.md``: the same facts for scripts and for people;
+
+and into ``<out>/<controller name>/`` (e.g. ``L512_W4_D5_R8_S256``, also naming the regions and
+slots):
+
 - ``nf_controller.v``: the CXL.mem controller ``nf_controller`` (:mod:`hdl.controller`) built
   around that datapath, and ``nf_controller.json``: its parameters and derived numbers;
-- ``nf_regs.py``, ``nf_regs.h``, ``nf_regs.md``: the control-register map (:mod:`hdl.regmap`)
+- ``nf_regs.py``, ``nf_regs.h``, ``nf_regs.md``: the control-register map (:mod:`spec.regmap`)
   as Python constants, a C header and a table.
 """
 
@@ -20,13 +24,20 @@ from amaranth import Const, Value
 from amaranth.back import verilog
 from amaranth.lib import data
 
+from spec.params import (
+    ControllerParams,
+    DatapathParams,
+    Mode,
+    Reason,
+    add_controller_arguments,
+    controller_from_arguments,
+)
+from spec.regmap import register_map
+
 from .controller import CxlMemController
 from .csr import READ_LATENCY, WRITE_LATENCY
 from .datapath import AggregationDatapath
 from .decode import AddressDecoder
-from .params import (ControllerParams, DatapathParams, Mode, Reason, add_controller_arguments,
-                     controller_from_arguments)
-from .regmap import register_map
 
 __all__ = ["DATAPATH_TOP", "CONTROLLER_TOP", "component_verilog", "datapath_facts",
            "write_datapath",
@@ -172,12 +183,12 @@ def write_controller(params, out_dir):
     return out_dir / f"{CONTROLLER_TOP}.v"
 
 
-def write_register_map(params, out_dir, *, regions=ControllerParams.regions,
-                       slots=ControllerParams.slots):
-    """Write the register map's Python constants, C header and Markdown table."""
+def write_register_map(params, out_dir):
+    """Write the register map of controller configuration ``params``: Python constants, a C
+    header and a Markdown table."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    regmap = register_map(params, regions=regions, slots=slots)
+    regmap = register_map(params)
     (out_dir / "nf_regs.py").write_text(regmap.python_constants())
     (out_dir / "nf_regs.h").write_text(regmap.c_header())
     (out_dir / "nf_regs.md").write_text(regmap.markdown())
@@ -190,12 +201,12 @@ def main(argv=None):
     add_controller_arguments(parser)
     args = parser.parse_args(argv)
     controller = controller_from_arguments(parser, args)
-    params = controller.datapath
-    path = write_datapath(params, Path(args.out) / params.name)
-    write_controller(controller, path.parent)
-    write_register_map(params, path.parent, regions=controller.regions, slots=controller.slots)
-    print(f"wrote {path} (+ .vh, .json, .md beside it), {CONTROLLER_TOP}.v (+ .json) and the "
-          f"register map nf_regs.py, nf_regs.h, nf_regs.md")
+    datapath = write_datapath(controller.datapath, Path(args.out) / controller.datapath.name)
+    folder = Path(args.out) / controller.name
+    write_controller(controller, folder)
+    write_register_map(controller, folder)
+    print(f"wrote {datapath} (+ .vh, .json, .md beside it), and in {folder}: "
+          f"{CONTROLLER_TOP}.v (+ .json) and the register map nf_regs.py, nf_regs.h, nf_regs.md")
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .cxl import LD_ID_BITS, TAG_BITS, ReqOpcode, RwDOpcode, m2s_req_layout, m2s_rwd_layout
-from .params import ControllerParams
+from spec.cxl import LD_ID_BITS, TAG_BITS, ReqOpcode, RwDOpcode, m2s_req_layout, m2s_rwd_layout
+from spec.params import ControllerParams
 
 __all__ = ["Operation", "request_layout", "Ingress"]
 

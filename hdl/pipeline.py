@@ -1,4 +1,22 @@
-"""Pipeline register of a fixed-latency stream pipeline, and a registered select."""
+"""The timing-closure rules of the design, and the helpers that keep them.
+
+Every component follows these rules; a comment elsewhere names the rule rather than restating it.
+
+1. **Wide pipelines never stall.** A register stage of line-wide data has no enable
+   (:class:`PipelineRegister`): a stall computed from a pipeline's output would reach every
+   flip-flop of the line. Backpressure is taken before a wide pipeline (credits for what is in
+   flight) and after it (a FIFO with room for everything in flight).
+2. **No control net spans the line.** A decision that steers line-wide logic is made once and
+   registered in one copy per group of lanes (:func:`register_copies`; a group is
+   ``CONTROL_COPY_BITS`` line bits, :mod:`spec.params`), each copy placed beside its lanes.
+3. **One level of logic between registers on wide or far paths.** A select wider than a few
+   inputs is registered in steps (:func:`register_selected`), each mux beside the registers it
+   selects from; an address compare is split into registered parts
+   (:func:`hdl.arith.registered_order`), so that no carry chain spans an address; a check's
+   result is registered before it steers anything.
+4. **Latency is a named constant of the component**, stated next to its registers and checked
+   by a test that measures it.
+"""
 
 from contextlib import nullcontext
 
@@ -13,9 +31,7 @@ class PipelineRegister(wiring.Component):
     """One register stage of a pipeline that never stalls: ``source`` is ``sink`` (valid and
     payload) one clock later.
 
-    Both streams are ``always_ready``: there is no enable, so no net reaches every flip-flop of
-    a wide pipeline. (A stall enable computed from the pipeline's output, which reached every
-    flip-flop of the datapath, was its worst path in place-and-route.)
+    Both streams are ``always_ready``: there is no enable (rule 1).
 
     Parameters
     ----------

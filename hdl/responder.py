@@ -4,9 +4,18 @@ from amaranth import Module, Mux, ResetSignal, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .cxl import (LD_ID_BITS, TAG_BITS, DevLoad, DRSOpcode, MetaField, NDROpcode,
-                  s2m_drs_layout, s2m_ndr_layout)
-from .params import ControllerParams
+from spec.cxl import (
+    LD_ID_BITS,
+    TAG_BITS,
+    DevLoad,
+    DRSOpcode,
+    MetaField,
+    NDROpcode,
+    s2m_drs_layout,
+    s2m_ndr_layout,
+)
+from spec.params import ControllerParams
+
 from .slots import slot_result_layout
 
 __all__ = ["Source", "completion_layout", "Responder"]

@@ -53,8 +53,9 @@ from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggregates
+
 from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
-from .params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggregates
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
            "write_back_layout", "slot_event_layout", "accumulate", "SlotPool"]
@@ -257,7 +258,6 @@ class SlotPool(wiring.Component):
         m = Module()
         params, u = self._params, self._user_width
         p = params.datapath
-        width = p.counter_width
         op_layout = slot_op_layout(params, u)
         entry_layout = slot_entry_layout(params)
         side_layout = _side_layout(params, u)

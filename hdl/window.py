@@ -1,11 +1,13 @@
-"""The register window: host line accesses turned into 32-bit register accesses."""
+"""The register window: host line accesses turned into register accesses."""
 
 from amaranth import Cat, Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.params import ControllerParams
+from spec.regmap import REGISTER_BITS, REGISTER_BYTES
+
 from .csr import READ_LATENCY, WRITE_LATENCY, csr_bus_signature
-from .params import ControllerParams
 
 __all__ = ["window_request_layout", "RegisterWindow"]
 
@@ -51,7 +53,7 @@ class RegisterWindow(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self._params.datapath
-        words = p.line_bytes // 4
+        words = p.line_bytes // REGISTER_BYTES
         current = Signal.like(self.request.payload)
         busy = Signal()
         issued = Signal(range(words + 1))
@@ -66,11 +68,11 @@ class RegisterWindow(wiring.Component):
                          captured.eq(0), settle.eq(0)]
 
         index = issued[:max(1, (words - 1).bit_length())]
-        word_enables = current.byte_enable.word_select(index, 4)
+        word_enables = current.byte_enable.word_select(index, REGISTER_BYTES)
         fire = busy & (issued != words) & self.bus_free
         m.d.comb += [
             self.bus.addr.eq(current.word + issued),
-            self.bus.w_data.eq(current.data.word_select(index, 32)),
+            self.bus.w_data.eq(current.data.word_select(index, REGISTER_BITS)),
             self.bus.r_stb.eq(fire & current.read),
             self.bus.w_stb.eq(fire & ~current.read & word_enables.all()),
         ]
@@ -78,7 +80,8 @@ class RegisterWindow(wiring.Component):
             m.d.sync += issued.eq(issued + 1)
         m.d.sync += capture.eq(Cat(fire & current.read, capture[:-1]))
         with m.If(capture[-1]):
-            m.d.sync += [line.eq(Cat(line[32:], self.bus.r_data)), captured.eq(captured + 1)]
+            m.d.sync += [line.eq(Cat(line[REGISTER_BITS:], self.bus.r_data)),
+                         captured.eq(captured + 1)]
 
         with m.If(busy & (issued == words)):
             with m.If(current.read):

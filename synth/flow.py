@@ -37,8 +37,12 @@ from hdl.controller import CxlMemController
 from hdl.datapath import AggregationDatapath
 from hdl.generate import component_verilog
 from hdl.slots import SlotPool
-from hdl.params import (ControllerParams, DatapathParams, add_controller_arguments,
-                        controller_from_arguments)
+from spec.params import (
+    ControllerParams,
+    DatapathParams,
+    add_controller_arguments,
+    controller_from_arguments,
+)
 
 from .sta import analyse, by_register, parse_sdf
 
@@ -48,14 +52,13 @@ __all__ = ["DEVICE", "PLACER", "version_line", "synthesize", "estimate_gates",
 
 DEVICE = "LFE5UM-85F"
 SPEED_GRADE = 6        # the slowest grade, nextpnr's default; stated to nextpnr all the same
-# What the default configuration should reach (issue #4); the Fmax targets are also the default
+# What the default configuration should reach; the Fmax targets are also the default
 # constraints given to nextpnr.
 TARGETS = {"datapath": {"lut4": 6000, "fmax_mhz": 250.0}, "controller": {"fmax_mhz": 150.0}}
 _NEXTPNR_DEVICE = "--um-85k"
-# nextpnr's electrostatic placer, not its default (HeAP): on the default datapath it gave a
-# median of 288.0 MHz against HeAP's 255.0 (seeds 1-3) in slightly less time, and on an earlier
-# controller 103.5 / 96.4 MHz against 87.5 / 91.8 (seeds 1, 2). Router1 stays nextpnr's default
-# (router2 gave 135.5 MHz against 210.8 on the datapath).
+# nextpnr's electrostatic placer, not its default (HeAP): compared over seeds 1-3 on the default
+# designs, it placed to a higher median Fmax in no more time. The router stays nextpnr's default,
+# router1: router2 gave a lower Fmax on the datapath.
 PLACER = "static"
 _BIN = Path(sys.executable).parent
 

