@@ -1,11 +1,20 @@
-"""Project hygiene: the pins in pyproject.toml and requirements.lock agree, and the tests share
-their helpers through ``bench/`` only."""
+"""Project hygiene: the pins in pyproject.toml and requirements.lock agree, the docs state
+the numbers of their one source, and the tests share their helpers through ``bench/`` only."""
 
 import ast
 import re
 import tomllib
 
 from bench.simulators import REPO
+from spec.params import (
+    LATENCY_CHOICES,
+    LINE_BITS_CHOICES,
+    MAX_COUNTER_WIDTH,
+    MAX_REGIONS,
+    MAX_SLOTS,
+    ControllerParams,
+    DatapathParams,
+)
 
 
 def test_every_pyproject_pin_is_the_locked_version():
@@ -20,6 +29,35 @@ def test_every_pyproject_pin_is_the_locked_version():
         name, version = requirement.split("==")
         assert locked.get(name.lower()) == version, \
             f"pyproject pins {name}=={version}, requirements.lock has {locked.get(name.lower())}"
+
+
+def _spec_parameter_rows():
+    """``{parameter: range text}`` of the parameter table in docs/spec.md."""
+    rows = {}
+    for line in (REPO / "docs" / "spec.md").read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        names = re.findall(r"`(\w+)`", cells[0])
+        if len(cells) == 3 and names:
+            rows[names[-1]] = cells[1]
+    return rows
+
+
+def test_the_spec_states_the_parameter_ranges_of_spec_params():
+    """docs/spec.md restates the parameter ranges for users; they must be those of
+    spec/params.py, the one source."""
+    rows = _spec_parameter_rows()
+    datapath, controller = DatapathParams(), ControllerParams()
+    want = {
+        "line_bits": f"{LINE_BITS_CHOICES[0]} to {LINE_BITS_CHOICES[-1]}, a power of two "
+                     f"({datapath.line_bits})",
+        "counter_width": f"1 to {MAX_COUNTER_WIDTH} ({datapath.counter_width})",
+        "latency": f"{LATENCY_CHOICES[0]} to {LATENCY_CHOICES[-1]} ({datapath.latency})",
+        "regions": f"1 to {MAX_REGIONS} ({controller.regions})",
+        "slots": f"2 to {MAX_SLOTS}, a power of two ({controller.slots})",
+    }
+    for name, text in want.items():
+        assert rows.get(name) == text, \
+            f"docs/spec.md says {name}: {rows.get(name)!r}; spec/params.py gives {text!r}"
 
 
 def _imports(path):
