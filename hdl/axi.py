@@ -8,7 +8,6 @@ from amaranth import Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-
 __all__ = ["axi4_signature", "read_command_layout", "write_command_layout", "AxiMemoryPort"]
 
 #: AXI4 ``xBURST`` code of an incrementing burst and ``xRESP`` of a good response.
