@@ -53,9 +53,12 @@ class AxiMemoryPort(wiring.Component):
       on ``read_data``, one per clock that it is valid, with the read's ID and ``error`` when
       the memory answered anything but OKAY. ``RREADY`` is always high: an owner issues a read
       only when it will take every line of it. Lines of one ID come back in order.
-    - ``write_command`` takes a whole burst (address, lines, first line's strobe) into a
-      register, then offers AW and the W beats (``WLAST`` on the last); it takes the next
-      command on the clock the last of both moves, so one-line writes go at one per clock.
+    - ``write_command`` takes a whole burst (address, lines, first line's strobe): its AW into
+      the AW register, its lines into the W burst register, which shifts them out beat by beat
+      (``WLAST`` on the last). Behind the W burst waits at most one one-line write whose AW has
+      gone ahead, so that one-line writes go at one per clock even to a memory that takes a
+      burst's W only after its AW. A command is taken when the AW register is free (or moves
+      on that clock) and its lines have room.
       ``write_response`` is valid for a clock per B response, with its ID and ``error``.
 
     A burst must not cross a 4 KiB boundary (AXI4): the controller's bursts are single lines
@@ -126,26 +129,40 @@ class AxiMemoryPort(wiring.Component):
                      self.write_response.payload.id.eq(axi.bid),
                      self.write_response.payload.error.eq(axi.bresp != RESP_OKAY)]
 
-        # AW and W: the burst in a register; its lines shift out beat by beat.
+        # AW in a register; W: the current burst in a register, its lines shifting out beat by
+        # beat, and behind it at most one one-line write (``next_*``), whose AW may go ahead.
         job = self.write_command
         lines = Signal.like(job.payload.lines)
         strobe = Signal.like(job.payload.strobe)
-        left = Signal.like(job.payload.beats)       # W beats still to send
+        left = Signal.like(job.payload.beats)       # W beats of the current burst still to send
+        next_valid = Signal()
+        next_line = Signal(line_bits)
+        next_strobe = Signal.like(job.payload.strobe)
         aw_moves = axi.awvalid & axi.awready
         w_moves = axi.wvalid & axi.wready
-        aw_done = ~axi.awvalid | aw_moves
-        w_done = (left == 0) | ((left == 1) & w_moves)
-        m.d.comb += [job.ready.eq(aw_done & w_done),
+        aw_free = ~axi.awvalid | aw_moves
+        current_free = (left == 0) | ((left == 1) & w_moves)   # empty after this clock
+        next_moves = current_free & next_valid                 # next becomes the current burst
+        to_current = current_free & ~next_valid
+        to_next = (job.payload.beats == 1) & (~next_valid | next_moves) & ~to_current
+        m.d.comb += [job.ready.eq(aw_free & (to_current | to_next)),
                      axi.wvalid.eq(left != 0), axi.wlast.eq(left == 1),
                      axi.wdata.eq(lines[:line_bits]), axi.wstrb.eq(strobe)]
         with m.If(aw_moves):
             m.d.sync += axi.awvalid.eq(0)
         with m.If(w_moves):
             m.d.sync += [lines.eq(lines >> line_bits), strobe.eq(-1), left.eq(left - 1)]
+        with m.If(next_moves):
+            m.d.sync += [lines.eq(next_line), strobe.eq(next_strobe), left.eq(1),
+                         next_valid.eq(0)]
         with m.If(job.valid & job.ready):
             m.d.sync += [axi.awvalid.eq(1), axi.awid.eq(job.payload.id),
                          axi.awaddr.eq(job.payload.address),
-                         axi.awlen.eq(job.payload.beats - 1),
-                         lines.eq(job.payload.lines), strobe.eq(job.payload.strobe),
-                         left.eq(job.payload.beats)]
+                         axi.awlen.eq(job.payload.beats - 1)]
+            with m.If(to_current):
+                m.d.sync += [lines.eq(job.payload.lines), strobe.eq(job.payload.strobe),
+                             left.eq(job.payload.beats)]
+            with m.Else():
+                m.d.sync += [next_valid.eq(1), next_line.eq(job.payload.lines[:line_bits]),
+                             next_strobe.eq(job.payload.strobe)]
         return m

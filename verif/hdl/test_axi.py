@@ -79,12 +79,15 @@ def _run(seed, jobs, reads):
     return seen
 
 
+@pytest.mark.parametrize("single", [0.25, 0.8], ids=["bursts", "mostly_single_lines"])
 @pytest.mark.parametrize("seed", range(4))
-def test_bursts_in_order_with_ids(seed):
+def test_bursts_in_order_with_ids(seed, single):
+    """``single``: the share of one-line writes, which may wait behind a burst (the rest are
+    2 to ``MAX_BEATS`` lines)."""
     rng = random.Random(100 + seed)
     jobs = []
     for k in range(24):
-        beats = rng.randint(1, MAX_BEATS)
+        beats = 1 if rng.random() < single else rng.randint(2, MAX_BEATS)
         lines = [rng.getrandbits(LINE_BITS) for _ in range(MAX_BEATS)]
         jobs.append({"id": rng.randint(0, 3), "address": 0x100 + 0x10 * k, "beats": beats,
                      "lines": sum(line << (LINE_BITS * i) for i, line in enumerate(lines)),
@@ -113,3 +116,40 @@ def test_bursts_in_order_with_ids(seed):
     want_r = [(r["id"], r["address"] + 4 * k, int(r["id"] == 3))
               for r in reads for k in range(r["beats"])]
     assert seen["read_data"] == want_r, f"seed {seed}: read beats (id, data, error) differ"
+
+
+def test_one_line_writes_go_at_one_per_clock_to_a_memory_that_wants_aw_first():
+    """A memory may take a burst's W only after its AW (AXI4 allows it). One-line writes,
+    offered back to back, still go at one per clock: each AW goes while the write before it
+    sends its W."""
+    port = AxiMemoryPort(line_bits=LINE_BITS, address_bits=16, id_bits=2, max_beats=MAX_BEATS)
+    count = 32
+    clocks = {"aw": [], "w": []}
+
+    async def memory(ctx):
+        axi = port.axi
+        addressed = 0                   # bursts whose AW has moved, W not yet
+        ctx.set(axi.awready, 1)
+        clock = 0
+        async for sample in ctx.tick().sample(axi.awvalid, axi.wvalid, axi.wready):
+            awvalid, wvalid, wready = sample[2:]
+            clock += 1
+            if wvalid and wready:
+                clocks["w"].append(clock)
+                addressed -= 1
+            if awvalid:
+                clocks["aw"].append(clock)
+                addressed += 1
+            ctx.set(axi.wready, addressed > 0)
+
+    async def writer(ctx):
+        for k in range(count):
+            await send(ctx, port.write_command, id=0, address=0x100 + 4 * k, beats=1,
+                       lines=k, strobe=-1)
+        await ctx.tick().repeat(8)
+
+    simulate(port, writer, processes=[memory])
+    assert len(clocks["w"]) == count, f"{len(clocks['w'])} W beats of {count} writes"
+    span = clocks["w"][-1] - clocks["aw"][0] + 1
+    assert span <= count + 1, \
+        f"{count} one-line writes took {span} clocks from the first AW to the last W"
