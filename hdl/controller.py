@@ -222,6 +222,7 @@ class CxlMemController(wiring.Component):
         writes_pending = (pool_writes != 0) | (host_writes != 0)
         m.d.comb += [
             pool.writes_pending.eq(writes_pending),
+            pool.host_writes_pending.eq(host_writes != 0),
             responder.memory_written.eq(response.valid & (response.payload.id == _HOST_ID)),
             events.mem_error.eq((returned.valid & returned.payload.error)
                                 | (response.valid & response.payload.error)

@@ -23,16 +23,28 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
   in the forwarding registers ``W1`` and ``W2``. This is how contributions to one line are
   accepted on consecutive clocks and each counted once.
 - A miss waits in T1: the pool drains, writes the occupant back if it is dirty (an eviction),
-  waits until device memory has taken every write-back, then fills the slot: it reads the
-  line's ``n`` (one line) and, only if ``n`` is not 0, its ``W`` bit-plane lines; then the op
-  reads its slot again and hits. A result read of a line that is not resident does not take a
-  slot: it reads the line's result line from device memory (one line).
+  then fills the slot: it reads the line's ``n`` (one line) and, only if ``n`` is not 0, its
+  ``W`` bit-plane lines; then the op reads its slot again and hits. The fill waits for device
+  memory to acknowledge every write first only when one of them may be to the line's own
+  accumulator (see *Fills and writes* below). A result read of a line that is not resident
+  does not take a slot: it reads the line's result line from device memory (one line) at once,
+  without draining first, unless a write may be to that line; its answer leaves after the ops
+  ahead of it.
 - When a contribution makes ``n`` reach the region's ``EXPECTED``, the line is *complete*: its
   state and result line are written back at once and it stays resident, clean.
 - Scan ops (``FLUSH``, ``EVICT``, ``CLEAR``) name a slot rather than a line; the controller
   sends them with nothing else in flight. After reset the pool scans every slot itself
   (``DROP``) before it takes an op: a reset loses the state of dirty slots, and
   ``events.dropped`` counts each.
+
+*Fills and writes.* AXI orders neither a read after a write nor writes of two IDs, so a fill
+(or result read) of line ``X`` must not overtake a write of ``X``'s accumulator. A write-back
+of ``X`` can be outstanding while ``X`` is not resident only if ``X`` left its slot (an
+eviction, a clear, a drop) after it was made. ``departed`` records that some line left its
+slot, and is cleared when every write is done; a miss waits for every write only if
+``departed`` was set before its own eviction (which writes another line), or while a host
+write is outstanding (it may be a raw write of accumulator memory). A completed line's
+write-back therefore does not hold up the fill of the next line.
 
 Each result leaves in op order. Write-backs leave in the order they are made, each the
 accumulator image of one line: its result line, then its state's memory image
@@ -192,6 +204,7 @@ class _Fsm(enum.Enum, shape=4):
     PLANES_DATA = 10
     INSTALL = 11
     INSTALLED = 12
+    READ_ANSWER = 13
 
 
 class SlotPool(wiring.Component):
@@ -217,8 +230,10 @@ class SlotPool(wiring.Component):
         ``fill_data`` in order, and the pool takes each on the clock it is valid.
     fill_data : In(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
     writes_pending : In(1)
-        Write-backs taken from ``write_back`` that device memory has not yet acknowledged.
-        A fill or result read waits until there are none, so it never overtakes one.
+        Writes to device memory (the pool's and the host's) not yet acknowledged.
+    host_writes_pending : In(1)
+        Host writes among them. A fill or result read waits for every write while there is one
+        (see *Fills and writes*).
     idle : Out(1)
         No op in the pool, none of its outputs waiting, no write-back pending: a scan or a
         register command may start, and device memory holds every write-back made so far.
@@ -242,6 +257,7 @@ class SlotPool(wiring.Component):
                                                                   "error": 1}),
                                              always_ready=True)),
             "writes_pending": In(1),
+            "host_writes_pending": In(1),
             "idle": Out(1),
             "events": Out(slot_event_layout()),
         })
@@ -356,7 +372,8 @@ class SlotPool(wiring.Component):
 
         word = Signal(entry_layout)
         m.d.comb += word.eq(Mux(fwd1, w1, Mux(fwd2, w2, p2_word)))
-        self._update(m, p2, p2_valid, word, write, unit, side_layout, events)
+        departure = Signal()        # P2 takes a line out of its slot
+        self._update(m, p2, p2_valid, word, write, unit, side_layout, events, departure)
 
         # The result unit's output goes to the queues.
         side = side_layout(unit.response.payload.user)
@@ -375,16 +392,18 @@ class SlotPool(wiring.Component):
         m.d.sync += in_flight.eq(in_flight + unit.request.valid - response.valid)
 
         self._miss_handler(m, state, t1, t1_valid, filled, miss, rdata, p2, p2_valid, p2_word,
-                           fwd1, fwd2, in_flight, results, write_backs, result_layout, events)
+                           fwd1, fwd2, in_flight, results, write_backs, result_layout, events,
+                           departure)
         with m.If(~scanning & ~t1_valid & ~p2_valid):
             m.d.sync += settling.eq(0)
         m.d.comb += self.idle.eq(~settling & ~t1_valid & ~p2_valid & (in_flight == 0)
-                                 & running & ~write_backs.r_rdy & ~self.writes_pending)
+                                 & running & (write_backs.level == 0) & ~self.writes_pending)
         return m
 
-    def _update(self, m, op, valid, word, write, unit, side_layout, events):
+    def _update(self, m, op, valid, word, write, unit, side_layout, events, departure):
         """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``;
-        drives the slot's write port and the result unit's request."""
+        drives the slot's write port, the result unit's request and ``departure`` (a line
+        leaves its slot)."""
         p = self._params.datapath
         n = word.state.n
         kind = op.kind
@@ -422,7 +441,8 @@ class SlotPool(wiring.Component):
                              events.dropped.eq(valid & word.valid & word.dirty)]
             with m.Case(SlotOp.INSTALL):
                 m.d.comb += write.en.eq(valid)
-        m.d.comb += [write.addr.eq(op.index), write.data.eq(new)]
+        m.d.comb += [write.addr.eq(op.index), write.data.eq(new),
+                     departure.eq(write.en & word.valid & ~new.valid)]
 
         reason = Mux(bad_mode, Reason.MODE, Mux(partial, Reason.PARTIAL,
                                                  Mux(full, Reason.CAPACITY, Reason.NONE)))
@@ -452,7 +472,8 @@ class SlotPool(wiring.Component):
         ]
 
     def _miss_handler(self, m, state, t1, t1_valid, filled, miss, rdata, p2, p2_valid, p2_word,
-                      fwd1, fwd2, in_flight, results, write_backs, result_layout, events):
+                      fwd1, fwd2, in_flight, results, write_backs, result_layout, events,
+                      departure):
         """The steps of a miss (see the module docstring). Every step that injects into P2
         does so with nothing else in P2 (the pool is drained first)."""
         params = self._params
@@ -460,8 +481,19 @@ class SlotPool(wiring.Component):
         width = p.counter_width
         line_bytes = p.line_bytes
         drained = ~p2_valid & (in_flight == 0)
-        writes_done = drained & ~write_backs.r_rdy & ~self.writes_pending
+        # The queue's level, not its r_rdy: a write-back is in the buffered FIFO a clock
+        # before r_rdy shows it.
+        writes_done = drained & (write_backs.level == 0) & ~self.writes_pending
         results_room = results.level < results.depth
+        # Fills and writes (module docstring): a line left its slot since every write was last
+        # done; and that, as it stood before this miss's own eviction.
+        departed = Signal()
+        wait_for_writes = Signal()
+        with m.If(departure):
+            m.d.sync += departed.eq(1)
+        with m.Elif(writes_done):
+            m.d.sync += departed.eq(0)
+        may_fill = drained & (writes_done | ~(wait_for_writes | self.host_writes_pending))
         image = Signal(p.state_lines * p.line_bits)      # the fill's state image
         beats = Signal(range(width + 1))
         error = Signal()
@@ -470,6 +502,7 @@ class SlotPool(wiring.Component):
         # whether memory failed; a continuous assignment (a Verilog block that only sets the
         # constant fields would never run in Icarus Verilog: module docstring).
         answer_line, answer_error = Signal(p.line_bits), Signal()
+        read_line = Signal(p.line_bits)         # the result line a READ_DATA step took
         answer = Signal(result_layout)
         m.d.comb += answer.eq(Cat(t1.user, answer_line, t1.kind == SlotOp.READ,
                                   Const(Reason.NONE.value, Reason.as_shape()), Const(0, 1),
@@ -487,8 +520,13 @@ class SlotPool(wiring.Component):
 
         with m.If(~ResetSignal()), m.Switch(state):  # see the module docstring, Icarus
             with m.Case(_Fsm.RUN):
+                # A result read that misses takes no slot: unless a write may be to its line,
+                # it reads the result line at once, while the ops ahead drain.
+                read_now = ((t1.kind == SlotOp.READ) & ~departed & ~departure
+                            & ~self.host_writes_pending)
                 with m.If(miss):
-                    m.d.sync += state.eq(_Fsm.DRAIN)
+                    m.d.sync += [error.eq(0),
+                                 state.eq(Mux(read_now, _Fsm.READ_ISSUE, _Fsm.DRAIN))]
             with m.Case(_Fsm.DRAIN):
                 # An eviction's write-back will need a place in its queue.
                 with m.If(drained & (write_backs.level < write_backs.depth)):
@@ -496,13 +534,15 @@ class SlotPool(wiring.Component):
             with m.Case(_Fsm.REFRESH):
                 m.d.sync += state.eq(_Fsm.DECIDE)
             with m.Case(_Fsm.DECIDE):
+                # Nothing is in P2 (drained), so departed is final until the eviction below.
+                m.d.sync += wait_for_writes.eq(departed)
                 # rdata is the occupant, as it stands.
                 with m.If(t1.kind == SlotOp.CONTRIBUTE):
                     with m.If(rdata.valid):
                         inject(SlotOp.EVICT, rdata)
                 m.d.sync += state.eq(_Fsm.WAIT_WRITES)
             with m.Case(_Fsm.WAIT_WRITES):
-                with m.If(writes_done & results_room):
+                with m.If(may_fill & results_room):
                     m.d.sync += [error.eq(0), beats.eq(0)]
                     m.d.sync += state.eq(Mux(t1.kind == SlotOp.READ, _Fsm.READ_ISSUE,
                                              _Fsm.N_ISSUE))
@@ -514,8 +554,14 @@ class SlotPool(wiring.Component):
             with m.Case(_Fsm.READ_DATA):
                 with m.If(self.fill_data.valid):
                     error_now = self.fill_data.payload.error
-                    m.d.comb += [answer_line.eq(Mux(error_now, 0, self.fill_data.payload.data)),
-                                 answer_error.eq(error_now), events.mem_error.eq(error_now)]
+                    m.d.sync += [read_line.eq(Mux(error_now, 0, self.fill_data.payload.data)),
+                                 error.eq(error_now), state.eq(_Fsm.READ_ANSWER)]
+                    m.d.comb += events.mem_error.eq(error_now)
+            with m.Case(_Fsm.READ_ANSWER):
+                # After every op ahead has left the result unit, so that answers keep op order
+                # (a read takes longer than RESULT_LATENCY today, but nothing relies on that).
+                with m.If(drained & results_room):
+                    m.d.comb += [answer_line.eq(read_line), answer_error.eq(error)]
                     answer_and_drop()
             with m.Case(_Fsm.N_ISSUE):
                 m.d.comb += [self.fill_read.valid.eq(1),

@@ -145,8 +145,9 @@ def test_slot_pool_against_golden(params, seed):
                     errors.append(f"{where}: (accepted, reason, invalid) {fields}, golden {want}")
 
     async def memory(ctx):
-        """Takes every write-back after a random wait (``writes_pending`` meanwhile); answers
-        fill reads a few clocks late, a line per clock."""
+        """Takes every write-back after a random wait, now and then a long one
+        (``writes_pending`` meanwhile); answers fill reads 1 to 4 clocks late, a line per
+        clock."""
         pending = []            # (due clock, address, lines)
         reads = []              # (due clock, address)
         clock = 0
@@ -157,10 +158,13 @@ def test_slot_pool_against_golden(params, seed):
                 dut.fill_read.valid, dut.fill_read.payload):
             clock += 1
             if wb_valid and ready:
-                pending.append((clock + int(rng.integers(1, 6)), wb.address, wb.lines))
+                # Now and then a write lands late: a fill must not overtake it.
+                delay = rng.integers(1, 6) if rng.random() < 0.8 else rng.integers(20, 60)
+                pending.append((clock + int(delay), wb.address, wb.lines))
             if fr_valid:
+                first = clock + int(rng.integers(1, 5))
                 for beat in range(fr.beats):
-                    reads.append((clock + 3 + beat, fr.address + beat * p.line_bytes))
+                    reads.append((first + beat, fr.address + beat * p.line_bytes))
             for item in [x for x in pending if x[0] <= clock]:
                 _, address, image = item
                 for i in range(1 + state_count):
