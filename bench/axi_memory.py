@@ -3,13 +3,15 @@
 It serves the controller's AXI4 port (:class:`hdl.axi.AxiMemoryPort`: bursts with IDs): a
 read's first beat comes ``latency`` cycles after its address, a write's response ``latency``
 cycles after its last beat, bursts are served in the order their addresses came (which keeps
-every ID's order), and at most one data beat (read or write) moves every ``interval`` cycles.
+every ID's order), and at most one data beat (read or write; a due read first) moves every
+``interval`` cycles.
 ``latency`` and ``interval`` may change between measurements.
 """
 
 from collections import deque
 
 from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.utils import get_sim_time
 
 __all__ = ["TimedMemory"]
 
@@ -21,6 +23,7 @@ class TimedMemory:
         self.lines = {}
         self.errors = []
         self.beats = 0
+        self.last_beat_ns = 0       # simulation time of the last beat that moved
         self._port = {name: getattr(dut, f"{prefix}__{name}") for name in (
             "awaddr", "awlen", "awid", "awvalid", "awready", "wdata", "wstrb", "wvalid",
             "wready", "wlast", "bvalid", "bready", "bresp", "bid", "araddr", "arlen", "arid",
@@ -73,12 +76,14 @@ class TimedMemory:
                     self.errors.append("WLAST high before a burst's last beat")
             if fired.get("r") or fired.get("w"):
                 self.beats += 1
+                self.last_beat_ns = get_sim_time("ns")
                 next_beat = now + self.interval - 1    # it moved on the last edge
 
+            # One beat per interval: a due read beat first, else a write beat.
             beat_free = now >= next_beat
-            port["wready"].value = int(beat_free and bool(bursts))
             offering = (offering and not fired.get("r")) or (
                 bool(reads) and reads[0][0] <= now and beat_free)
+            port["wready"].value = int(beat_free and bool(bursts) and not offering)
             port["rvalid"].value = int(offering)
             if offering:
                 _, rid, address, last = reads[0]

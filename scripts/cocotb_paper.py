@@ -42,12 +42,18 @@ async def _cycles(operation):
     return int((get_sim_time("ns") - start) // CLOCK_NS)
 
 
-async def _all_at_once(bench, writes):
-    """Hand every ``(address, line)`` write to the host at once; the cycles until the last
-    is answered."""
+async def _all_at_once(bench, writes, timed):
+    """Hand every ``(address, line)`` write to the host at once; the cycles until the last is
+    answered and device memory has moved the last line for them (a contribution is answered
+    before its line's write-back: the write-backs count too)."""
     start = get_sim_time("ns")
     await gather(*[cocotb.start_soon(bench.write_ok(address, line)) for address, line in writes])
-    return int((get_sim_time("ns") - start) // CLOCK_NS)
+    answered = get_sim_time("ns")
+    beats = None
+    while beats != timed.beats:         # until memory has been still for a while
+        beats = timed.beats
+        await ClockCycles(bench.dut.clk, 16 * timed.interval)
+    return int((max(answered, timed.last_beat_ns) - start) // CLOCK_NS)
 
 
 @cocotb.test()
@@ -117,8 +123,7 @@ async def paper_experiments(dut):
             writes = [(address, rng.integers(0, 256, line_bytes, np.uint8).tobytes())
                       for address in addresses]
             beats = timed.beats
-            cycles = await _all_at_once(bench, writes)
-            await ClockCycles(dut.clk, 50)          # the last write-back
+            cycles = await _all_at_once(bench, writes, timed)
             runs[name] = {"requests": len(writes), "cycles": cycles,
                           "per_cycle": len(writes) / cycles,
                           "memory_beats": timed.beats - beats}
