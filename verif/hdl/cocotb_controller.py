@@ -3,8 +3,9 @@
 Run through :mod:`verif.hdl.test_cocotb` (pytest), which builds the Verilog and passes:
 
 - ``NF_FACTS``: path of the generated ``nf_controller.json`` (the controller's parameters);
-- ``NF_SYSTEM_LINES``: lines per aggregation region in the system test (default 6; raise it for
-  a soak); ``NF_IDENTITY_OPS``: identity operations per worker (default 12).
+- ``NF_SYSTEM_LINES``: lines per aggregation region in the system test (default 6), or
+  ``NF_SYSTEM_CONTRIBUTIONS``: as many lines as that many contributions need over every traffic
+  pattern (``make soak``); ``NF_IDENTITY_OPS``: identity operations per worker (default 12).
 
 Device memory is cocotbext-axi's ``AxiRam``; the host is :class:`bench.cxl_host.CxlHost`, and
 registers are reached through the register window with :class:`driver.NeuronFabric`. The seed
@@ -61,6 +62,16 @@ def _mask(enables):
     return int.from_bytes(np.packbits(enables, bitorder="little").tobytes(), "little")
 
 
+def _system_lines(workers):
+    """Lines per aggregating region of :func:`system_vs_golden`: ``NF_SYSTEM_LINES``, or enough
+    for ``NF_SYSTEM_CONTRIBUTIONS`` contributions over every traffic pattern (``workers`` per
+    line, two regions), or 6."""
+    total = os.environ.get("NF_SYSTEM_CONTRIBUTIONS")
+    if total is not None:
+        return -(-int(total) // (len(TRAFFIC) * 2 * workers))
+    return int(os.environ.get("NF_SYSTEM_LINES", "6"))
+
+
 @cocotb.test()
 @cocotb.parametrize(traffic=list(TRAFFIC))
 async def system_vs_golden(dut, traffic):
@@ -70,10 +81,10 @@ async def system_vs_golden(dut, traffic):
     rng = np.random.default_rng([cocotb.RANDOM_SEED, list(TRAFFIC).index(traffic)])
     bench = ControllerBench(dut, rng, traffic)
     await bench.start()
-    lines = int(os.environ.get("NF_SYSTEM_LINES", "6"))
+    workers = bench.params.datapath.capacity
+    lines = _system_lines(workers)
     regions = bench.regions(rng, lines)
     model = await bench.configure(regions)
-    workers = bench.params.datapath.capacity
     identity = [regions[2].base + i * bench.line_bytes for i in range(lines)] + \
         [i * bench.line_bytes for i in range(2 * lines)]
     operations = int(os.environ.get("NF_IDENTITY_OPS", "12"))

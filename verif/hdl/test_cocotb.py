@@ -23,4 +23,5 @@ def test_datapath(simulator, params):
 def test_controller(simulator, params):
     run_regression(simulator, "controller", params, write_controller, CONTROLLER_TOP,
                    "verif.hdl.cocotb_controller",
-                   knobs={"NF_SYSTEM_LINES": None, "NF_IDENTITY_OPS": None})
+                   knobs={"NF_SYSTEM_LINES": None, "NF_SYSTEM_CONTRIBUTIONS": None,
+                          "NF_IDENTITY_OPS": None})
