@@ -8,7 +8,8 @@ Environment:
 - ``NF_MEMORY_LATENCIES``: device-memory latencies in cycles, comma-separated (default ``0,20``);
 - ``NF_MEMORY_INTERVALS``: cycles per device-memory data beat in the bandwidth runs,
   comma-separated (default ``1,4,8``);
-- ``NF_STREAM_LINES``: lines per bandwidth run (default 8).
+- ``NF_STREAM_LINES``: lines per bandwidth run (default 32: long enough that the clocks
+  to fill and drain the pipeline weigh little).
 
 Latencies are host-observed, one request at a time: from the cycle the host hands a request to
 its channel driver to the cycle the response is matched. Throughput is measured with every
@@ -75,7 +76,7 @@ async def paper_experiments(dut):
     timed = memory["model"]
     p = bench.params
     workers = min(WORKERS, p.datapath.capacity)
-    lines = min(int(os.environ.get("NF_STREAM_LINES", "8")), p.slots // 2)
+    lines = min(int(os.environ.get("NF_STREAM_LINES", "32")), p.slots // 2)
     latencies = _env_list("NF_MEMORY_LATENCIES", "0,20")
     intervals = _env_list("NF_MEMORY_INTERVALS", "1,4,8")
     # G-Binary lines [0, lines) for each bandwidth run in turn (cleared between runs), then

@@ -170,7 +170,7 @@ def main(argv=None):
                         help="device-memory latencies, cycles")
     parser.add_argument("--intervals", type=int, nargs="+", default=[1, 4, 8],
                         help="cycles per device-memory line in the bandwidth runs")
-    parser.add_argument("--stream-lines", type=int, default=8,
+    parser.add_argument("--stream-lines", type=int, default=32,
                         help="lines per bandwidth run")
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--out", default="build/reports")
