@@ -1,5 +1,5 @@
-"""CXL.mem layouts carry exactly the fields and widths of the CXL 2.0 flit (toolchain notes),
-less the Valid bit that the stream's ``valid`` carries."""
+"""CXL.mem layouts carry exactly the fields and widths of the CXL 2.0 flit messages, less
+the Valid bit that the stream's ``valid`` carries."""
 
 import pytest
 
