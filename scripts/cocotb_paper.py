@@ -1,15 +1,14 @@
 """The paper's hardware experiments on the generated ``nf_controller`` (run by ``make paper``
 through :mod:`scripts.paper`, and in small form by :mod:`verif.scripts.test_paper`).
 
-Environment:
+Environment, all set by :func:`scripts.paper.run_hardware` (whose options hold the defaults):
 
 - ``NF_FACTS``: the generated ``nf_controller.json``;
 - ``NF_FIGURES``: where to write the measured figures (JSON);
-- ``NF_MEMORY_LATENCIES``: device-memory latencies in cycles, comma-separated (default ``0,20``);
+- ``NF_MEMORY_LATENCIES``: device-memory latencies in cycles, comma-separated;
 - ``NF_MEMORY_INTERVALS``: cycles per device-memory data beat in the bandwidth runs,
-  comma-separated (default ``1,4,8``);
-- ``NF_STREAM_LINES``: lines per bandwidth run (default 32: long enough that the clocks
-  to fill and drain the pipeline weigh little).
+  comma-separated;
+- ``NF_STREAM_LINES``: lines per bandwidth run.
 
 Latencies are host-observed, one request at a time: from the cycle the host hands a request to
 its channel driver to the cycle the response is matched. Throughput is measured with every
@@ -33,8 +32,8 @@ from bench.controller_bench import CLOCK_NS, ControllerBench
 WORKERS = 8
 
 
-def _env_list(name, default):
-    return [int(x) for x in os.environ.get(name, default).split(",") if x]
+def _env_list(name):
+    return [int(x) for x in os.environ[name].split(",") if x]
 
 
 async def _cycles(operation):
@@ -76,9 +75,9 @@ async def paper_experiments(dut):
     timed = memory["model"]
     p = bench.params
     workers = min(WORKERS, p.datapath.capacity)
-    lines = min(int(os.environ.get("NF_STREAM_LINES", "32")), p.slots // 2)
-    latencies = _env_list("NF_MEMORY_LATENCIES", "0,20")
-    intervals = _env_list("NF_MEMORY_INTERVALS", "1,4,8")
+    lines = min(int(os.environ["NF_STREAM_LINES"]), p.slots // 2)
+    latencies = _env_list("NF_MEMORY_LATENCIES")
+    intervals = _env_list("NF_MEMORY_INTERVALS")
     # G-Binary lines [0, lines) for each bandwidth run in turn (cleared between runs), then
     # two lines per latency measurement; the G-Binary region expects ``workers``.
     size = 2 * lines + 2 * len(latencies)

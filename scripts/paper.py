@@ -170,6 +170,8 @@ def main(argv=None):
                         help="device-memory latencies, cycles")
     parser.add_argument("--intervals", type=int, nargs="+", default=[1, 4, 8],
                         help="cycles per device-memory line in the bandwidth runs")
+    # 32 lines (256 requests): long enough that the clocks to fill and drain the controller's
+    # pipeline weigh little on a throughput figure.
     parser.add_argument("--stream-lines", type=int, default=32,
                         help="lines per bandwidth run")
     parser.add_argument("--seed", type=int, default=20261122)
