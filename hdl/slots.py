@@ -525,7 +525,7 @@ class SlotPool(wiring.Component):
                 read_now = ((t1.kind == SlotOp.READ) & ~departed & ~departure
                             & ~self.host_writes_pending)
                 with m.If(miss):
-                    m.d.sync += [error.eq(0),
+                    m.d.sync += [error.eq(0), beats.eq(0),
                                  state.eq(Mux(read_now, _Fsm.READ_ISSUE, _Fsm.DRAIN))]
             with m.Case(_Fsm.DRAIN):
                 # An eviction's write-back will need a place in its queue.
@@ -543,7 +543,6 @@ class SlotPool(wiring.Component):
                 m.d.sync += state.eq(_Fsm.WAIT_WRITES)
             with m.Case(_Fsm.WAIT_WRITES):
                 with m.If(may_fill & results_room):
-                    m.d.sync += [error.eq(0), beats.eq(0)]
                     m.d.sync += state.eq(Mux(t1.kind == SlotOp.READ, _Fsm.READ_ISSUE,
                                              _Fsm.N_ISSUE))
             with m.Case(_Fsm.READ_ISSUE):
