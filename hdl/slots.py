@@ -22,14 +22,14 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
   see (the memory's read port is not transparent): then it takes that op's written word, kept
   in the forwarding registers ``W1`` and ``W2``. This is how contributions to one line are
   accepted on consecutive clocks and each counted once.
-- A miss waits in T1: the pool drains, writes the occupant back if it is dirty (an eviction),
-  then fills the slot: it reads the line's ``n`` (one line) and, only if ``n`` is not 0, its
-  ``W`` bit-plane lines; then the op reads its slot again and hits. The fill waits for device
-  memory to acknowledge every write first only when one of them may be to the line's own
-  accumulator (see *Fills and writes* below). A result read of a line that is not resident
-  does not take a slot: it reads the line's result line from device memory (one line) at once,
-  without draining first, unless a write may be to that line; its answer leaves after the ops
-  ahead of it.
+- A miss waits in T1. The line's read starts at once (:class:`FillReader`: its ``n`` line,
+  and its ``W`` bit-plane lines only if ``n`` is not 0), unless a write may be to the line's
+  own accumulator (see *Fills and writes* below): then it starts once every write is
+  acknowledged. Meanwhile the pool drains, T1 reads its slot again and the occupant is
+  written back if it is dirty (an eviction). When the state is in, the op moves to P2 with
+  the filled word, which P2 writes to the slot whatever the op does. A result read of a line
+  that is not resident takes no slot: its read is of the line's result line (one line), and
+  its answer leaves after the ops ahead of it.
 - When a contribution makes ``n`` reach the region's ``EXPECTED``, the line is *complete*: its
   state and result line are written back at once and it stays resident, clean.
 - Scan ops (``FLUSH``, ``EVICT``, ``CLEAR``) name a slot rather than a line; the controller
@@ -81,7 +81,6 @@ class SlotOp(enum.Enum, shape=3):
     EVICT = 3        # slot ``index``: write it back if dirty, and empty it
     CLEAR = 4        # slot ``index``: empty it, without write-back, if ``low <= tag < high``
     DROP = 5         # slot ``index``: empty it (the pool's own scan after reset)
-    INSTALL = 6      # (internal) put a filled line in slot ``index``
 
 
 def slot_op_layout(params, user_width):
@@ -189,22 +188,141 @@ def _side_layout(params, user_width):
     })
 
 
-class _Fsm(enum.Enum, shape=4):
+class _Fsm(enum.Enum, shape=3):
     """The miss handler's steps (``RUN``: no miss)."""
     RUN = 0
     DRAIN = 1
     REFRESH = 2
     DECIDE = 3
     WAIT_WRITES = 4
-    READ_ISSUE = 5
-    READ_DATA = 6
-    N_ISSUE = 7
-    N_DATA = 8
-    PLANES_ISSUE = 9
-    PLANES_DATA = 10
-    INSTALL = 11
-    INSTALLED = 12
-    READ_ANSWER = 13
+    INSTALL = 5
+    INSTALLED = 6
+    READ_ANSWER = 7
+
+
+class _Step(enum.Enum, shape=3):
+    """The fill reader's steps."""
+    IDLE = 0
+    ISSUE_FIRST = 1
+    FIRST = 2
+    ISSUE_PLANES = 3
+    PLANES = 4
+    DONE = 5
+
+
+class FillReader(wiring.Component):
+    """Reads a line's accumulator from device memory for the pool: its result line (a result
+    read of a line that is not resident), or its state (a fill): the ``n`` line, then the
+    ``W`` bit-plane lines only if ``n`` is not 0 (a fresh or cleared line costs one line).
+
+    One read at a time: ``start`` is ready only while the reader is idle, and the read's
+    first command is offered on ``fill_read`` on the clock it starts. ``done`` rises on
+    the clock the last line arrives (the answer is then read from the arriving line) and
+    stays high, with ``line``, ``image`` and ``error`` held, until the owner strobes
+    ``finish``; the reader is idle from the next clock.
+
+    Parameters
+    ----------
+    params : ControllerParams
+
+    Members
+    -------
+    start : In(stream.Signature({"tag": address_bits, "state": 1}))
+        ``tag``: the accumulator's first byte; ``state``: read the state, not the result line.
+    fill_read : Out(stream.Signature(fill_command_layout(params)))
+    fill_data : In(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
+        The lines of ``fill_read``'s reads, in order.
+    done : Out(1)
+    finish : In(1)
+    line : Out(line_bits)
+        The result line (0 after an error).
+    image : Out(state_lines * line_bits)
+        The state's memory image: the bit planes, then the ``n`` line (planes 0 when ``n`` is
+        0 or memory failed).
+    error : Out(1)
+        Device memory answered a line of this read with an error.
+    """
+
+    def __init__(self, params):
+        p = params.datapath
+        self._params = params
+        super().__init__({
+            "start": In(stream.Signature(data.StructLayout({
+                "tag": unsigned(params.address_bits), "state": 1}))),
+            "fill_read": Out(stream.Signature(fill_command_layout(params))),
+            "fill_data": In(stream.Signature(data.StructLayout({"data": p.line_bits,
+                                                                  "error": 1}),
+                                             always_ready=True)),
+            "done": Out(1),
+            "finish": In(1),
+            "line": Out(p.line_bits),
+            "image": Out(p.state_lines * p.line_bits),
+            "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params.datapath
+        width = p.counter_width
+        step = Signal(_Step)
+        tag = Signal.like(self.start.payload.tag)
+        state = Signal()
+        beats = Signal(range(width + 1))
+        error = Signal()
+        planes = Signal(width * p.line_bits)
+        first = Signal(p.line_bits)             # the result line, or the n line
+        beat = self.fill_data.payload
+        arriving = self.fill_data.valid
+        done = step == _Step.DONE
+        idle = step == _Step.IDLE
+        # The first read is issued on the clock the read starts, from ``start``'s payload.
+        first_tag = Mux(idle, self.start.payload.tag, tag)
+        first_state = Mux(idle, self.start.payload.state, state)
+        # The last line of the read arrives on this clock.
+        last_first = (step == _Step.FIRST) & arriving & (
+            ~state | beat.error | (beat.data[:width] == 0))
+        last_plane = (step == _Step.PLANES) & arriving & (beats == width - 1)
+        arriving_error = error | beat.error
+        m.d.comb += [
+            self.start.ready.eq(idle),
+            self.done.eq(done | last_first | last_plane),
+            self.error.eq(Mux(done, error, arriving_error)),
+            self.line.eq(Mux(self.error, 0, Mux(done, first, beat.data))),
+            self.image.eq(Mux(done, Cat(planes, first),
+                              Mux(last_plane, Cat(planes[p.line_bits:], beat.data, first),
+                                  Cat(Const(0, width * p.line_bits), beat.data)))),
+            self.fill_read.valid.eq((idle & self.start.valid) | (step == _Step.ISSUE_FIRST)
+                                    | (step == _Step.ISSUE_PLANES)),
+            self.fill_read.payload.address.eq(Mux(
+                step == _Step.ISSUE_PLANES, tag + p.line_bytes,
+                Mux(first_state, first_tag + p.state_lines * p.line_bytes, first_tag))),
+            self.fill_read.payload.beats.eq(Mux(step == _Step.ISSUE_PLANES, width, 1)),
+        ]
+        with m.If(~ResetSignal()), m.Switch(step):  # see the module docstring, Icarus
+            with m.Case(_Step.IDLE):
+                with m.If(self.start.valid):
+                    m.d.sync += [tag.eq(self.start.payload.tag),
+                                 state.eq(self.start.payload.state), error.eq(0), beats.eq(0),
+                                 planes.eq(0),
+                                 step.eq(Mux(self.fill_read.ready, _Step.FIRST,
+                                             _Step.ISSUE_FIRST))]
+            with m.Case(_Step.ISSUE_FIRST, _Step.ISSUE_PLANES):
+                with m.If(self.fill_read.ready):
+                    m.d.sync += step.eq(Mux(step == _Step.ISSUE_FIRST, _Step.FIRST,
+                                            _Step.PLANES))
+            with m.Case(_Step.FIRST):
+                with m.If(arriving):
+                    m.d.sync += [first.eq(beat.data), error.eq(beat.error),
+                                 step.eq(Mux(last_first, _Step.DONE, _Step.ISSUE_PLANES))]
+            with m.Case(_Step.PLANES):
+                with m.If(arriving):
+                    m.d.sync += [planes.eq(Cat(planes[p.line_bits:], beat.data)),
+                                 beats.eq(beats + 1), error.eq(arriving_error)]
+                    with m.If(last_plane):
+                        m.d.sync += step.eq(_Step.DONE)
+        with m.If(self.done & self.finish):
+            m.d.sync += step.eq(_Step.IDLE)
+        return m
 
 
 class SlotPool(wiring.Component):
@@ -345,16 +463,13 @@ class SlotPool(wiring.Component):
                              scanning.eq(scan_index != params.slots - 1)]
         with m.Elif(advance):
             m.d.sync += t1_valid.eq(0)
-        # An op that missed hits after its fill: count it as a fill, not as a hit.
-        filled = Signal()
-        m.d.comb += events.hits.eq(advance & needs_slot & ~filled)
-        with m.If(advance):
-            m.d.sync += filled.eq(0)
+        m.d.comb += events.hits.eq(advance & needs_slot)
 
         # P2 and the forwarding registers: what was written on the last two clock edges.
         p2 = Signal(op_layout)
         p2_valid = Signal()
         p2_word = Signal(entry_layout)          # the slot as T1 read it (or as injected)
+        p2_install = Signal()                   # p2_word is a fill: write it in any case
         fwd1, fwd2 = Signal(), Signal()
         w1, w2 = Signal(entry_layout), Signal(entry_layout)
         w1_index, w2_index = Signal.like(p2.index), Signal.like(p2.index)
@@ -366,14 +481,15 @@ class SlotPool(wiring.Component):
         m.d.comb += room.eq((results.level + in_flight + p2_valid < depth)
                             & (write_backs.level + in_flight + p2_valid < depth))
         with m.If(advance):
-            m.d.sync += [p2.eq(t1), p2_word.eq(rdata),
+            m.d.sync += [p2.eq(t1), p2_word.eq(rdata), p2_install.eq(0),
                          fwd1.eq(write.en & (write.addr == t1.index)),
                          fwd2.eq(w1_valid & (w1_index == t1.index))]
 
         word = Signal(entry_layout)
         m.d.comb += word.eq(Mux(fwd1, w1, Mux(fwd2, w2, p2_word)))
         departure = Signal()        # P2 takes a line out of its slot
-        self._update(m, p2, p2_valid, word, write, unit, side_layout, events, departure)
+        self._update(m, p2, p2_valid, p2_install, word, write, unit, side_layout, events,
+                     departure)
 
         # The result unit's output goes to the queues.
         side = side_layout(unit.response.payload.user)
@@ -391,19 +507,22 @@ class SlotPool(wiring.Component):
         ]
         m.d.sync += in_flight.eq(in_flight + unit.request.valid - response.valid)
 
-        self._miss_handler(m, state, t1, t1_valid, filled, miss, rdata, p2, p2_valid, p2_word,
-                           fwd1, fwd2, in_flight, results, write_backs, result_layout, events,
-                           departure)
+        m.submodules.fill_reader = reader = FillReader(params)
+        wiring.connect(m, reader.fill_read, wiring.flipped(self.fill_read))
+        wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
+        self._miss_handler(m, state, t1, t1_valid, miss, rdata, p2, p2_valid, p2_word,
+                           p2_install, fwd1, fwd2, in_flight, room, results, write_backs,
+                           result_layout, events, departure, reader)
         with m.If(~scanning & ~t1_valid & ~p2_valid):
             m.d.sync += settling.eq(0)
         m.d.comb += self.idle.eq(~settling & ~t1_valid & ~p2_valid & (in_flight == 0)
                                  & running & (write_backs.level == 0) & ~self.writes_pending)
         return m
 
-    def _update(self, m, op, valid, word, write, unit, side_layout, events, departure):
-        """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``;
-        drives the slot's write port, the result unit's request and ``departure`` (a line
-        leaves its slot)."""
+    def _update(self, m, op, valid, install, word, write, unit, side_layout, events, departure):
+        """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``
+        (a fill's, to be written whatever the op does, while ``install``); drives the slot's
+        write port, the result unit's request and ``departure`` (a line leaves its slot)."""
         p = self._params.datapath
         n = word.state.n
         kind = op.kind
@@ -439,8 +558,8 @@ class SlotPool(wiring.Component):
             with m.Case(SlotOp.DROP):
                 m.d.comb += [new.valid.eq(0), write.en.eq(valid & word.valid),
                              events.dropped.eq(valid & word.valid & word.dirty)]
-            with m.Case(SlotOp.INSTALL):
-                m.d.comb += write.en.eq(valid)
+        with m.If(install):
+            m.d.comb += write.en.eq(valid)
         m.d.comb += [write.addr.eq(op.index), write.data.eq(new),
                      departure.eq(write.en & word.valid & ~new.valid)]
 
@@ -471,20 +590,17 @@ class SlotPool(wiring.Component):
             unit.request.payload.user.eq(side),
         ]
 
-    def _miss_handler(self, m, state, t1, t1_valid, filled, miss, rdata, p2, p2_valid, p2_word,
-                      fwd1, fwd2, in_flight, results, write_backs, result_layout, events,
-                      departure):
-        """The steps of a miss (see the module docstring). Every step that injects into P2
-        does so with nothing else in P2 (the pool is drained first)."""
+    def _miss_handler(self, m, state, t1, t1_valid, miss, rdata, p2, p2_valid, p2_word,
+                      p2_install, fwd1, fwd2, in_flight, room, results, write_backs,
+                      result_layout, events, departure, reader):
+        """The steps of a miss (see the module docstring). A step that injects an op into P2
+        does so while P2 is empty and ``room`` (the output queues have room for it and every
+        op in the result unit) holds; an answer given here waits until the pool is drained."""
         params = self._params
-        p = params.datapath
-        width = p.counter_width
-        line_bytes = p.line_bytes
         drained = ~p2_valid & (in_flight == 0)
         # The queue's level, not its r_rdy: a write-back is in the buffered FIFO a clock
         # before r_rdy shows it.
         writes_done = drained & (write_backs.level == 0) & ~self.writes_pending
-        results_room = results.level < results.depth
         # Fills and writes (module docstring): a line left its slot since every write was last
         # done; and that, as it stood before this miss's own eviction.
         departed = Signal()
@@ -493,118 +609,75 @@ class SlotPool(wiring.Component):
             m.d.sync += departed.eq(1)
         with m.Elif(writes_done):
             m.d.sync += departed.eq(0)
-        may_fill = drained & (writes_done | ~(wait_for_writes | self.host_writes_pending))
-        image = Signal(p.state_lines * p.line_bits)      # the fill's state image
-        beats = Signal(range(width + 1))
-        error = Signal()
-        fill = self.fill_read.payload
-        # The answer to T1's op when the pool gives it itself: the line (of a result read) and
+        may_read = drained & (writes_done | ~(wait_for_writes | self.host_writes_pending))
+        started = Signal()          # the reader has this miss's read
+        # An answer the pool gives itself leaves after every op ahead has left the result
+        # unit, so that answers keep op order.
+        answer_room = drained & (results.level < results.depth)
+        is_read = t1.kind == SlotOp.READ
+        m.d.comb += [reader.start.payload.tag.eq(t1.tag), reader.start.payload.state.eq(~is_read)]
+        # The answer to T1's op when the pool gives it itself: the line of a result read, and
         # whether memory failed; a continuous assignment (a Verilog block that only sets the
         # constant fields would never run in Icarus Verilog: module docstring).
-        answer_line, answer_error = Signal(p.line_bits), Signal()
-        read_line = Signal(p.line_bits)         # the result line a READ_DATA step took
         answer = Signal(result_layout)
-        m.d.comb += answer.eq(Cat(t1.user, answer_line, t1.kind == SlotOp.READ,
+        m.d.comb += answer.eq(Cat(t1.user, reader.line, is_read,
                                   Const(Reason.NONE.value, Reason.as_shape()), Const(0, 1),
-                                  answer_error))
-
-        def inject(kind, word):
-            m.d.sync += [p2_valid.eq(1), p2.eq(t1), p2.kind.eq(kind), p2_word.eq(word),
-                         fwd1.eq(0), fwd2.eq(0)]
+                                  reader.error))
 
         def answer_and_drop():
-            """Answer T1's op with ``answer`` (the output queue has room: see WAIT_WRITES)
-            and drop it."""
-            m.d.comb += [results.w_data.eq(answer), results.w_en.eq(1)]
+            """Answer T1's op with ``answer`` (there is room) and drop it."""
+            m.d.comb += [results.w_data.eq(answer), results.w_en.eq(1), reader.finish.eq(1),
+                         events.mem_error.eq(reader.error)]
             m.d.sync += [t1_valid.eq(0), state.eq(_Fsm.RUN)]
 
         with m.If(~ResetSignal()), m.Switch(state):  # see the module docstring, Icarus
             with m.Case(_Fsm.RUN):
-                # A result read that misses takes no slot: unless a write may be to its line,
-                # it reads the result line at once, while the ops ahead drain.
-                read_now = ((t1.kind == SlotOp.READ) & ~departed & ~departure
-                            & ~self.host_writes_pending)
+                # The line's read starts at once unless a write may be to its line; the ops
+                # ahead drain meanwhile, and a result read takes no slot.
+                read_now = ~departed & ~departure & ~self.host_writes_pending
                 with m.If(miss):
-                    m.d.sync += [error.eq(0), beats.eq(0),
-                                 state.eq(Mux(read_now, _Fsm.READ_ISSUE, _Fsm.DRAIN))]
+                    m.d.comb += reader.start.valid.eq(read_now)
+                    m.d.sync += [started.eq(read_now),
+                                 state.eq(Mux(read_now & is_read, _Fsm.READ_ANSWER,
+                                              _Fsm.DRAIN))]
             with m.Case(_Fsm.DRAIN):
-                # An eviction's write-back will need a place in its queue.
-                with m.If(drained & (write_backs.level < write_backs.depth)):
+                # Only P2 writes slots; the ops in the result unit go on meanwhile. An
+                # eviction will need room in the output queues.
+                with m.If(~p2_valid & room):
                     m.d.sync += state.eq(_Fsm.REFRESH)      # T1 reads its slot again
             with m.Case(_Fsm.REFRESH):
                 m.d.sync += state.eq(_Fsm.DECIDE)
             with m.Case(_Fsm.DECIDE):
-                # Nothing is in P2 (drained), so departed is final until the eviction below.
+                # Nothing is in P2, so departed is final until the eviction below.
                 m.d.sync += wait_for_writes.eq(departed)
                 # rdata is the occupant, as it stands.
-                with m.If(t1.kind == SlotOp.CONTRIBUTE):
-                    with m.If(rdata.valid):
-                        inject(SlotOp.EVICT, rdata)
-                m.d.sync += state.eq(_Fsm.WAIT_WRITES)
+                with m.If(~is_read & rdata.valid):
+                    m.d.sync += [p2_valid.eq(1), p2.eq(t1), p2.kind.eq(SlotOp.EVICT),
+                                 p2_word.eq(rdata), p2_install.eq(0), fwd1.eq(0), fwd2.eq(0)]
+                m.d.sync += state.eq(Mux(started, _Fsm.INSTALL, _Fsm.WAIT_WRITES))
             with m.Case(_Fsm.WAIT_WRITES):
-                with m.If(may_fill & results_room):
-                    m.d.sync += state.eq(Mux(t1.kind == SlotOp.READ, _Fsm.READ_ISSUE,
-                                             _Fsm.N_ISSUE))
-            with m.Case(_Fsm.READ_ISSUE):
-                m.d.comb += [self.fill_read.valid.eq(1), fill.address.eq(t1.tag),
-                             fill.beats.eq(1)]
-                with m.If(self.fill_read.ready):
-                    m.d.sync += state.eq(_Fsm.READ_DATA)
-            with m.Case(_Fsm.READ_DATA):
-                with m.If(self.fill_data.valid):
-                    error_now = self.fill_data.payload.error
-                    m.d.sync += [read_line.eq(Mux(error_now, 0, self.fill_data.payload.data)),
-                                 error.eq(error_now), state.eq(_Fsm.READ_ANSWER)]
-                    m.d.comb += events.mem_error.eq(error_now)
+                with m.If(may_read):
+                    m.d.comb += reader.start.valid.eq(1)
+                    m.d.sync += state.eq(Mux(is_read, _Fsm.READ_ANSWER, _Fsm.INSTALL))
             with m.Case(_Fsm.READ_ANSWER):
-                # After every op ahead has left the result unit, so that answers keep op order
-                # (a read takes longer than RESULT_LATENCY today, but nothing relies on that).
-                with m.If(drained & results_room):
-                    m.d.comb += [answer_line.eq(read_line), answer_error.eq(error)]
+                with m.If(reader.done & answer_room):
                     answer_and_drop()
-            with m.Case(_Fsm.N_ISSUE):
-                m.d.comb += [self.fill_read.valid.eq(1),
-                             fill.address.eq(t1.tag + p.state_lines * line_bytes),
-                             fill.beats.eq(1)]
-                with m.If(self.fill_read.ready):
-                    m.d.sync += state.eq(_Fsm.N_DATA)
-            with m.Case(_Fsm.N_DATA):
-                with m.If(self.fill_data.valid):
-                    beat = self.fill_data.payload
-                    m.d.sync += [image.eq(Cat(Const(0, width * p.line_bits), beat.data)),
-                                 error.eq(beat.error)]
-                    with m.If(beat.error | (beat.data[:width] == 0)):
-                        m.d.sync += state.eq(_Fsm.INSTALL)
-                    with m.Else():
-                        m.d.sync += state.eq(_Fsm.PLANES_ISSUE)
-            with m.Case(_Fsm.PLANES_ISSUE):
-                m.d.comb += [self.fill_read.valid.eq(1), fill.address.eq(t1.tag + line_bytes),
-                             fill.beats.eq(width)]
-                with m.If(self.fill_read.ready):
-                    m.d.sync += state.eq(_Fsm.PLANES_DATA)
-            with m.Case(_Fsm.PLANES_DATA):
-                with m.If(self.fill_data.valid):
-                    beat = self.fill_data.payload
-                    planes = image[:width * p.line_bits]
-                    m.d.sync += [planes.eq(Cat(planes[p.line_bits:], beat.data)),
-                                 beats.eq(beats + 1), error.eq(error | beat.error)]
-                    with m.If(beats == width - 1):
-                        m.d.sync += state.eq(_Fsm.INSTALL)
             with m.Case(_Fsm.INSTALL):
-                with m.If(error):
+                with m.If(reader.done & reader.error & answer_room):
                     # The state is unknown: the contribution is answered, not counted.
-                    m.d.comb += [answer_error.eq(1), events.mem_error.eq(1)]
                     answer_and_drop()
-                with m.Else():
+                with m.Elif(reader.done & ~reader.error & ~p2_valid & room):
+                    # The op moves on with the filled word, which P2 writes to the slot.
                     word = Signal(slot_entry_layout(params))
                     m.d.comb += [word.eq(0), word.valid.eq(1), word.tag.eq(t1.tag),
-                                 word.mode.eq(t1.mode),
-                                 word.threshold.eq(t1.threshold),
-                                 word.state.eq(state_of_planes(p, image))]
-                    inject(SlotOp.INSTALL, word)
-                    m.d.comb += events.fills.eq(1)
-                    m.d.sync += filled.eq(1)
-                    m.d.sync += state.eq(_Fsm.INSTALLED)
+                                 word.mode.eq(t1.mode), word.threshold.eq(t1.threshold),
+                                 word.state.eq(state_of_planes(params.datapath,
+                                                               reader.image)),
+                                 reader.finish.eq(1), events.fills.eq(1)]
+                    m.d.sync += [p2_valid.eq(1), p2.eq(t1), p2_word.eq(word),
+                                 p2_install.eq(1), fwd1.eq(0), fwd2.eq(0),
+                                 t1_valid.eq(0), state.eq(_Fsm.INSTALLED)]
             with m.Case(_Fsm.INSTALLED):
-                # P2 writes the slot on this clock's edge; T1 then reads it again and hits.
+                # P2 writes the slot on this clock's edge: the next op, which checks its tag
+                # against the word memory holds, is taken from the next clock on.
                 m.d.sync += state.eq(_Fsm.RUN)
