@@ -1,0 +1,185 @@
+"""A driver transport over the golden device model: the whole device, register window included,
+without a simulator.
+
+:class:`GoldenTransport` has the transport interface of :mod:`driver.device` (``read_line``,
+``write_line``) and answers like a device configured with ``params``:
+
+- lines in the register window (``docs/spec.md`` section 8) are the registers of
+  :func:`spec.regmap.register_map`, with their access types (``R``, ``RW``, ``RW1C``, ``RW1S``,
+  ``WS``); a write changes only the 32-bit words whose four byte enables are set;
+- ``CTRL.APPLY`` validates the staged ``R<n>_*`` registers with :func:`golden.config.validate`
+  and installs them in a :class:`golden.device.DeviceModel`, or reports the fault in
+  ``CFG_ERROR`` and ``STATUS.CFG_ERROR`` and keeps the applied table;
+- ``CTRL.CLEAR`` and ``CTRL.FLUSH`` finish at once (their busy bits always read 0, their
+  ``_DONE`` flags are set), since the model keeps every accumulator in device memory;
+- every other line goes to the device model: identity data, contributions and result reads;
+- ``STATUS`` flags are sticky and set by the events of the access that caused them;
+  ``CNT_READS`` and ``CNT_WRITES`` count every line read and written, window included.
+
+The model keeps no on-chip slots, so ``CNT_HITS``, ``CNT_FILLS``, ``CNT_WRITE_BACKS``,
+``CNT_EVICTIONS`` and ``CNT_DROPPED`` read 0; everything a host can observe of the data is exact.
+``dev_load`` is the DevLoad of the last response (:class:`spec.cxl.DevLoad`): the model serves
+each request at once, so it reads ``LIGHT`` unless a test sets it.
+"""
+
+import numpy as np
+
+from spec.cxl import DevLoad
+from spec.params import REGISTER_BITS
+from spec.regmap import REGISTER_BYTES, Access, ConfigError, Region, register_map
+
+from .config import validate
+from .device import DeviceModel
+
+__all__ = ["GoldenTransport"]
+
+#: ``STATUS`` flags raised by the device model's events of the same name.
+_EVENT_FLAGS = {"capacity": "CAPACITY", "invalid_lines": "INVALID_CODE", "partial": "PARTIAL",
+                "poison": "POISON", "bad_address": "BAD_ADDRESS"}
+
+#: Counters that the device model counts itself, by ``CNT_*`` name.
+_EVENT_COUNTERS = {"ACCEPTED": "accepted", "REJECTED": "rejected",
+                   "INVALID_LINES": "invalid_lines", "COMPLETED": "completed"}
+
+_WORD = (1 << REGISTER_BITS) - 1
+
+
+class GoldenTransport:
+    """Lines of a device of configuration ``params`` (:class:`spec.params.ControllerParams`),
+    served by the golden model. ``device`` is the :class:`golden.device.DeviceModel` behind it
+    (its applied table changes with each successful ``CTRL.APPLY``)."""
+
+    def __init__(self, params):
+        self.params = params
+        self.regmap = register_map(params)
+        self.device = DeviceModel(params, regions=(), enable=False)
+        self.dev_load = DevLoad.LIGHT
+        self._line_bytes = params.datapath.line_bytes
+        self._words = {reg.offset: reg.reset for reg in self.regmap}
+        self._by_offset = {reg.offset: reg for reg in self.regmap}
+        self._counts = {"READS": 0, "WRITES": 0, "CFG_ERRORS": 0}
+
+    # The transport interface.
+    async def read_line(self, address):
+        """The line at byte ``address``, as a MemRd answers it."""
+        self._counts["READS"] += 1
+        if self._in_window(address):
+            return self._window_line(address)
+        before = dict(self.device.events)
+        data, _ = self.device.read(address)
+        self._raise_flags(before)
+        return bytes(np.asarray(data, np.uint8))
+
+    async def write_line(self, address, data, byte_enable):
+        """A write of the line at byte ``address``: bit ``i`` of ``byte_enable`` enables byte
+        ``i`` (a MemWr when every bit is set, else a MemWrPtl)."""
+        if len(data) != self._line_bytes:
+            raise ValueError(f"a line is {self._line_bytes} bytes, not {len(data)}")
+        self._counts["WRITES"] += 1
+        enables = [bool(byte_enable >> i & 1) for i in range(self._line_bytes)]
+        if self._in_window(address):
+            self._write_window(address, bytes(data), enables)
+            return
+        before = dict(self.device.events)
+        self.device.write(address, np.frombuffer(bytes(data), np.uint8), enables)
+        self._raise_flags(before)
+
+    # The register window.
+    def _in_window(self, address):
+        base = self.params.window_base
+        return base <= address < base + self.params.window_bytes
+
+    def _window_line(self, address):
+        first = address - self.params.window_base
+        words = [self._read_register(first + o)
+                 for o in range(0, self._line_bytes, REGISTER_BYTES)]
+        return b"".join(w.to_bytes(REGISTER_BYTES, "little") for w in words)
+
+    def _write_window(self, address, data, enables):
+        first = address - self.params.window_base
+        for o in range(0, self._line_bytes, REGISTER_BYTES):
+            if all(enables[o:o + REGISTER_BYTES]):
+                self._write_register(first + o,
+                                     int.from_bytes(data[o:o + REGISTER_BYTES], "little"))
+
+    def _flag(self, name):
+        self._words[self.regmap["STATUS"].offset] |= self.regmap["STATUS"].field(name).mask
+
+    def _raise_flags(self, before):
+        for event, flag in _EVENT_FLAGS.items():
+            if self.device.events[event] > before[event]:
+                self._flag(flag)
+
+    def _read_register(self, offset):
+        reg = self._by_offset.get(offset)
+        if reg is None:
+            return 0
+        if reg.name.startswith("CNT_"):
+            name = reg.name[len("CNT_"):]
+            if name in _EVENT_COUNTERS:
+                return self.device.events[_EVENT_COUNTERS[name]] & _WORD
+            return self._counts.get(name, 0) & _WORD
+        return self._words[offset]   # commands (WS) are never stored, so they read 0
+
+    def _write_register(self, offset, value):
+        reg = self._by_offset.get(offset)
+        if reg is None:
+            return
+        if reg.lockable and self.regmap["CTRL"].unpack(
+                self._words[self.regmap["CTRL"].offset])["LOCK"]:
+            self._flag("LOCKED_WRITE")
+            return
+        word, strobes = self._words[offset], 0
+        for f in reg.fields:
+            bits = value & f.mask
+            if f.access == Access.RW:
+                word = word & ~f.mask | bits
+            elif f.access == Access.RW1C:
+                word &= ~bits
+            elif f.access == Access.RW1S:
+                word |= bits
+            elif f.access == Access.WS:
+                strobes |= bits
+        self._words[offset] = word
+        if reg.name == "CTRL":
+            self._control(reg.unpack(word | strobes))
+
+    def _control(self, ctrl):
+        """Carry out a write of ``CTRL``: the enable takes effect, then the commands run."""
+        self.device.enable = bool(ctrl["ENABLE"])
+        if ctrl["APPLY"]:
+            self._apply()
+        if ctrl["CLEAR"]:
+            self.device.clear(ctrl["CLEAR_REGION"])
+            self._flag("CLEAR_DONE")
+        if ctrl["FLUSH"]:
+            self._flag("FLUSH_DONE")
+
+    def _staged(self):
+        """The staged region table, decoded from the ``R<n>_*`` registers."""
+        def value(reg):
+            return self._words[self.regmap[reg].offset]
+
+        def wide(r, name):
+            return value(f"R{r}_{name}_LO") | value(f"R{r}_{name}_HI") << REGISTER_BITS
+
+        regions = []
+        for r in range(self.params.regions):
+            cfg = self.regmap[f"R{r}_CFG"].unpack(value(f"R{r}_CFG"))
+            agg = self.regmap[f"R{r}_AGG"].unpack(value(f"R{r}_AGG"))
+            regions.append(Region(bool(cfg["ENABLE"]), cfg["MODE"], wide(r, "BASE"),
+                                  wide(r, "SIZE"), wide(r, "ACC"), agg["THRESHOLD"],
+                                  agg["EXPECTED"]))
+        return regions
+
+    def _apply(self):
+        regions = self._staged()
+        reason, index = validate(self.params, regions)
+        cfg_error = self.regmap["CFG_ERROR"]
+        if reason == ConfigError.NONE:
+            self.device.regions = regions
+            self._words[cfg_error.offset] = cfg_error.pack(REGION=0, REASON=reason.value)
+            return
+        self._words[cfg_error.offset] = cfg_error.pack(REGION=index, REASON=reason.value)
+        self._counts["CFG_ERRORS"] += 1
+        self._flag("CFG_ERROR")
