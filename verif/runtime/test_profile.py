@@ -1,0 +1,76 @@
+"""Operating profiles: routes by pattern and phase, and errors that name file, line and fix."""
+
+import pytest
+
+from bench.simulators import REPO
+from runtime.profile import HEALTH_DEFAULTS, ProfileError, load_profile, parse_profile
+from runtime.routes import FP32, Route
+
+GOOD = """\
+[phases]
+fp32_warmup_steps = 5
+
+[[route]]
+pattern = "head.*"
+route = "fp32"
+
+[[route]]
+pattern = "*.weight"
+route = "gternary"
+threshold = 2
+start_step = 8
+
+[[route]]
+pattern = "*"
+route = "gbinary"
+error_feedback = false
+"""
+
+
+def test_first_matching_rule_wins_and_phases_delay_low_bit_routes():
+    profile = parse_profile(GOOD, "good.toml")
+    assert profile.route_for("head.weight") == FP32
+    assert profile.route_for("body.0.weight") == Route("gternary", 2)
+    assert profile.route_for("body.0.bias") == Route("gbinary", error_feedback=False)
+    assert profile.start_step("body.0.weight") == 8, "the rule's start_step"
+    assert profile.start_step("body.0.bias") == 5, "the global FP32 warm-up"
+    assert profile.health.loss_window == HEALTH_DEFAULTS["loss_window"]
+
+
+def test_unmatched_parameters_stay_on_fp32():
+    profile = parse_profile('[[route]]\npattern = "a.*"\nroute = "gbinary"\n')
+    assert profile.route_for("b.weight") == FP32
+
+
+def test_the_example_profile_loads():
+    profile = load_profile(REPO / "runtime" / "profiles" / "example.toml")
+    assert profile.route_for("head.weight") == FP32
+    assert profile.route_for("body.0.weight").kind == "gternary"
+
+
+@pytest.mark.parametrize("text, line, problem, fix", [
+    (GOOD.replace('threshold = 2', 'threshold = 0'), 11,
+     "gternary rule 2 has threshold 0", "give the gate threshold T"),
+    (GOOD.replace('route = "gbinary"', 'route = "gbinray"'), 16,
+     "rule 3 has route 'gbinray'", 'route = "fp32", "gbinary" or "gternary"'),
+    (GOOD.replace('route = "fp32"', 'route = "fp32"\nthreshold = 1'), 7,
+     "fp32 rule 1 has a threshold", "remove it"),
+    (GOOD.replace('pattern = "*"\n', 'patern = "*"\n'), 15,
+     "unknown key 'patern' in rule 3", "use error_feedback, pattern"),
+    (GOOD + "\n[health]\nsign_readmit_min = 0.5\n", 20,
+     "sign_readmit_min = 0.5 and sign_agreement_min = 0.55 give no hysteresis",
+     "choose values with 0 < sign_agreement_min <= sign_readmit_min"),
+    (GOOD + "\n[health]\ncooldown_steps = 2.5\n", 20,
+     "cooldown_steps is 2.5", "give a whole number, 1 or more"),
+    (GOOD.replace("fp32_warmup_steps = 5", "fp32_warmup_steps = -1"), 2,
+     "fp32_warmup_steps is -1", "give a whole number of steps"),
+    (GOOD.replace("[[route]]\npattern = \"head.*\"", "[[route]\npattern = \"head.*\""), 4,
+     "not TOML", "correct the TOML syntax"),
+])
+def test_errors_name_the_file_the_line_and_the_fix(text, line, problem, fix):
+    with pytest.raises(ProfileError) as error:
+        parse_profile(text, "p.toml")
+    message = str(error.value)
+    assert error.value.line == line, f"{message}: line {error.value.line}, wanted {line}"
+    assert message.startswith(f"p.toml:{line}: "), message
+    assert problem in message and f"fix: {fix}" in message, message
