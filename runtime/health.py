@@ -1,0 +1,151 @@
+"""The health monitor: when a parameter's low-bit route is taken away, and when it is given back.
+
+Each low-bit parameter (a *subject*) is in one of three states:
+
+- ``ADMITTED``: it takes its low-bit route.
+- ``COOLDOWN``: tripped; on FP32 until ``cooldown_steps`` have passed.
+- ``PROBATION``: on FP32; each sampled comparison with FP32 must pass the *re-admission*
+  thresholds (stricter than the trip's: hysteresis), ``readmit_after`` in a row, before it is
+  ``ADMITTED`` again. A sample that fails the trip thresholds sends it back to ``COOLDOWN``;
+  one that passes those but not the re-admission ones restarts the count.
+
+Trips: a non-finite gradient on any worker (that parameter), a non-finite loss or a loss above
+``loss_spike_ratio`` times its moving average over ``loss_window`` steps (every subject), and on
+sampled steps (every ``sample_every``) a sign agreement with the FP32 mean below
+``sign_agreement_min`` or a norm ratio ``|low-bit update| / |FP32 mean|`` outside
+``[1 / norm_ratio_max, norm_ratio_max]``. A Severe-overload DevLoad puts every subject on FP32
+for ``devload_backoff_steps`` without changing its state. Every transition is an event.
+
+Inputs must be the same on every worker (the hook reduces them first), so that every worker
+takes the same routes.
+"""
+
+import enum
+import math
+from collections import deque
+
+__all__ = ["State", "HealthMonitor"]
+
+
+class State(enum.Enum):
+    ADMITTED = "admitted"
+    COOLDOWN = "cooldown"
+    PROBATION = "probation"
+
+
+class HealthMonitor:
+    """The state machine of ``subjects`` (parameter names) with thresholds ``health``
+    (:class:`runtime.profile.Health`); decisions go to ``events``
+    (:class:`runtime.events.EventLog`)."""
+
+    def __init__(self, health, events, subjects):
+        self.health = health
+        self.events = events
+        self.state = {s: State.ADMITTED for s in subjects}
+        self._until = {}
+        self._healthy = {}
+        self._losses = deque(maxlen=health.loss_window)
+        self._loss_ok = True
+        self._devload_until = 0
+
+    # Queries.
+    def admitted(self, subject, step):
+        """Whether ``subject`` takes its low-bit route at ``step``."""
+        return self.state.get(subject) == State.ADMITTED and step >= self._devload_until
+
+    def sampled(self, step):
+        """Whether ``step`` compares low-bit results with FP32."""
+        return step % self.health.sample_every == 0
+
+    # Transitions.
+    def _trip(self, step, subject, reason):
+        self.state[subject] = State.COOLDOWN
+        self._until[subject] = step + 1 + self.health.cooldown_steps
+        self.events.record(step, subject, "trip",
+                           f"{reason}; FP32 until step {self._until[subject]}, then probation")
+
+    def trip(self, step, subject, reason):
+        """Take ``subject``'s low-bit route away at ``step`` (if it is not already)."""
+        if self.state.get(subject) == State.ADMITTED:
+            self._trip(step, subject, reason)
+        elif subject in self.state:
+            self._until[subject] = step + 1 + self.health.cooldown_steps
+            self.state[subject] = State.COOLDOWN
+            self.events.record(step, subject, "trip", f"{reason} (already on FP32); "
+                               f"cool-down restarts, until step {self._until[subject]}")
+
+    def tick(self, step):
+        """Start of ``step``: subjects whose cool-down is over go to probation."""
+        for subject, state in self.state.items():
+            if state == State.COOLDOWN and step >= self._until[subject]:
+                self.state[subject] = State.PROBATION
+                self._healthy[subject] = 0
+                self.events.record(step, subject, "probation",
+                                   f"cool-down over; re-admitted after "
+                                   f"{self.health.readmit_after} healthy samples in a row")
+
+    def observe_loss(self, step, loss):
+        """The loss of ``step`` (the mean over workers)."""
+        h = self.health
+        if not math.isfinite(loss):
+            for subject in self.state:
+                self.trip(step, subject, f"loss is {loss}")
+            return
+        full = len(self._losses) == self._losses.maxlen
+        average = sum(self._losses) / len(self._losses) if self._losses else loss
+        self._losses.append(loss)
+        self._loss_ok = not full or loss <= h.loss_readmit_ratio * average
+        if full and loss > h.loss_spike_ratio * average:
+            for subject in self.state:
+                self.trip(step, subject, f"loss {loss:.4g} is {loss / average:.2f} times its "
+                                         f"{h.loss_window}-step average {average:.4g} "
+                                         f"(loss_spike_ratio {h.loss_spike_ratio})")
+
+    def observe_devload(self, step, severe, moderate):
+        """DevLoad seen by any worker at ``step``: Severe overload puts every subject on FP32
+        for ``devload_backoff_steps``; Moderate is noted."""
+        if severe:
+            self._devload_until = step + 1 + self.health.devload_backoff_steps
+            self.events.record(step, "*", "fallback",
+                               f"DevLoad Severe overload; low-bit routes on FP32 until step "
+                               f"{self._devload_until}")
+        elif moderate:
+            self.events.record(step, "*", "note", "DevLoad Moderate overload")
+
+    def observe_sample(self, step, subject, agreement, norm_ratio):
+        """A sampled comparison of ``subject``'s low-bit update with the FP32 mean: the
+        fraction of lanes whose signs agree, and the ratio of their norms."""
+        h = self.health
+        trips = []
+        if agreement < h.sign_agreement_min:
+            trips.append(f"sign agreement {agreement:.3f} < {h.sign_agreement_min}")
+        if not 1 / h.norm_ratio_max <= norm_ratio <= h.norm_ratio_max:
+            trips.append(f"norm ratio {norm_ratio:.3g} outside 1/{h.norm_ratio_max} to "
+                         f"{h.norm_ratio_max}")
+        state = self.state[subject]
+        if state == State.ADMITTED:
+            if trips:
+                self._trip(step, subject, "; ".join(trips))
+            return
+        if state == State.COOLDOWN:
+            return
+        if trips:
+            self._trip(step, subject, "in probation: " + "; ".join(trips))
+            return
+        misses = []
+        if agreement < h.sign_readmit_min:
+            misses.append(f"sign agreement {agreement:.3f} < {h.sign_readmit_min}")
+        if not 1 / h.norm_readmit_max <= norm_ratio <= h.norm_readmit_max:
+            misses.append(f"norm ratio {norm_ratio:.3g} outside 1/{h.norm_readmit_max} to "
+                          f"{h.norm_readmit_max}")
+        if not self._loss_ok:
+            misses.append(f"loss above {h.loss_readmit_ratio} times its average")
+        if misses:
+            self._healthy[subject] = 0
+            self.events.record(step, subject, "hold", "; ".join(misses) + "; count restarts")
+            return
+        self._healthy[subject] += 1
+        if self._healthy[subject] >= h.readmit_after:
+            self.state[subject] = State.ADMITTED
+            self.events.record(step, subject, "readmit",
+                               f"{self._healthy[subject]} healthy samples in a row")

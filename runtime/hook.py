@@ -1,0 +1,226 @@
+"""The DDP communication hook: each bucket split per parameter by route.
+
+:class:`NeuronFabricHook` is the hook's state; :meth:`NeuronFabricHook.register` installs it
+on a ``DistributedDataParallel`` model. For each bucket, on every worker:
+
+1. Each parameter's route for this step: FP32 unless its binding admitted a low-bit route, its
+   phase has begun (``start_step``) and the health monitor admits it.
+2. Low-bit parameters are compressed (:func:`runtime.lowbit.compress`). One ``all_reduce``
+   sums their scales, a non-finite flag per parameter and the workers' DevLoad; a parameter
+   with a non-finite gradient on any worker trips and takes FP32 for this step.
+3. FP32 slices, concatenated, go through one ``all_reduce`` and are divided by the number of
+   workers, like PyTorch's default hook.
+4. Low-bit slices are packed into lines (:func:`runtime.lowbit.pack`), region by region, and
+   reduced by the backend (:mod:`runtime.reducers`); the result lines are unpacked and scaled
+   by the workers' mean scale (the rule in :mod:`runtime.lowbit`).
+5. On sampled steps every low-bit parameter, admitted or on probation, is also reduced the other
+   way, and the health monitor compares the two (sign agreement, norm ratio).
+
+Every worker makes the same decisions from the same reduced inputs, so the collectives of all
+workers match. The hook returns a completed future; it works with any backend that has
+``all_reduce`` and ``all_gather`` (gloo, NCCL).
+"""
+
+import math
+from collections import Counter
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from driver import DeviceError
+
+from .health import HealthMonitor
+from .lowbit import compress, pack, unpack
+from .routes import FP32
+
+__all__ = ["NeuronFabricHook"]
+
+
+def _hook(state, bucket):
+    return state.run(bucket)
+
+
+class NeuronFabricHook:
+    """The hook's state for a model bound by :func:`runtime.binding.bind`.
+
+    Parameters
+    ----------
+    binding : runtime.binding.Binding
+    profile : runtime.profile.Profile
+        Its ``health`` thresholds drive the monitor.
+    reducer : runtime.reducers.Reducer
+    events : runtime.events.EventLog
+    group : torch.distributed.ProcessGroup or None
+    """
+
+    def __init__(self, binding, profile, reducer, events, group=None):
+        self.binding = binding
+        self.reducer = reducer
+        self.events = events
+        self.group = group
+        self.monitor = HealthMonitor(profile.health, events,
+                                     [b.name for b in binding.parameters if b.route.low_bit])
+        self.step = 0
+        self.residuals = {}
+        #: Bytes each worker sent per route in the last finished step, and in the current one.
+        self.traffic, self._traffic = Counter(), Counter()
+        #: ``(step, name, route)`` of every parameter's route, when ``trace`` is set.
+        self.trace = None
+        self._ticked = -1
+
+    def register(self, ddp_model):
+        """Install the hook on ``ddp_model`` (``DistributedDataParallel``)."""
+        ddp_model.register_comm_hook(self, _hook)
+
+    def route(self, binding):
+        """The route of a :class:`runtime.binding.ParameterBinding` at the current step."""
+        if (binding.route.low_bit and self.step >= binding.start_step
+                and self.monitor.admitted(binding.name, self.step)):
+            return binding.route
+        return FP32
+
+    def observe_loss(self, loss):
+        """Give the monitor the loss of the step just finished (call after ``backward``); the
+        workers' mean is used, so every worker decides alike."""
+        value = torch.tensor([float(loss)], dtype=torch.float64)
+        dist.all_reduce(value, group=self.group)
+        self.monitor.observe_loss(self.step - 1, value.item() / dist.get_world_size(self.group))
+
+    # The hook.
+    def run(self, bucket):
+        if self._ticked != self.step:
+            self.monitor.tick(self.step)
+            self._ticked = self.step
+        buffer = bucket.buffer()
+        slices, offset = [], 0
+        for tensor in bucket.parameters():
+            slices.append((self.binding.of(tensor), slice(offset, offset + tensor.numel())))
+            offset += tensor.numel()
+        sampled = self.monitor.sampled(self.step)
+        low, shadow, fp32 = [], [], []
+        for b, where in slices:
+            route = self.route(b)
+            if route.low_bit:
+                low.append((b, where))
+            elif (sampled and b.route.low_bit and self.step >= b.start_step):
+                shadow.append((b, where))
+                fp32.append((b, where))
+            else:
+                fp32.append((b, where))
+            if self.trace is not None:
+                self.trace.append((self.step, b.name, str(route)))
+        compressed = self._compress(buffer, low, shadow)
+        fp32 += [(b, w) for b, w in low if b.name not in compressed]
+        low = [(b, w) for b, w in low if b.name in compressed]
+        shadow = [(b, w) for b, w in shadow if b.name in compressed]
+        means = self._fp32(buffer, fp32 + (low if sampled else []))
+        updates = self._low_bit(buffer, low + shadow, compressed, means)
+        for b, where in low:
+            if b.name in updates:
+                buffer[where] = updates[b.name]
+            else:
+                buffer[where] = means[b.name]
+        for b, where in fp32:
+            buffer[where] = means[b.name]
+        if sampled:
+            for b, _ in low + shadow:
+                if b.name in updates and b.name in means:
+                    self._compare(b, updates[b.name], means[b.name])
+        if bucket.is_last():
+            self.traffic, self._traffic = self._traffic, Counter()
+            self.step += 1
+        future = torch.futures.Future()
+        future.set_result(buffer)
+        return future
+
+    def _compress(self, buffer, low, shadow):
+        """``{name: (values, mean scale, kept, p)}`` of the low-bit and shadow parameters whose
+        gradients are finite on every worker; the others trip (and ``low`` ones move to
+        FP32 for this step)."""
+        entries, admitted = low + shadow, {b.name for b, _ in low}
+        local = []
+        for b, where in entries:
+            p = buffer[where].detach().clone()
+            if b.name in admitted and b.route.error_feedback and b.name in self.residuals:
+                p += self.residuals[b.name]
+            local.append((b, compress(p, b.route), p))
+        stats = torch.zeros(2 * len(entries) + 2, dtype=torch.float64)
+        for i, (_, (_, scale, _), p) in enumerate(local):
+            finite = bool(torch.isfinite(p).all())
+            stats[i] = float(scale) if finite else 0.0
+            stats[len(entries) + i] = 0.0 if finite else 1.0
+        load = self.reducer.dev_load
+        stats[-2] = float(load is not None and load.name == "SEVERE")
+        stats[-1] = float(load is not None and load.name == "MODERATE")
+        dist.all_reduce(stats, group=self.group)
+        world = dist.get_world_size(self.group)
+        self._traffic["fp32"] += 4 * stats.numel()
+        self.monitor.observe_devload(self.step, stats[-2] > 0, stats[-1] > 0)
+        out = {}
+        for i, (b, (values, _, kept), p) in enumerate(local):
+            if stats[len(entries) + i] > 0:
+                self.monitor.trip(self.step, b.name, "non-finite gradient on a worker")
+                self.residuals.pop(b.name, None)
+                continue
+            out[b.name] = (values, stats[i].item() / world, kept, p)
+        return out
+
+    def _fp32(self, buffer, entries):
+        """``{name: mean gradient}`` of ``entries``, through one ``all_reduce``."""
+        if not entries:
+            return {}
+        flat = torch.cat([buffer[where].detach().reshape(-1) for _, where in entries])
+        dist.all_reduce(flat, group=self.group)
+        flat /= dist.get_world_size(self.group)
+        self._traffic["fp32"] += flat.element_size() * flat.numel()
+        out, offset = {}, 0
+        for b, where in entries:
+            size = where.stop - where.start
+            out[b.name] = flat[offset:offset + size]
+            offset += size
+        return out
+
+    def _low_bit(self, buffer, entries, compressed, means):
+        """``{name: update}`` of low-bit ``entries``, region by region; the kept error of
+        admitted parameters is updated. A device error trips the region's parameters, which
+        then take the FP32 mean."""
+        caps, updates = self.binding.caps, {}
+        for plan in self.binding.regions:
+            members = [(b, w) for b, w in entries if b.region == plan.index]
+            if not members:
+                continue
+            lanes = caps.lanes(plan.route.mode)
+            lines = np.concatenate([pack(compressed[b.name][0], plan.route.mode, lanes, b.lines)
+                                    for b, _ in members])
+            indices = np.concatenate([np.arange(b.first_line, b.first_line + b.lines)
+                                      for b, _ in members])
+            try:
+                results = self.reducer.reduce(plan, indices, lines)
+            except DeviceError as error:
+                missing = [(b, w) for b, w in members if b.name not in means]
+                means.update(self._fp32(buffer, missing))
+                for b, _ in members:
+                    self.monitor.trip(self.step, b.name, f"{self.reducer.name}: {error}")
+                    self.residuals.pop(b.name, None)
+                continue
+            self._traffic[plan.route.kind] += lines.nbytes
+            first = 0
+            for b, _ in members:
+                values, scale, kept, p = compressed[b.name]
+                decoded = unpack(results[first:first + b.lines], plan.route.mode, b.numel)
+                first += b.lines
+                updates[b.name] = (scale * decoded).to(buffer.dtype)
+                if self.route(b).low_bit and b.route.error_feedback:
+                    self.residuals[b.name] = p - kept
+        return updates
+
+    def _compare(self, b, update, mean):
+        """Sign agreement (over lanes where both are non-zero) and norm ratio of a sampled
+        low-bit update against the FP32 mean, to the monitor."""
+        both = (update != 0) & (mean != 0)
+        agree = (torch.sign(update[both]) == torch.sign(mean[both])).float().mean().item() \
+            if both.any() else 0.0
+        norm, reference = update.norm().item(), mean.norm().item()
+        ratio = norm / reference if reference else (1.0 if norm == 0 else math.inf)
+        self.monitor.observe_sample(self.step, b.name, agree, ratio)

@@ -1,0 +1,136 @@
+"""Reducer backends: every worker gives the contribution lines of some lines of a region, every
+worker gets the device's result lines (majority or gated). Backends are bit-exact with each
+other on the same inputs.
+
+Interface (:class:`Reducer`): ``reduce(plan, line_indices, lines)`` is collective over the
+process group: every rank calls it with the same ``plan`` (a
+:class:`runtime.binding.RegionPlan`) and ``line_indices`` (the lines of the region, an
+``int`` array of ``N``), and its own ``(N, line_bytes)`` ``uint8`` contribution ``lines``; it
+returns the ``(N, line_bytes)`` result lines, the same on every rank. ``dev_load`` is the
+DevLoad of the device's last response (:class:`spec.cxl.DevLoad`), or ``None`` where there is
+no device. A replay of recorded rounds through the RTL controller fits the same interface; the
+device-model backend records the rounds it serves (``record=True``) for such a replay.
+
+- :class:`CollectiveReducer`: what a cluster without the device runs: per lane counts of
+  negative signs (G-Binary) or sums of ternary values (G-Ternary) added up with
+  ``all_reduce``, then the device's read-back rule (``docs/spec.md`` sections 3 and 4).
+- :class:`DeviceModelReducer`: the device itself, through :class:`driver.NeuronFabric` and any
+  transport (the golden model's, :class:`golden.transport.GoldenTransport`, in process): every
+  rank gathers every rank's lines (as if each had written them to one shared device), writes
+  them in rank order to its device, and reads the result lines back.
+"""
+
+import asyncio
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from driver import DeviceError
+from spec.formats import (
+    bits_to_lines,
+    lines_to_bits,
+    lines_to_ternary_codes,
+    small_fields_to_lines,
+    ternary_codes_to_values,
+)
+from spec.params import TERNARY_MINUS, TERNARY_PLUS, TERNARY_ZERO, Mode
+
+__all__ = ["Reducer", "CollectiveReducer", "DeviceModelReducer"]
+
+
+class Reducer:
+    """The backend interface (see the module docstring)."""
+
+    name = "reducer"
+
+    def __init__(self, group=None):
+        self.group = group
+
+    @property
+    def world_size(self):
+        return dist.get_world_size(self.group)
+
+    def reduce(self, plan, line_indices, lines):
+        raise NotImplementedError(f"{type(self).__name__} does not reduce")
+
+    @property
+    def dev_load(self):
+        return None
+
+
+class CollectiveReducer(Reducer):
+    """Sign counts (G-Binary) or ternary sums (G-Ternary) summed with ``all_reduce``."""
+
+    name = "collective"
+
+    def reduce(self, plan, line_indices, lines):
+        mode = plan.route.mode
+        if mode == Mode.GBINARY:
+            lanes = lines_to_bits(lines).astype(np.int32)
+        else:
+            lanes = ternary_codes_to_values(lines_to_ternary_codes(lines)).astype(np.int32)
+        total = torch.from_numpy(lanes)
+        dist.all_reduce(total, group=self.group)
+        if mode == Mode.GBINARY:
+            return bits_to_lines((2 * total > self.world_size).numpy())
+        t = plan.route.threshold
+        codes = torch.where(total >= t, TERNARY_PLUS,
+                            torch.where(total <= -t, TERNARY_MINUS, TERNARY_ZERO))
+        return small_fields_to_lines(codes.numpy(), 2)
+
+
+class DeviceModelReducer(Reducer):
+    """The device behind ``device`` (a :class:`driver.NeuronFabric` whose regions
+    :func:`runtime.binding.program` has programmed). Each round clears the region, writes every
+    rank's lines in rank order, checks that the device accepted every contribution
+    (``CNT_ACCEPTED``, ``CNT_REJECTED``) and reads the result lines; a rejected contribution
+    raises :class:`driver.DeviceError`. With ``record``, ``recorded`` keeps each round as
+    ``(region, line_indices, contributions (ranks, N, line_bytes), results)``."""
+
+    name = "device"
+
+    def __init__(self, device, group=None, record=False):
+        super().__init__(group)
+        self.device = device
+        self.record = record
+        self.recorded = []
+        self._loop = asyncio.new_event_loop()
+
+    @property
+    def dev_load(self):
+        return getattr(self.device.transport, "dev_load", None)
+
+    def reduce(self, plan, line_indices, lines):
+        local = torch.from_numpy(np.ascontiguousarray(lines, np.uint8))
+        gathered = [torch.empty_like(local) for _ in range(self.world_size)]
+        dist.all_gather(gathered, local, group=self.group)
+        contributions = np.stack([g.numpy() for g in gathered])
+        results = self._loop.run_until_complete(
+            self._round(plan, np.asarray(line_indices), contributions))
+        if self.record:
+            self.recorded.append((plan.index, np.asarray(line_indices).copy(), contributions,
+                                  results))
+        return results
+
+    async def _round(self, plan, line_indices, contributions):
+        device, transport = self.device, self.device.transport
+        line = device.params.datapath.line_bytes
+        full = (1 << line) - 1
+        addresses = [plan.region.base + int(i) * line for i in line_indices]
+        await device.clear(plan.index)
+        accepted = await device.read("CNT_ACCEPTED")
+        rejected = await device.read("CNT_REJECTED")
+        for rank_lines in contributions:
+            for address, data in zip(addresses, rank_lines):
+                await transport.write_line(address, bytes(data), full)
+        wrap = 1 << 32
+        got_accepted = (await device.read("CNT_ACCEPTED") - accepted) % wrap
+        got_rejected = (await device.read("CNT_REJECTED") - rejected) % wrap
+        if got_rejected or got_accepted != contributions.shape[0] * len(addresses):
+            status = {k for k, v in (await device.status()).items() if v}
+            raise DeviceError(f"region {plan.index}: {got_accepted} contributions accepted, "
+                              f"{got_rejected} rejected, of {contributions.shape[0]} ranks x "
+                              f"{len(addresses)} lines; STATUS {sorted(status)}")
+        return np.stack([np.frombuffer(await transport.read_line(a), np.uint8)
+                         for a in addresses]) if addresses else contributions[0]
