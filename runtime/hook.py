@@ -14,7 +14,8 @@ on a ``DistributedDataParallel`` model. For each bucket, on every worker:
    reduced by the backend (:mod:`runtime.reducers`); the result lines are unpacked and scaled
    by the workers' mean scale (the rule in :mod:`runtime.lowbit`).
 5. On sampled steps every low-bit parameter, admitted or on probation, is also reduced the other
-   way, and the health monitor compares the two (sign agreement, norm ratio).
+   way, and the health monitor compares the two (sign agreement, norm ratio); a parameter the
+   comparison trips takes the FP32 mean on this very step.
 
 Every worker makes the same decisions from the same reduced inputs, so the collectives of all
 workers match. The hook returns a completed future; it works with any backend that has
@@ -30,7 +31,7 @@ import torch.distributed as dist
 
 from driver import DeviceError
 
-from .health import HealthMonitor
+from .health import HealthMonitor, State
 from .lowbit import compress, pack, unpack
 from .routes import FP32
 
@@ -65,7 +66,7 @@ class NeuronFabricHook:
         self.residuals = {}
         #: Bytes each worker sent per route in the last finished step, and in the current one.
         self.traffic, self._traffic = Counter(), Counter()
-        #: ``(step, name, route)`` of every parameter's route, when ``trace`` is set.
+        #: ``(step, name, route applied)`` of every parameter, when ``trace`` is a list.
         self.trace = None
         self._ticked = -1
 
@@ -100,33 +101,35 @@ class NeuronFabricHook:
         sampled = self.monitor.sampled(self.step)
         low, shadow, fp32 = [], [], []
         for b, where in slices:
-            route = self.route(b)
-            if route.low_bit:
+            if self.route(b).low_bit:
                 low.append((b, where))
-            elif (sampled and b.route.low_bit and self.step >= b.start_step):
-                shadow.append((b, where))
-                fp32.append((b, where))
             else:
                 fp32.append((b, where))
-            if self.trace is not None:
-                self.trace.append((self.step, b.name, str(route)))
+                if sampled and b.route.low_bit and self.step >= b.start_step:
+                    shadow.append((b, where))
         compressed = self._compress(buffer, low, shadow)
         fp32 += [(b, w) for b, w in low if b.name not in compressed]
         low = [(b, w) for b, w in low if b.name in compressed]
         shadow = [(b, w) for b, w in shadow if b.name in compressed]
         means = self._fp32(buffer, fp32 + (low if sampled else []))
         updates = self._low_bit(buffer, low + shadow, compressed, means)
-        for b, where in low:
-            if b.name in updates:
-                buffer[where] = updates[b.name]
-            else:
-                buffer[where] = means[b.name]
-        for b, where in fp32:
-            buffer[where] = means[b.name]
         if sampled:
             for b, _ in low + shadow:
-                if b.name in updates and b.name in means:
+                if b.name in updates:
                     self._compare(b, updates[b.name], means[b.name])
+        applied = {}
+        for b, where in low:
+            # A sample that tripped the parameter keeps its low-bit update out of this step.
+            if b.name in updates and self.monitor.state[b.name] == State.ADMITTED:
+                buffer[where] = updates[b.name]
+                applied[b.name] = str(b.route)
+            else:
+                buffer[where] = means[b.name]
+                self.residuals.pop(b.name, None)
+        for b, where in fp32:
+            buffer[where] = means[b.name]
+        if self.trace is not None:
+            self.trace += [(self.step, b.name, applied.get(b.name, "fp32")) for b, _ in slices]
         if bucket.is_last():
             self.traffic, self._traffic = self._traffic, Counter()
             self.step += 1

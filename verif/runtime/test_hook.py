@@ -1,0 +1,131 @@
+"""The hook's health decisions inside DDP, in one process (gloo, one worker): a faulty reducer
+is caught by the sampled comparison, the parameter falls back, cools down and is re-admitted;
+a non-finite gradient is never hidden; Severe DevLoad backs off."""
+
+import asyncio
+import socket
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from driver import NeuronFabric
+from golden.transport import GoldenTransport
+from runtime.binding import bind, program
+from runtime.capabilities import read_capabilities
+from runtime.events import EventLog
+from runtime.hook import NeuronFabricHook
+from runtime.profile import parse_profile
+from runtime.reducers import CollectiveReducer, DeviceModelReducer
+from spec.cxl import DevLoad
+from spec.params import ControllerParams, DatapathParams
+
+PARAMS = ControllerParams(DatapathParams(line_bits=64, counter_width=3), regions=4,
+                          address_bits=20)
+PROFILE = """\
+[health]
+sample_every = 1
+cooldown_steps = 2
+readmit_after = 2
+sign_agreement_min = 0.4
+sign_readmit_min = 0.5
+devload_backoff_steps = 2
+[[route]]
+pattern = "0.weight"
+route = "gbinary"
+error_feedback = false
+"""
+
+
+@pytest.fixture
+def one_worker():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0,
+                            world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+class FlippingReducer(CollectiveReducer):
+    """A faulty reducer: every result bit inverted on the steps in ``bad``."""
+
+    def __init__(self, bad):
+        super().__init__()
+        self.bad, self.hook = bad, None
+
+    def reduce(self, plan, line_indices, lines):
+        result = super().reduce(plan, line_indices, lines)
+        return ~result if self.hook.step in self.bad else result
+
+
+def _run(reducer_of, steps, between=lambda step, model, hook: None, profile=PROFILE):
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Linear(16, 4))
+    device = NeuronFabric(GoldenTransport(PARAMS), PARAMS)
+    caps = asyncio.run(read_capabilities(device))
+    events = EventLog()
+    profile = parse_profile(profile)
+    binding = bind(model, profile, caps, 1, events)
+    asyncio.run(program(device, binding))
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    hook = NeuronFabricHook(binding, profile, reducer_of(device), events)
+    hook.trace = []
+    hook.register(ddp)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    data = torch.Generator().manual_seed(6)
+    for step in range(steps):
+        between(step, model, hook)
+        optimizer.zero_grad()
+        x = torch.randn(32, 16, generator=data)
+        loss = ddp(x).square().mean()
+        loss.backward()
+        hook.observe_loss(loss.item())
+        optimizer.step()
+    routes = [route for _, name, route in hook.trace if name == "0.weight"]
+    return routes, events, hook
+
+
+def test_a_faulty_reducer_trips_falls_back_and_is_readmitted(one_worker):
+    reducer = FlippingReducer(bad={3, 4, 5})
+
+    def between(step, model, hook):
+        reducer.hook = hook
+    routes, events, _ = _run(lambda device: reducer, 10, between)
+    # Steps 0-2 healthy; 3 caught at once (FP32 mean applied); cool-down to step 6; probation
+    # samples at 6 and 7 pass; re-admitted from step 8.
+    want = ["gbinary"] * 3 + ["fp32"] * 5 + ["gbinary"] * 2
+    assert routes == want, f"routes by step {routes}, wanted {want}\n" + \
+        "\n".join(map(str, events))
+    decisions = [(e.step, e.decision) for e in events if e.subject == "0.weight"
+                 and e.step is not None]
+    assert decisions == [(3, "trip"), (6, "probation"), (7, "readmit")], decisions
+    assert "sign agreement 0.000" in events.of("trip")[0].reason
+
+
+def test_a_non_finite_gradient_takes_fp32_and_reaches_the_optimizer(one_worker):
+    seen = {}
+
+    def between(step, model, hook):
+        if step == 1:
+            model[0].weight.register_hook(lambda g: g.index_put((torch.tensor([0]),
+                                                                 torch.tensor([0])),
+                                                                torch.tensor(float("inf"))))
+        if step == 2:
+            seen["grad"] = model[0].weight.grad.clone()
+    routes, events, hook = _run(lambda device: CollectiveReducer(), 3, between)
+    assert routes[1] == "fp32", routes
+    trip, = [e for e in events.of("trip") if e.step == 1]
+    assert "non-finite gradient" in trip.reason, trip
+    assert not torch.isfinite(seen["grad"]).all(), "the infinite gradient was hidden"
+
+
+def test_severe_devload_backs_off_to_fp32(one_worker):
+    def between(step, model, hook):
+        hook.reducer.device.transport.dev_load = DevLoad.SEVERE if step == 1 else DevLoad.LIGHT
+    routes, events, _ = _run(lambda device: DeviceModelReducer(device), 6, between)
+    # Seen at step 1 (the hook reads DevLoad before reducing): FP32 for steps 2 and 3.
+    assert routes == ["gbinary", "gbinary", "fp32", "fp32", "gbinary", "gbinary"], routes
+    assert [(e.step, e.decision) for e in events.of("fallback")] == [(1, "fallback")]
