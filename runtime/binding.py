@@ -66,11 +66,11 @@ class Binding:
     regions: list
     world_size: int
     caps: object
-    _by_tensor: dict = field(default_factory=dict, repr=False)
+    by_tensor: dict = field(default_factory=dict, repr=False)   # id(tensor) -> binding
 
     def of(self, tensor):
         """The :class:`ParameterBinding` of a parameter tensor of the bound model."""
-        return self._by_tensor[id(tensor)]
+        return self.by_tensor[id(tensor)]
 
     def device_regions(self):
         """The region table to program (index = region number)."""
@@ -103,9 +103,7 @@ def bind(model, profile, caps, world_size, events):
         bound.append(ParameterBinding(tied, tensor.numel(), route, route,
                                       max(profile.start_step(n) for n in tied)))
     regions = _admit(bound, caps, world_size, events)
-    binding = Binding(bound, regions, world_size, caps)
-    binding._by_tensor = {key: b for key, b in zip(tensors, bound)}
-    return binding
+    return Binding(bound, regions, world_size, caps, dict(zip(tensors, bound)))
 
 
 def _refuse(binding, events, reason):

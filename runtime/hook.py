@@ -64,7 +64,8 @@ class NeuronFabricHook:
                                      [b.name for b in binding.parameters if b.route.low_bit])
         self.step = 0
         self.residuals = {}
-        #: Bytes each worker sent per route in the last finished step, and in the current one.
+        #: Bytes each worker sent in the last finished step: per route (``fp32``, ``gbinary``,
+        #: ``gternary``) and for the exchange of scales, flags and DevLoad (``scales``).
         self.traffic, self._traffic = Counter(), Counter()
         #: ``(step, name, route applied)`` of every parameter, when ``trace`` is a list.
         self.trace = None
@@ -142,6 +143,8 @@ class NeuronFabricHook:
         gradients are finite on every worker; the others trip (and ``low`` ones move to
         FP32 for this step)."""
         entries, admitted = low + shadow, {b.name for b, _ in low}
+        if not entries:   # the same on every worker: no collective to match
+            return {}
         local = []
         for b, where in entries:
             p = buffer[where].detach().clone()
@@ -158,7 +161,7 @@ class NeuronFabricHook:
         stats[-1] = float(load is not None and load.name == "MODERATE")
         dist.all_reduce(stats, group=self.group)
         world = dist.get_world_size(self.group)
-        self._traffic["fp32"] += 4 * stats.numel()
+        self._traffic["scales"] += stats.element_size() * stats.numel()
         self.monitor.observe_devload(self.step, stats[-2] > 0, stats[-1] > 0)
         out = {}
         for i, (b, (values, _, kept), p) in enumerate(local):
