@@ -11,5 +11,7 @@
   with each other.
 - :mod:`runtime.health`: the health monitor's state machine (trip, cool-down, re-admission).
 - :mod:`runtime.hook`: the DDP communication hook.
+- :mod:`runtime.calibrate`: a calibration run that scores each parameter's low-bit aggregate
+  against FP32 and proposes a profile.
 - :mod:`runtime.events`: the log in which every decision is an event.
 """

@@ -35,7 +35,7 @@ from .health import HealthMonitor, State
 from .lowbit import compress, pack, unpack
 from .routes import FP32
 
-__all__ = ["NeuronFabricHook"]
+__all__ = ["NeuronFabricHook", "compare"]
 
 
 def _hook(state, bucket):
@@ -99,7 +99,7 @@ class NeuronFabricHook:
         for tensor in bucket.parameters():
             slices.append((self.binding.of(tensor), slice(offset, offset + tensor.numel())))
             offset += tensor.numel()
-        sampled = self.monitor.sampled(self.step)
+        sampled = self.sampled()
         low, shadow, fp32 = [], [], []
         for b, where in slices:
             if self.route(b).low_bit:
@@ -221,12 +221,26 @@ class NeuronFabricHook:
                     self.residuals[b.name] = p - kept
         return updates
 
+    def sampled(self):
+        """Whether the current step compares low-bit results with FP32."""
+        return self.monitor.sampled(self.step)
+
     def _compare(self, b, update, mean):
-        """Sign agreement (over lanes where both are non-zero) and norm ratio of a sampled
-        low-bit update against the FP32 mean, to the monitor."""
-        both = (update != 0) & (mean != 0)
-        agree = (torch.sign(update[both]) == torch.sign(mean[both])).float().mean().item() \
-            if both.any() else 0.0
-        norm, reference = update.norm().item(), mean.norm().item()
-        ratio = norm / reference if reference else (1.0 if norm == 0 else math.inf)
-        self.monitor.observe_sample(self.step, b.name, agree, ratio)
+        """A sampled low-bit update against the FP32 mean, to the monitor."""
+        agreement, ratio, _ = compare(update, mean)
+        self.monitor.observe_sample(self.step, b.name, agreement, ratio)
+
+
+def compare(update, mean):
+    """``(sign agreement, norm ratio, cosine)`` of a low-bit ``update`` against the FP32
+    ``mean``: the fraction of lanes, among those where both are non-zero, whose signs agree
+    (0 when there are none); ``|update| / |mean|``; and their cosine similarity (0 when either
+    is zero)."""
+    both = (update != 0) & (mean != 0)
+    agreement = (torch.sign(update[both]) == torch.sign(mean[both])).float().mean().item() \
+        if both.any() else 0.0
+    norm, reference = update.norm().item(), mean.norm().item()
+    ratio = norm / reference if reference else (1.0 if norm == 0 else math.inf)
+    cosine = torch.dot(update.double(), mean.double()).item() / (norm * reference) \
+        if norm and reference else 0.0
+    return agreement, ratio, cosine
