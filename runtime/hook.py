@@ -84,10 +84,12 @@ class NeuronFabricHook:
 
     def observe_loss(self, loss):
         """Give the monitor the loss of the step just finished (call after ``backward``); the
-        workers' mean is used, so every worker decides alike."""
+        workers' mean is used, so every worker decides alike; returns that mean."""
         value = torch.tensor([float(loss)], dtype=torch.float64)
         dist.all_reduce(value, group=self.group)
-        self.monitor.observe_loss(self.step - 1, value.item() / dist.get_world_size(self.group))
+        mean = value.item() / dist.get_world_size(self.group)
+        self.monitor.observe_loss(self.step - 1, mean)
+        return mean
 
     # The hook.
     def run(self, bucket):
