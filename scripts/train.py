@@ -2,20 +2,26 @@
 (``python -m scripts.train --help``).
 
 Workers are processes on this machine (gloo on 127.0.0.1, ``torch.multiprocessing.spawn``),
-each drawing its own batches with a fixed seed; every run starts from the same weights. The
-task is scikit-learn's bundled digits (1,797 8x8 images, 10 classes; a fixed 80/20 split) and a
-small MLP with a ``head``. Low-bit gradients are reduced by the collective backend
+each drawing its own batches with a fixed seed; every run of a task starts from the same
+weights. Low-bit gradients are reduced by the collective backend
 (:class:`runtime.reducers.CollectiveReducer`), bit-exact with the device model
-(``verif/runtime/test_ddp.py``), on the default device's capabilities. Runs:
+(``verif/runtime/test_ddp.py``), on the default device's capabilities. Two tasks:
 
-- ``fp32``: every parameter on FP32 (the hook's FP32 path is plain DDP's ``all_reduce``);
-- ``gbinary``, ``gternary``: every parameter on the low-bit route from the first step;
-- ``head_fp32``: G-Binary with the head on FP32;
-- ``fault``: G-Binary with a device fault injected (every result line inverted) on a window of
-  steps: the health monitor must catch it, fall back to FP32 and re-admit the route after.
+- ``digits``: scikit-learn's bundled digits (1,797 8x8 images, 10 classes; a fixed 80/20
+  split), an MLP with a ``head``. Runs ``fp32`` (every parameter on FP32), ``gbinary`` and
+  ``gternary`` (every parameter low-bit from the first step), ``head_fp32`` (G-Binary, the head
+  on FP32) and ``fault`` (G-Binary with a device fault injected, every result line inverted,
+  on a tenth of the steps: the health monitor must catch it, fall back and re-admit).
+- ``text``: next-character prediction on Python's own ``textwrap`` and ``argparse`` sources
+  (every character a class; the last tenth held out), an embedding, an MLP and a head tied to
+  the embedding. Runs ``fp32``, ``gbinary``, ``head_fp32`` (the tied head, and so the
+  embedding, on FP32) and ``calibrated``: a calibration run (:mod:`runtime.calibrate`) on
+  FP32 scores every parameter's G-Binary aggregate, and the proposed profile (the parameters
+  below ``--min-cosine`` on FP32) is trained from the same first weights.
 
-Writes ``<out>/training.md`` (the table, the health events of the fault run, the traffic by
-route), ``<out>/training.json`` and ``<out>/training_digits.png`` (test accuracy and loss).
+Writes ``<out>/training.md`` (the claims, per task a table with accuracy, loss, trips and the
+traffic by the routes taken, the fault run's events, the calibration's scores),
+``<out>/training.json`` and ``<out>/training_<task>.png`` (test accuracy and training loss).
 """
 
 import argparse
@@ -24,6 +30,7 @@ import json
 import logging
 import os
 import socket
+import sysconfig
 import time
 from pathlib import Path
 
@@ -34,6 +41,7 @@ import torch.multiprocessing as mp
 from driver import NeuronFabric
 from golden.transport import GoldenTransport
 from runtime.binding import bind, program
+from runtime.calibrate import Calibrator
 from runtime.capabilities import read_capabilities
 from runtime.events import EventLog
 from runtime.hook import NeuronFabricHook
@@ -41,7 +49,7 @@ from runtime.profile import parse_profile
 from runtime.reducers import CollectiveReducer
 from spec.params import ControllerParams
 
-__all__ = ["RUNS", "main"]
+__all__ = ["TASKS", "main"]
 
 _HEALTH = """\
 [health]
@@ -49,15 +57,25 @@ sample_every = 5
 cooldown_steps = 20
 readmit_after = 2
 """
+_ALL = '[[route]]\npattern = "*"\nroute = "{}"\n'
+_HEAD_FP32 = '[[route]]\npattern = "head.*"\nroute = "fp32"\n' + _ALL.format("gbinary")
 
-#: Profiles of the runs, by name.
-RUNS = {
-    "fp32": '[[route]]\npattern = "*"\nroute = "fp32"\n',
-    "gbinary": '[[route]]\npattern = "*"\nroute = "gbinary"\n',
-    "gternary": '[[route]]\npattern = "*"\nroute = "gternary"\nthreshold = 2\n',
-    "head_fp32": '[[route]]\npattern = "head.*"\nroute = "fp32"\n'
-                 '[[route]]\npattern = "*"\nroute = "gbinary"\n',
-    "fault": _HEALTH + '[[route]]\npattern = "*"\nroute = "gbinary"\n',
+#: Profiles of each task's runs, by name; ``calibrated`` is made by the calibration run from
+#: the ``gbinary`` profile.
+TASKS = {
+    "digits": {
+        "fp32": _ALL.format("fp32"),
+        "gbinary": _ALL.format("gbinary"),
+        "gternary": '[[route]]\npattern = "*"\nroute = "gternary"\nthreshold = 2\n',
+        "head_fp32": _HEAD_FP32,
+        "fault": _HEALTH + _ALL.format("gbinary"),
+    },
+    "text": {
+        "fp32": _ALL.format("fp32"),
+        "gbinary": _ALL.format("gbinary"),
+        "head_fp32": _HEAD_FP32,
+        "calibrated": None,
+    },
 }
 
 
@@ -73,6 +91,22 @@ class Classifier(torch.nn.Module):
         return self.head(self.body(x))
 
 
+class CharModel(torch.nn.Module):
+    """Next character from the ``context`` before it: an ``embed``-ding, a ``body`` and a
+    ``head`` whose weight is the embedding's."""
+
+    def __init__(self, classes, context, width=32, hidden=128):
+        super().__init__()
+        self.embed = torch.nn.Embedding(classes, width)
+        self.body = torch.nn.Sequential(torch.nn.Linear(context * width, hidden),
+                                        torch.nn.Tanh(), torch.nn.Linear(hidden, width))
+        self.head = torch.nn.Linear(width, classes, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, x):
+        return self.head(self.body(self.embed(x).flatten(1)))
+
+
 class FaultyReducer(CollectiveReducer):
     """An injected device fault: every result bit inverted while ``hook.step`` is in
     ``steps``."""
@@ -86,41 +120,55 @@ class FaultyReducer(CollectiveReducer):
         return ~result if self.hook.step in self.steps else result
 
 
-def _digits(seed):
-    """``(x_train, y_train, x_test, y_test)`` of the digits, a fixed 80/20 split."""
+def _digits(args):
+    """``(x_train, y_train, x_test, y_test, make_model)`` of the digits, a fixed 80/20 split."""
     from sklearn.datasets import load_digits
     data = load_digits()
     x = torch.tensor(data.data, dtype=torch.float32) / 16
     y = torch.tensor(data.target, dtype=torch.int64)
-    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
+    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(args.seed))
     cut = len(y) * 4 // 5
-    return x[order[:cut]], y[order[:cut]], x[order[cut:]], y[order[cut:]]
+    return (x[order[:cut]], y[order[:cut]], x[order[cut:]], y[order[cut:]],
+            lambda: Classifier(x.shape[1], args.hidden, 10))
 
 
-def _train(name, args, data, world):
-    """One run on every worker; returns its curves, traffic and events."""
-    x_train, y_train, x_test, y_test = data
+def _text(args):
+    """The same for next-character prediction on two of Python's own modules: every window
+    of ``args.context`` characters and the character after it; the last tenth is the test
+    set."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    text = "".join((stdlib / name).read_text() for name in ("textwrap.py", "argparse.py"))
+    alphabet = sorted(set(text))
+    codes = torch.tensor([alphabet.index(c) for c in text], dtype=torch.int64)
+    windows = codes.unfold(0, args.context + 1, 1)
+    cut = len(windows) * 9 // 10
+    x, y = windows[:, :-1], windows[:, -1]
+    return (x[:cut], y[:cut], x[cut:][::7], y[cut:][::7],
+            lambda: CharModel(len(alphabet), args.context))
+
+
+def _setup(task, profile_text, args, world, label):
+    """``(model, binding, profile, events)`` of a fresh model bound for one run."""
     params = ControllerParams()
     device = NeuronFabric(GoldenTransport(params), params)
     caps = asyncio.run(read_capabilities(device))
     torch.manual_seed(args.seed)
-    model = Classifier(x_train.shape[1], args.hidden, int(y_train.max()) + 1)
-    events, profile = EventLog(), parse_profile(RUNS[name], f"<{name} profile>")
+    model = task[4]()
+    events, profile = EventLog(), parse_profile(profile_text, f"<{label} profile>")
     binding = bind(model, profile, caps, world, events)
     asyncio.run(program(device, binding))
-    fault = range(args.steps // 3, args.steps // 3 + args.steps // 10)
-    reducer = FaultyReducer(set(fault)) if name == "fault" else CollectiveReducer()
+    return model, binding, profile, events
+
+
+def _loop(model, hook, task, args, steps):
+    """Train ``model`` under ``hook`` for ``steps``; returns losses and test accuracy."""
+    x_train, y_train, x_test, y_test, _ = task
     ddp = torch.nn.parallel.DistributedDataParallel(model)
-    hook = NeuronFabricHook(binding, profile, reducer, events)
-    hook.trace = []
-    if name == "fault":
-        reducer.hook = hook
     hook.register(ddp)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
     batches = torch.Generator().manual_seed(args.seed * 1000 + dist.get_rank())
     losses, accuracy, traffic = [], [], {}
-    started = time.perf_counter()
-    for step in range(args.steps):
+    for step in range(steps):
         index = torch.randint(0, len(y_train), (args.batch,), generator=batches)
         optimizer.zero_grad()
         loss = torch.nn.functional.cross_entropy(ddp(x_train[index]), y_train[index])
@@ -129,18 +177,40 @@ def _train(name, args, data, world):
         optimizer.step()
         for route, count in hook.traffic.items():
             traffic[route] = traffic.get(route, 0) + count
-        if step % args.eval_every == 0 or step == args.steps - 1:
+        if step % args.eval_every == 0 or step == steps - 1:
             with torch.no_grad():
                 hits = (model(x_test).argmax(dim=1) == y_test).float().mean().item()
             accuracy.append((step, hits))
-    low_steps = sorted({s for s, _, route in hook.trace if route != "fp32"})
-    return {"loss": losses, "accuracy": accuracy,
-            "traffic": {k: v / args.steps for k, v in traffic.items()},
+    return losses, accuracy, {k: v / steps for k, v in traffic.items()}
+
+
+def _train(name, profile_text, task, args, world):
+    """One run on every worker; returns its curves, traffic and events."""
+    model, binding, profile, events = _setup(task, profile_text, args, world, name)
+    fault = range(args.steps // 3, args.steps // 3 + args.steps // 10)
+    reducer = FaultyReducer(set(fault)) if name == "fault" else CollectiveReducer()
+    hook = NeuronFabricHook(binding, profile, reducer, events)
+    hook.trace = []
+    if name == "fault":
+        reducer.hook = hook
+    started = time.perf_counter()
+    losses, accuracy, traffic = _loop(model, hook, task, args, args.steps)
+    return {"loss": losses, "accuracy": accuracy, "traffic": traffic,
             "fp32_bytes": 4 * sum(p.numel() for p in model.parameters()),
+            "routes": {b.name: str(b.route) for b in binding.parameters},
             "events": [str(e) for e in events if e.step is not None],
-            "low_bit_steps": len(low_steps), "fault": [fault.start, fault.stop],
+            "low_bit_steps": len({s for s, _, route in hook.trace if route != "fp32"}),
             "trips": sum(1 for e in events if e.decision == "trip"),
-            "seconds": time.perf_counter() - started}
+            "fault": [fault.start, fault.stop], "seconds": time.perf_counter() - started}
+
+
+def _calibrate(task, args, world):
+    """The calibration run from the ``gbinary`` profile: ``(proposed profile, scores)``."""
+    base = TASKS["text"]["gbinary"]
+    model, binding, profile, events = _setup(task, base, args, world, "calibration")
+    calibrator = Calibrator(binding, profile, CollectiveReducer(), events)
+    _loop(model, calibrator, task, args, args.calibration_steps)
+    return calibrator.propose(args.min_cosine), calibrator.scores()
 
 
 def _worker(rank, world, port, args, out):
@@ -148,26 +218,37 @@ def _worker(rank, world, port, args, out):
     logging.getLogger("runtime").setLevel(logging.ERROR)   # the events go to the report
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
-    data = _digits(args.seed)
     results = {}
-    for name in args.runs:
-        results[name] = _train(name, args, data, world)
-        if rank == 0:
-            r = results[name]
-            print(f"digits {name}: {args.steps} steps in {r['seconds']:.1f} s, test accuracy "
-                  f"{r['accuracy'][-1][1]:.3f}, loss {sum(r['loss'][-20:]) / 20:.3f}",
-                  flush=True)
+    for task_name in args.tasks:
+        task = {"digits": _digits, "text": _text}[task_name](args)
+        runs, results[task_name] = TASKS[task_name], {}
+        for name in args.runs or runs:
+            if name not in runs:
+                continue
+            profile = runs[name]
+            if profile is None:
+                profile, scores = _calibrate(task, args, world)
+                results[task_name]["calibration"] = {"profile": profile, "scores": scores}
+            results[task_name][name] = r = _train(name, profile, task, args, world)
+            if rank == 0:
+                print(f"{task_name} {name}: {args.steps} steps in {r['seconds']:.1f} s, test "
+                      f"accuracy {r['accuracy'][-1][1]:.3f}, loss "
+                      f"{sum(r['loss'][-20:]) / 20:.4g}", flush=True)
     if rank == 0:
         (out / "training.json").write_text(json.dumps(results, indent=1))
     dist.destroy_process_group()
 
 
-def _plot(results, path):
+def _runs(task_results):
+    return {k: v for k, v in task_results.items() if k != "calibration"}
+
+
+def _plot(task, results, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for name, r in results.items():
+    for name, r in _runs(results).items():
         steps, hits = zip(*r["accuracy"])
         left.plot(steps, hits, label=name)
         right.plot(r["loss"], label=name, linewidth=0.8)
@@ -175,8 +256,8 @@ def _plot(results, path):
         for axis in (left, right):
             axis.axvspan(*results["fault"]["fault"], color="red", alpha=0.15,
                          label="fault injected")
-    left.set(title="digits: test accuracy", xlabel="step", ylabel="accuracy")
-    right.set(title="digits: training loss (mean of workers)", xlabel="step", ylabel="loss",
+    left.set(title=f"{task}: test accuracy", xlabel="step", ylabel="accuracy")
+    right.set(title=f"{task}: training loss (mean of workers)", xlabel="step", ylabel="loss",
               yscale="log")
     left.legend()
     right.legend()
@@ -185,33 +266,106 @@ def _plot(results, path):
     plt.close(figure)
 
 
+def _accuracy(r):
+    return r["accuracy"][-1][1]
+
+
+def _low_bit_share(r):
+    return 100 * sum(r["traffic"].get(k, 0) for k in ("gbinary", "gternary")) / r["fp32_bytes"]
+
+
+def _table(results):
+    lines = ["| run | test accuracy | loss, last 20 steps | steps with low-bit | trips | bytes "
+             "per step by route | % of FP32 | low-bit lines, % of FP32 |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, r in _runs(results).items():
+        sent = sum(r["traffic"].values())
+        routes = ", ".join(f"{k} {v:.0f}" for k, v in sorted(r["traffic"].items()))
+        lines.append(f"| {name} | {_accuracy(r):.3f} | {sum(r['loss'][-20:]) / 20:.4g} "
+                     f"| {r['low_bit_steps']} | {r['trips']} | {routes} | "
+                     f"{100 * sent / r['fp32_bytes']:.1f} | {_low_bit_share(r):.1f} |")
+    return lines
+
+
+def _course(r):
+    """How a run's loss went: the first step whose loss passed twice the first step's, and
+    the first trip of the health monitor."""
+    up = next((step for step, loss in enumerate(r["loss"]) if loss > 2 * r["loss"][0]), None)
+    trip = next((e.split(":")[0] for e in r["events"] if ": trip: " in e), None)
+    return (f"loss {r['loss'][0]:.3g} at step 0, {sum(r['loss'][-20:]) / 20:.4g} at the end, "
+            f"twice its first value {'never' if up is None else f'from step {up}'}; first "
+            f"trip {trip or 'none'}")
+
+
+def _claims(results):
+    """What each claim's runs show, in words and numbers (no verdict is tuned for)."""
+    out = []
+    digits, text = results.get("digits", {}), results.get("text", {})
+
+    def points(a, b):
+        return f"{100 * (_accuracy(a) - _accuracy(b)):+.1f} points"
+    if "fp32" in digits and "gbinary" in digits:
+        line = (f"- (a) easy task, digits: FP32 {_accuracy(digits['fp32']):.3f}; G-Binary "
+                f"{_accuracy(digits['gbinary']):.3f} "
+                f"({points(digits['gbinary'], digits['fp32'])})")
+        if "gternary" in digits:
+            line += (f", G-Ternary {_accuracy(digits['gternary']):.3f} "
+                     f"({points(digits['gternary'], digits['fp32'])})")
+        out.append(line + ".")
+    if "fp32" in text and "gbinary" in text:
+        out.append(f"- (b) many classes, text: FP32 {_accuracy(text['fp32']):.3f} "
+                   f"({_course(text['fp32'])}); every parameter on G-Binary "
+                   f"{_accuracy(text['gbinary']):.3f}, {points(text['gbinary'], text['fp32'])} "
+                   f"({_course(text['gbinary'])}).")
+        if "head_fp32" in text:
+            gap = _accuracy(text["fp32"]) - _accuracy(text["gbinary"])
+            got = _accuracy(text["head_fp32"]) - _accuracy(text["gbinary"])
+            share = f", {100 * got / gap:.0f}% of the gap" if gap > 0 else \
+                " (there is no gap to recover)"
+            out.append(f"- (c) head (tied embedding) on FP32: {_accuracy(text['head_fp32']):.3f}"
+                       f", {points(text['head_fp32'], text['gbinary'])} over all G-Binary"
+                       f"{share} ({_course(text['head_fp32'])}).")
+    if "calibration" in text:
+        routes = text["calibrated"]["routes"]
+        kept = sorted(name for name, route in routes.items() if route == "fp32")
+        out.append(f"- (d) calibration keeps on FP32: {', '.join(kept) or 'nothing'}; the head "
+                   f"{'is' if 'embed.weight' in kept else 'is not'} among them; the "
+                   f"calibrated run reaches {_accuracy(text['calibrated']):.3f}.")
+    if "fault" in digits:
+        r = digits["fault"]
+        first = next((e for e in r["events"] if ": trip: " in e), "no trip")
+        back = [e for e in r["events"] if ": readmit: " in e]
+        out.append(f"- (e) fault on steps {r['fault'][0]} to {r['fault'][1] - 1}: first "
+                   f"trip \"{first}\"; {len(back)} re-admissions, the last \""
+                   f"{back[-1] if back else 'none'}\"; final accuracy {_accuracy(r):.3f}.")
+    out.append("- (f) traffic per step by route: the tables' last three columns.")
+    return out
+
+
 def report(results, args, seconds):
     """The Markdown report of ``results``."""
     lines = ["# make train: the runtime on real data", "",
-             f"Digits (scikit-learn), {args.workers} worker processes (gloo), {args.steps} "
-             f"steps of {args.batch} samples per worker, SGD lr {args.lr} momentum 0.9, "
-             f"seed {args.seed}; {seconds:.0f} s wall. Command: `python -m scripts.train "
-             f"--steps {args.steps} --workers {args.workers}`.", "",
-             "![digits](training_digits.png)", "",
-             "| run | test accuracy | loss, last 20 steps | steps with low-bit | trips | bytes "
-             "per step by route | % of FP32 |", "|---|---|---|---|---|---|---|"]
-    for name, r in results.items():
-        sent = sum(r["traffic"].values())
-        routes = ", ".join(f"{k} {v:.0f}" for k, v in sorted(r["traffic"].items()))
-        lines.append(f"| {name} | {r['accuracy'][-1][1]:.3f} | {sum(r['loss'][-20:]) / 20:.3f} "
-                     f"| {r['low_bit_steps']} | {r['trips']} | {routes} | "
-                     f"{100 * sent / r['fp32_bytes']:.1f} |")
-    def low_bit_share(r):
-        return 100 * sum(r["traffic"].get(k, 0) for k in ("gbinary", "gternary")) \
-            / r["fp32_bytes"]
-    lines += ["", "Low-bit lines alone, % of FP32: " + ", ".join(
-        f"{name} {low_bit_share(r):.1f}" for name, r in results.items() if name != "fp32")
-        + "."]
-    if "fp32" in results:
-        base = results["fp32"]["accuracy"][-1][1]
-        lines += ["", "Test accuracy against FP32 (points): " + ", ".join(
-            f"{name} {100 * (r['accuracy'][-1][1] - base):+.1f}"
-            for name, r in results.items() if name != "fp32") + "."]
+             f"{args.workers} worker processes (gloo), {args.steps} steps of {args.batch} "
+             f"samples per worker, SGD lr {args.lr} momentum 0.9, seed {args.seed}; "
+             f"{seconds:.0f} s wall. Command: `python -m scripts.train --steps {args.steps} "
+             f"--workers {args.workers}` (`make train`).", "", "## Claims", ""]
+    lines += _claims(results)
+    for task, task_results in results.items():
+        lines += ["", f"## {task}", "", f"![{task}](training_{task}.png)", ""]
+        lines += _table(task_results)
+        if "calibration" in task_results:
+            calibration = task_results["calibration"]
+            lines += ["", f"Calibration: {args.calibration_steps} steps on FP32, every "
+                      "parameter's G-Binary aggregate scored by its mean cosine with the FP32 "
+                      f"mean; below {args.min_cosine} stays on FP32:", "",
+                      "| parameter | cosine | sign agreement | norm ratio |", "|---|---|---|---|"]
+            lines += [f"| {name} | {c:.3f} | {a:.3f} | {r:.3f} |" for name, (c, a, r, _)
+                      in sorted(calibration["scores"].items())]
+        if "fault" in task_results:
+            r = task_results["fault"]
+            lines += ["", f"Health monitor, fault injected on steps {r['fault'][0]} to "
+                      f"{r['fault'][1] - 1} (every result line inverted). Events:", ""]
+            lines += [f"- {e}" for e in r["events"]] or ["- none"]
     lines += ["", "Traffic is what each worker sent per step, averaged over the run, from the "
               "routes actually taken: FP32 gradients (4 bytes an element), low-bit lines "
               "(1 or 2 bits a lane, whole lines), and the small exchange of scales, flags and "
@@ -220,12 +374,6 @@ def report(results, args, seconds):
               "with the routes a trip took to FP32, that is the FP32 traffic of the low-bit "
               "runs. A device-side reduction answers each worker with the result lines, "
               "counted here once per worker as its lines sent."]
-    if "fault" in results:
-        r = results["fault"]
-        lines += ["", f"## Health monitor: fault injected on steps {r['fault'][0]} to "
-                  f"{r['fault'][1] - 1}", "",
-                  "Every result line inverted (a faulty device). Events of the run:", ""]
-        lines += [f"- {e}" for e in r["events"]] or ["- none"]
     return "\n".join(lines) + "\n"
 
 
@@ -236,10 +384,15 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--context", type=int, default=8, help="characters before the target")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--eval-every", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--runs", nargs="+", default=list(RUNS), choices=list(RUNS))
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+    parser.add_argument("--runs", nargs="+", help="only these runs of each task")
+    parser.add_argument("--calibration-steps", type=int, default=30)
+    parser.add_argument("--min-cosine", type=float, default=0.5,
+                        help="calibration: parameters scored below stay on FP32")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     with socket.socket() as s:
@@ -249,7 +402,8 @@ def main(argv=None):
     mp.spawn(_worker, args=(args.workers, port, args, args.out), nprocs=args.workers)
     seconds = time.perf_counter() - started
     results = json.loads((args.out / "training.json").read_text())
-    _plot(results, args.out / "training_digits.png")
+    for task, task_results in results.items():
+        _plot(task, task_results, args.out / f"training_{task}.png")
     (args.out / "training.md").write_text(report(results, args, seconds))
     print(f"wrote {args.out / 'training.md'} ({seconds:.0f} s)")
     return results

@@ -1,5 +1,5 @@
-"""``make train`` in small: two workers, a few steps; the report, the figure, the traffic and
-the fault run's health events."""
+"""``make train`` in small: two workers, a few steps of both tasks; the report, the figures,
+the traffic, the fault run's health events and the calibrated profile."""
 
 import re
 
@@ -8,18 +8,30 @@ from scripts import train
 
 def test_make_train_in_small(tmp_path):
     results = train.main(["--out", str(tmp_path), "--workers", "2", "--steps", "30",
-                          "--runs", "fp32", "gbinary", "fault"])
+                          "--calibration-steps", "5",
+                          "--runs", "fp32", "gbinary", "fault", "calibrated"])
     report = (tmp_path / "training.md").read_text()
-    assert (tmp_path / "training_digits.png").stat().st_size > 0
-    for name in ("fp32", "gbinary", "fault"):
-        assert re.search(rf"^\| {name} \| 0\.\d+ \|", report, flags=re.M), \
-            f"no row for {name} in\n{report}"
-    assert results["fp32"]["low_bit_steps"] == 0
-    assert set(results["fp32"]["traffic"]) == {"fp32"}, results["fp32"]["traffic"]
-    binary = results["gbinary"]
+    for task, runs in (("digits", ("fp32", "gbinary", "fault")),
+                       ("text", ("fp32", "gbinary", "calibrated"))):
+        assert (tmp_path / f"training_{task}.png").stat().st_size > 0
+        assert set(results[task]) - {"calibration"} == set(runs), results[task].keys()
+        section = report.split(f"## {task}\n")[1]
+        for name in runs:
+            assert re.search(rf"^\| {name} \| 0\.\d+ \|", section, flags=re.M), \
+                f"no row for {task} {name} in\n{report}"
+    digits = results["digits"]
+    assert digits["fp32"]["low_bit_steps"] == 0
+    assert set(digits["fp32"]["traffic"]) == {"fp32"}, digits["fp32"]["traffic"]
+    binary = digits["gbinary"]
     assert binary["low_bit_steps"] == 30 and binary["traffic"]["gbinary"] > 0, binary
-    assert sum(binary["traffic"].values()) < results["fp32"]["traffic"]["fp32"]
-    start, stop = results["fault"]["fault"]
-    trips = [e for e in results["fault"]["events"] if ": trip: " in e]
+    assert sum(binary["traffic"].values()) < digits["fp32"]["traffic"]["fp32"]
+    start, stop = digits["fault"]["fault"]
+    trips = [e for e in digits["fault"]["events"] if ": trip: " in e]
     assert trips and trips[0].startswith(f"step {start}:"), \
-        f"fault on steps {start} to {stop - 1}; events: {results['fault']['events']}"
+        f"fault on steps {start} to {stop - 1}; events: {digits['fault']['events']}"
+    calibration = results["text"]["calibration"]
+    routes = results["text"]["calibrated"]["routes"]
+    for name, (cosine, *_) in calibration["scores"].items():
+        want = "fp32" if cosine < 0.5 else "gbinary"
+        assert routes[name] == want, f"{name}: cosine {cosine:.3f}, route {routes[name]}"
+    assert "(d) calibration keeps on FP32" in report
