@@ -23,7 +23,9 @@ workers match. The hook returns a completed future; it works with any backend th
 """
 
 import math
+import time
 from collections import Counter
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -69,6 +71,11 @@ class NeuronFabricHook:
         self.traffic, self._traffic = Counter(), Counter()
         #: ``(step, name, route applied)`` of every parameter, when ``trace`` is a list.
         self.trace = None
+        #: Seconds spent per phase of the hook, summed over buckets, when ``timing`` is a
+        #: ``Counter``: ``hook`` (all of it), ``compress``, ``exchange`` (scales, flags and
+        #: DevLoad), ``fp32`` (the FP32 all_reduce), ``pack``, ``reduce``, ``unpack``,
+        #: ``compare``.
+        self.timing = None
         self._ticked = -1
 
     def register(self, ddp_model):
@@ -92,7 +99,22 @@ class NeuronFabricHook:
         return mean
 
     # The hook.
+    @contextmanager
+    def _timed(self, phase):
+        if self.timing is None:
+            yield
+            return
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timing[phase] += time.perf_counter() - start
+
     def run(self, bucket):
+        with self._timed("hook"):
+            return self._run(bucket)
+
+    def _run(self, bucket):
         if self._ticked != self.step:
             self.monitor.tick(self.step)
             self._ticked = self.step
@@ -114,12 +136,14 @@ class NeuronFabricHook:
         fp32 += [(b, w) for b, w in low if b.name not in compressed]
         low = [(b, w) for b, w in low if b.name in compressed]
         shadow = [(b, w) for b, w in shadow if b.name in compressed]
-        means = self._fp32(buffer, fp32 + (low if sampled else []))
+        with self._timed("fp32"):
+            means = self._fp32(buffer, fp32 + (low if sampled else []))
         updates = self._low_bit(buffer, low + shadow, compressed, means)
         if sampled:
-            for b, _ in low + shadow:
-                if b.name in updates:
-                    self._compare(b, updates[b.name], means[b.name])
+            with self._timed("compare"):
+                for b, _ in low + shadow:
+                    if b.name in updates:
+                        self._compare(b, updates[b.name], means[b.name])
         applied = {}
         for b, where in low:
             # A sample that tripped the parameter keeps its low-bit update out of this step.
@@ -148,20 +172,22 @@ class NeuronFabricHook:
         if not entries:   # the same on every worker: no collective to match
             return {}
         local = []
-        for b, where in entries:
-            p = buffer[where].detach().clone()
-            if b.name in admitted and b.route.error_feedback and b.name in self.residuals:
-                p += self.residuals[b.name]
-            local.append((b, compress(p, b.route), p))
-        stats = torch.zeros(2 * len(entries) + 2, dtype=torch.float64)
-        for i, (_, (_, scale, _), p) in enumerate(local):
-            finite = bool(torch.isfinite(p).all())
-            stats[i] = float(scale) if finite else 0.0
-            stats[len(entries) + i] = 0.0 if finite else 1.0
+        with self._timed("compress"):
+            for b, where in entries:
+                p = buffer[where].detach().clone()
+                if b.name in admitted and b.route.error_feedback and b.name in self.residuals:
+                    p += self.residuals[b.name]
+                local.append((b, compress(p, b.route), p))
+            stats = torch.zeros(2 * len(entries) + 2, dtype=torch.float64)
+            for i, (_, (_, scale, _), p) in enumerate(local):
+                finite = bool(torch.isfinite(p).all())
+                stats[i] = float(scale) if finite else 0.0
+                stats[len(entries) + i] = 0.0 if finite else 1.0
         load = self.reducer.dev_load
         stats[-2] = float(load is not None and load.name == "SEVERE")
         stats[-1] = float(load is not None and load.name == "MODERATE")
-        dist.all_reduce(stats, group=self.group)
+        with self._timed("exchange"):
+            dist.all_reduce(stats, group=self.group)
         world = dist.get_world_size(self.group)
         self._traffic["scales"] += stats.element_size() * stats.numel()
         self.monitor.observe_devload(self.step, stats[-2] > 0, stats[-1] > 0)
@@ -199,12 +225,14 @@ class NeuronFabricHook:
             if not members:
                 continue
             lanes = caps.lanes(plan.route.mode)
-            lines = np.concatenate([pack(compressed[b.name][0], plan.route.mode, lanes, b.lines)
-                                    for b, _ in members])
-            indices = np.concatenate([np.arange(b.first_line, b.first_line + b.lines)
-                                      for b, _ in members])
+            with self._timed("pack"):
+                lines = np.concatenate([pack(compressed[b.name][0], plan.route.mode, lanes,
+                                             b.lines) for b, _ in members])
+                indices = np.concatenate([np.arange(b.first_line, b.first_line + b.lines)
+                                          for b, _ in members])
             try:
-                results = self.reducer.reduce(plan, indices, lines)
+                with self._timed("reduce"):
+                    results = self.reducer.reduce(plan, indices, lines)
             except DeviceError as error:
                 missing = [(b, w) for b, w in members if b.name not in means]
                 means.update(self._fp32(buffer, missing))
@@ -214,13 +242,14 @@ class NeuronFabricHook:
                 continue
             self._traffic[plan.route.kind] += lines.nbytes
             first = 0
-            for b, _ in members:
-                values, scale, kept, p = compressed[b.name]
-                decoded = unpack(results[first:first + b.lines], plan.route.mode, b.numel)
-                first += b.lines
-                updates[b.name] = (scale * decoded).to(buffer.dtype)
-                if self.route(b).low_bit and b.route.error_feedback:
-                    self.residuals[b.name] = p - kept
+            with self._timed("unpack"):
+                for b, _ in members:
+                    values, scale, kept, p = compressed[b.name]
+                    decoded = unpack(results[first:first + b.lines], plan.route.mode, b.numel)
+                    first += b.lines
+                    updates[b.name] = (scale * decoded).to(buffer.dtype)
+                    if self.route(b).low_bit and b.route.error_feedback:
+                        self.residuals[b.name] = p - kept
         return updates
 
     def sampled(self):

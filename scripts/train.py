@@ -19,8 +19,12 @@ weights. Low-bit gradients are reduced by the collective backend
   FP32 scores every parameter's G-Binary aggregate, and the proposed profile (the parameters
   below ``--min-cosine`` on FP32) is trained from the same first weights.
 
+Then per task the hook's overhead: milliseconds per training step of plain DDP, of the hook
+with every parameter on FP32, and with every parameter on G-Binary through each backend, with
+the hook's time per phase.
+
 Writes ``<out>/training.md`` (the claims, per task a table with accuracy, loss, trips and the
-traffic by the routes taken, the fault run's events, the calibration's scores),
+traffic by the routes taken, the fault run's events, the calibration's scores, the overhead),
 ``<out>/training.json`` and ``<out>/training_<task>.png`` (test accuracy and training loss).
 """
 
@@ -32,6 +36,7 @@ import os
 import socket
 import sysconfig
 import time
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -46,7 +51,7 @@ from runtime.capabilities import read_capabilities
 from runtime.events import EventLog
 from runtime.hook import NeuronFabricHook
 from runtime.profile import parse_profile
-from runtime.reducers import CollectiveReducer
+from runtime.reducers import CollectiveReducer, DeviceModelReducer
 from spec.params import ControllerParams
 
 __all__ = ["TASKS", "main"]
@@ -148,7 +153,7 @@ def _text(args):
 
 
 def _setup(task, profile_text, args, world, label):
-    """``(model, binding, profile, events)`` of a fresh model bound for one run."""
+    """``(model, binding, profile, events, device)`` of a fresh model bound for one run."""
     params = ControllerParams()
     device = NeuronFabric(GoldenTransport(params), params)
     caps = asyncio.run(read_capabilities(device))
@@ -157,7 +162,7 @@ def _setup(task, profile_text, args, world, label):
     events, profile = EventLog(), parse_profile(profile_text, f"<{label} profile>")
     binding = bind(model, profile, caps, world, events)
     asyncio.run(program(device, binding))
-    return model, binding, profile, events
+    return model, binding, profile, events, device
 
 
 def _loop(model, hook, task, args, steps):
@@ -186,7 +191,7 @@ def _loop(model, hook, task, args, steps):
 
 def _train(name, profile_text, task, args, world):
     """One run on every worker; returns its curves, traffic and events."""
-    model, binding, profile, events = _setup(task, profile_text, args, world, name)
+    model, binding, profile, events, _ = _setup(task, profile_text, args, world, name)
     fault = range(args.steps // 3, args.steps // 3 + args.steps // 10)
     reducer = FaultyReducer(set(fault)) if name == "fault" else CollectiveReducer()
     hook = NeuronFabricHook(binding, profile, reducer, events)
@@ -207,10 +212,56 @@ def _train(name, profile_text, task, args, world):
 def _calibrate(task, args, world):
     """The calibration run from the ``gbinary`` profile: ``(proposed profile, scores)``."""
     base = TASKS["text"]["gbinary"]
-    model, binding, profile, events = _setup(task, base, args, world, "calibration")
+    model, binding, profile, events, _ = _setup(task, base, args, world, "calibration")
     calibrator = Calibrator(binding, profile, CollectiveReducer(), events)
     _loop(model, calibrator, task, args, args.calibration_steps)
     return calibrator.propose(args.min_cosine), calibrator.scores()
+
+
+#: The modes of the overhead measurement: profile, backend (``None``: plain DDP, no hook).
+_NO_SAMPLES = "[health]\nsample_every = 1000000\n"
+OVERHEAD = {
+    "plain DDP": (_ALL.format("fp32"), None),
+    "hook, all FP32": (_ALL.format("fp32"), CollectiveReducer),
+    "hook, G-Binary, collective": (_NO_SAMPLES + _ALL.format("gbinary"), CollectiveReducer),
+    "hook, G-Binary, device model": (_NO_SAMPLES + _ALL.format("gbinary"), DeviceModelReducer),
+}
+_PHASES = ("compress", "exchange", "fp32", "pack", "reduce", "unpack")
+
+
+def _overhead(task, args, world):
+    """``{mode: (ms per step, {phase: ms per step})}`` on rank 0: whole training steps
+    (forward, backward, hook, optimizer) timed after ``args.overhead_warmup`` steps, without
+    the health monitor's sampled comparisons (the step-0 sample falls in the warm-up)."""
+    x_train, y_train = task[0], task[1]
+    out = {}
+    for mode, (profile_text, backend) in OVERHEAD.items():
+        model, binding, profile, events, device = _setup(task, profile_text, args, world, mode)
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        hook = None
+        if backend is not None:
+            reducer = backend(device) if backend is DeviceModelReducer else backend()
+            hook = NeuronFabricHook(binding, profile, reducer, events)
+            hook.register(ddp)
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+        batches = torch.Generator().manual_seed(args.seed * 1000 + dist.get_rank())
+        total = 0.0
+        for step in range(args.overhead_warmup + args.overhead_steps):
+            if step == args.overhead_warmup:
+                dist.barrier()
+                total = 0.0
+                if hook is not None:
+                    hook.timing = Counter()
+            index = torch.randint(0, len(y_train), (args.batch,), generator=batches)
+            started = time.perf_counter()
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(ddp(x_train[index]), y_train[index]).backward()
+            optimizer.step()
+            total += time.perf_counter() - started
+        per_step = 1000 / args.overhead_steps
+        phases = {k: v * per_step for k, v in (hook.timing if hook else {}).items()}
+        out[mode] = (total * per_step, phases)
+    return out
 
 
 def _worker(rank, world, port, args, out):
@@ -234,6 +285,12 @@ def _worker(rank, world, port, args, out):
                 print(f"{task_name} {name}: {args.steps} steps in {r['seconds']:.1f} s, test "
                       f"accuracy {r['accuracy'][-1][1]:.3f}, loss "
                       f"{sum(r['loss'][-20:]) / 20:.4g}", flush=True)
+        if args.overhead_steps:
+            overhead = _overhead(task, args, world)
+            if rank == 0:
+                results.setdefault("overhead", {})[task_name] = overhead
+                print(f"{task_name} overhead: " + ", ".join(
+                    f"{mode} {ms:.1f} ms" for mode, (ms, _) in overhead.items()), flush=True)
     if rank == 0:
         (out / "training.json").write_text(json.dumps(results, indent=1))
     dist.destroy_process_group()
@@ -349,6 +406,8 @@ def report(results, args, seconds):
              f"samples per worker, SGD lr {args.lr} momentum 0.9, seed {args.seed}; "
              f"{seconds:.0f} s wall. Command: `python -m scripts.train --steps {args.steps} "
              f"--workers {args.workers}` (`make train`).", "", "## Claims", ""]
+    overhead = results.get("overhead", {})
+    results = {k: v for k, v in results.items() if k != "overhead"}
     lines += _claims(results)
     for task, task_results in results.items():
         lines += ["", f"## {task}", "", f"![{task}](training_{task}.png)", ""]
@@ -366,6 +425,33 @@ def report(results, args, seconds):
             lines += ["", f"Health monitor, fault injected on steps {r['fault'][0]} to "
                       f"{r['fault'][1] - 1} (every result line inverted). Events:", ""]
             lines += [f"- {e}" for e in r["events"]] or ["- none"]
+    if overhead:
+        lines += ["", "## Hook overhead", "",
+                  f"Milliseconds per training step (forward, backward, hook, optimizer) on rank "
+                  f"0, the mean of {args.overhead_steps} steps after {args.overhead_warmup}, "
+                  f"{args.workers} workers sharing this machine's {os.cpu_count()} cores; the "
+                  "hook's phases in ms per step (summed over buckets), without the health "
+                  "monitor's sampled comparisons.", "",
+                  "| task | mode | ms per step | over plain DDP | hook | "
+                  + " | ".join(_PHASES) + " |", "|---" * (5 + len(_PHASES)) + "|"]
+        dominant = []
+        for task, modes in overhead.items():
+            plain = modes["plain DDP"][0]
+            for mode, (ms, phases) in modes.items():
+                cells = [f"{phases[k]:.2f}" if k in phases else "-" for k in _PHASES]
+                hook = f"{phases['hook']:.2f}" if "hook" in phases else "-"
+                lines.append(f"| {task} | {mode} | {ms:.2f} | {ms - plain:+.2f} | {hook} | "
+                             + " | ".join(cells) + " |")
+                parts = {k: phases[k] for k in _PHASES if k in phases}
+                if parts:
+                    top = max(parts, key=parts.get)
+                    dominant.append(f"- {task}, {mode}: `{top}`, {parts[top]:.2f} of "
+                                    f"{phases['hook']:.2f} ms")
+        lines += ["", "What dominates the hook, per step:", ""] + dominant
+        lines += ["", "The first collective of a bucket (`exchange` on low-bit routes, `fp32` "
+                  "with every parameter on FP32) also waits for the slowest worker to finish "
+                  "its backward pass; `reduce` of the device model is the golden model in "
+                  "Python, line by line, not the device's speed."]
     lines += ["", "Traffic is what each worker sent per step, averaged over the run, from the "
               "routes actually taken: FP32 gradients (4 bytes an element), low-bit lines "
               "(1 or 2 bits a lane, whole lines), and the small exchange of scales, flags and "
@@ -393,6 +479,9 @@ def main(argv=None):
     parser.add_argument("--calibration-steps", type=int, default=30)
     parser.add_argument("--min-cosine", type=float, default=0.5,
                         help="calibration: parameters scored below stay on FP32")
+    parser.add_argument("--overhead-steps", type=int, default=30,
+                        help="timed steps per mode of the hook's overhead (0: none)")
+    parser.add_argument("--overhead-warmup", type=int, default=5)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     with socket.socket() as s:
@@ -403,7 +492,8 @@ def main(argv=None):
     seconds = time.perf_counter() - started
     results = json.loads((args.out / "training.json").read_text())
     for task, task_results in results.items():
-        _plot(task, task_results, args.out / f"training_{task}.png")
+        if task != "overhead":
+            _plot(task, task_results, args.out / f"training_{task}.png")
     (args.out / "training.md").write_text(report(results, args, seconds))
     print(f"wrote {args.out / 'training.md'} ({seconds:.0f} s)")
     return results

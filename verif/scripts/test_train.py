@@ -8,7 +8,8 @@ from scripts import train
 
 def test_make_train_in_small(tmp_path):
     results = train.main(["--out", str(tmp_path), "--workers", "2", "--steps", "30",
-                          "--calibration-steps", "5",
+                          "--calibration-steps", "5", "--overhead-steps", "3",
+                          "--overhead-warmup", "1",
                           "--runs", "fp32", "gbinary", "fault", "calibrated"])
     report = (tmp_path / "training.md").read_text()
     for task, runs in (("digits", ("fp32", "gbinary", "fault")),
@@ -35,3 +36,9 @@ def test_make_train_in_small(tmp_path):
         want = "fp32" if cosine < 0.5 else "gbinary"
         assert routes[name] == want, f"{name}: cosine {cosine:.3f}, route {routes[name]}"
     assert "(d) calibration keeps on FP32" in report
+    for task in ("digits", "text"):
+        modes = results["overhead"][task]
+        assert set(modes) == set(train.OVERHEAD), modes.keys()
+        assert all(ms > 0 for ms, _ in modes.values()), modes
+        assert "reduce" in modes["hook, G-Binary, device model"][1], modes
+        assert re.search(rf"^\| {task} \| hook, G-Binary, device model \| \d", report, re.M)
