@@ -18,8 +18,9 @@ on a ``DistributedDataParallel`` model. For each bucket, on every worker:
    comparison trips takes the FP32 mean on this very step.
 
 Every worker makes the same decisions from the same reduced inputs, so the collectives of all
-workers match. The hook returns a completed future; it works with any backend that has
-``all_reduce`` and ``all_gather`` (gloo, NCCL).
+workers match. The hook returns a completed future. Its collectives are ``all_reduce`` and
+``all_gather`` on tensors on the reducer's ``device`` (or the bucket's own, for FP32), so that
+NCCL takes them as gloo does; only gloo on the CPU is tested here.
 """
 
 import math
@@ -92,7 +93,7 @@ class NeuronFabricHook:
     def observe_loss(self, loss):
         """Give the monitor the loss of the step just finished (call after ``backward``); the
         workers' mean is used, so every worker decides alike; returns that mean."""
-        value = torch.tensor([float(loss)], dtype=torch.float64)
+        value = torch.tensor([float(loss)], dtype=torch.float64, device=self.reducer.device)
         dist.all_reduce(value, group=self.group)
         mean = value.item() / dist.get_world_size(self.group)
         self.monitor.observe_loss(self.step - 1, mean)
@@ -178,16 +179,17 @@ class NeuronFabricHook:
                 if b.name in admitted and b.route.error_feedback and b.name in self.residuals:
                     p += self.residuals[b.name]
                 local.append((b, compress(p, b.route), p))
-            stats = torch.zeros(2 * len(entries) + 2, dtype=torch.float64)
-            for i, (_, (_, scale, _), p) in enumerate(local):
-                finite = bool(torch.isfinite(p).all())
-                stats[i] = float(scale) if finite else 0.0
-                stats[len(entries) + i] = 0.0 if finite else 1.0
+            finite = [bool(torch.isfinite(p).all()) for _, _, p in local]
+            scales = [float(scale) if ok else 0.0 for (_, (_, scale, _), _), ok
+                      in zip(local, finite)]
         load = self.reducer.dev_load
-        stats[-2] = float(load is not None and load.name == "SEVERE")
-        stats[-1] = float(load is not None and load.name == "MODERATE")
+        stats = torch.tensor(scales + [0.0 if ok else 1.0 for ok in finite]
+                             + [float(load is not None and load.name == "SEVERE"),
+                                float(load is not None and load.name == "MODERATE")],
+                             dtype=torch.float64, device=self.reducer.device)
         with self._timed("exchange"):
             dist.all_reduce(stats, group=self.group)
+        stats = stats.cpu()
         world = dist.get_world_size(self.group)
         self._traffic["scales"] += stats.element_size() * stats.numel()
         self.monitor.observe_devload(self.step, stats[-2] > 0, stats[-1] > 0)
@@ -247,7 +249,7 @@ class NeuronFabricHook:
                     values, scale, kept, p = compressed[b.name]
                     decoded = unpack(results[first:first + b.lines], plan.route.mode, b.numel)
                     first += b.lines
-                    updates[b.name] = (scale * decoded).to(buffer.dtype)
+                    updates[b.name] = (scale * decoded).to(buffer.device, buffer.dtype)
                     if self.route(b).low_bit and b.route.error_feedback:
                         self.residuals[b.name] = p - kept
         return updates

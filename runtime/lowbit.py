@@ -55,7 +55,7 @@ def pack(values, mode, lanes, lines):
     """``(lines, line_bytes)`` contribution lines of ``values`` (from :func:`compress`), padded
     with zero lanes (``+0`` for G-Binary: lane bit 0)."""
     padded = np.zeros(lines * lanes, np.int8)
-    padded[:values.numel()] = values.numpy()
+    padded[:values.numel()] = values.cpu().numpy()
     padded = padded.reshape(lines, lanes)
     if mode == Mode.GBINARY:
         return bits_to_lines(padded < 0)
@@ -63,7 +63,7 @@ def pack(values, mode, lanes, lines):
 
 
 def unpack(lines, mode, numel):
-    """The decoded values (``float32`` tensor of ``numel``) of result ``lines``: G-Binary lane
+    """The decoded values (``float32`` CPU tensor of ``numel``) of result ``lines``: G-Binary lane
     bit 1 is -1 and 0 is +1; G-Ternary codes are their values (``docs/spec.md`` sections 3
     and 4)."""
     if mode == Mode.GBINARY:

@@ -6,7 +6,8 @@ Interface (:class:`Reducer`): ``reduce(plan, line_indices, lines)`` is collectiv
 process group: every rank calls it with the same ``plan`` (a
 :class:`runtime.binding.RegionPlan`) and ``line_indices`` (the lines of the region, an
 ``int`` array of ``N``), and its own ``(N, line_bytes)`` ``uint8`` contribution ``lines``; it
-returns the ``(N, line_bytes)`` result lines, the same on every rank. ``dev_load`` is the
+returns the ``(N, line_bytes)`` result lines, the same on every rank. The tensors of its
+collectives live on ``device`` (the CPU for gloo; the rank's GPU for NCCL). ``dev_load`` is the
 DevLoad of the device's last response (:class:`spec.cxl.DevLoad`), or ``None`` where there is
 no device. A replay of recorded rounds through the RTL controller fits the same interface; the
 device-model backend records the rounds it serves (``record=True``) for such a replay.
@@ -44,8 +45,9 @@ class Reducer:
 
     name = "reducer"
 
-    def __init__(self, group=None):
+    def __init__(self, group=None, device="cpu"):
         self.group = group
+        self.device = torch.device(device)
 
     @property
     def world_size(self):
@@ -70,8 +72,9 @@ class CollectiveReducer(Reducer):
             lanes = lines_to_bits(lines).astype(np.int32)
         else:
             lanes = ternary_codes_to_values(lines_to_ternary_codes(lines)).astype(np.int32)
-        total = torch.from_numpy(lanes)
+        total = torch.from_numpy(lanes).to(self.device)
         dist.all_reduce(total, group=self.group)
+        total = total.cpu()
         if mode == Mode.GBINARY:
             return bits_to_lines((2 * total > self.world_size).numpy())
         t = plan.route.threshold
@@ -81,7 +84,7 @@ class CollectiveReducer(Reducer):
 
 
 class DeviceModelReducer(Reducer):
-    """The device behind ``device`` (a :class:`driver.NeuronFabric` whose regions
+    """The device behind ``fabric`` (a :class:`driver.NeuronFabric` whose regions
     :func:`runtime.binding.program` has programmed). Each round clears the region, writes every
     rank's lines in rank order, checks that the device accepted every contribution
     (``CNT_ACCEPTED``, ``CNT_REJECTED``) and reads the result lines; a rejected contribution
@@ -90,22 +93,22 @@ class DeviceModelReducer(Reducer):
 
     name = "device"
 
-    def __init__(self, device, group=None, record=False):
-        super().__init__(group)
-        self.device = device
+    def __init__(self, fabric, group=None, record=False, device="cpu"):
+        super().__init__(group, device)
+        self.fabric = fabric
         self.record = record
         self.recorded = []
         self._loop = asyncio.new_event_loop()
 
     @property
     def dev_load(self):
-        return getattr(self.device.transport, "dev_load", None)
+        return getattr(self.fabric.transport, "dev_load", None)
 
     def reduce(self, plan, line_indices, lines):
-        local = torch.from_numpy(np.ascontiguousarray(lines, np.uint8))
+        local = torch.from_numpy(np.ascontiguousarray(lines, np.uint8)).to(self.device)
         gathered = [torch.empty_like(local) for _ in range(self.world_size)]
         dist.all_gather(gathered, local, group=self.group)
-        contributions = np.stack([g.numpy() for g in gathered])
+        contributions = np.stack([g.cpu().numpy() for g in gathered])
         results = self._loop.run_until_complete(
             self._round(plan, np.asarray(line_indices), contributions))
         if self.record:
@@ -114,7 +117,7 @@ class DeviceModelReducer(Reducer):
         return results
 
     async def _round(self, plan, line_indices, contributions):
-        device, transport = self.device, self.device.transport
+        device, transport = self.fabric, self.fabric.transport
         line = device.params.datapath.line_bytes
         full = (1 << line) - 1
         addresses = [plan.region.base + int(i) * line for i in line_indices]

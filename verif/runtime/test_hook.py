@@ -124,7 +124,7 @@ def test_a_non_finite_gradient_takes_fp32_and_reaches_the_optimizer(one_worker):
 
 def test_severe_devload_backs_off_to_fp32(one_worker):
     def between(step, model, hook):
-        hook.reducer.device.transport.dev_load = DevLoad.SEVERE if step == 1 else DevLoad.LIGHT
+        hook.reducer.fabric.transport.dev_load = DevLoad.SEVERE if step == 1 else DevLoad.LIGHT
     routes, events, _ = _run(lambda device: DeviceModelReducer(device), 6, between)
     # Seen at step 1 (the hook reads DevLoad before reducing): FP32 for steps 2 and 3.
     assert routes == ["gbinary", "gbinary", "fp32", "fp32", "gbinary", "gbinary"], routes
