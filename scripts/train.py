@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import socket
+import statistics
 import sysconfig
 import time
 from collections import Counter
@@ -230,9 +231,10 @@ _PHASES = ("compress", "exchange", "fp32", "pack", "reduce", "unpack")
 
 
 def _overhead(task, args, world):
-    """``{mode: (ms per step, {phase: ms per step})}`` on rank 0: whole training steps
-    (forward, backward, hook, optimizer) timed after ``args.overhead_warmup`` steps, without
-    the health monitor's sampled comparisons (the step-0 sample falls in the warm-up)."""
+    """``{mode: (ms per step, {phase: ms per step})}`` on rank 0: the median of whole training
+    steps (forward, backward, hook, optimizer) after ``args.overhead_warmup`` steps, and the
+    hook's phases averaged over those steps, without the health monitor's sampled comparisons
+    (the step-0 sample falls in the warm-up)."""
     x_train, y_train = task[0], task[1]
     out = {}
     for mode, (profile_text, backend) in OVERHEAD.items():
@@ -245,11 +247,11 @@ def _overhead(task, args, world):
             hook.register(ddp)
         optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
         batches = torch.Generator().manual_seed(args.seed * 1000 + dist.get_rank())
-        total = 0.0
+        times = []
         for step in range(args.overhead_warmup + args.overhead_steps):
             if step == args.overhead_warmup:
                 dist.barrier()
-                total = 0.0
+                times = []
                 if hook is not None:
                     hook.timing = Counter()
             index = torch.randint(0, len(y_train), (args.batch,), generator=batches)
@@ -257,10 +259,10 @@ def _overhead(task, args, world):
             optimizer.zero_grad()
             torch.nn.functional.cross_entropy(ddp(x_train[index]), y_train[index]).backward()
             optimizer.step()
-            total += time.perf_counter() - started
+            times.append(time.perf_counter() - started)
         per_step = 1000 / args.overhead_steps
         phases = {k: v * per_step for k, v in (hook.timing if hook else {}).items()}
-        out[mode] = (total * per_step, phases)
+        out[mode] = (1000 * statistics.median(times), phases)
     return out
 
 
@@ -410,6 +412,8 @@ def report(results, args, seconds):
     results = {k: v for k, v in results.items() if k != "overhead"}
     lines += _claims(results)
     for task, task_results in results.items():
+        if not _runs(task_results):
+            continue
         lines += ["", f"## {task}", "", f"![{task}](training_{task}.png)", ""]
         lines += _table(task_results)
         if "calibration" in task_results:
@@ -428,10 +432,12 @@ def report(results, args, seconds):
     if overhead:
         lines += ["", "## Hook overhead", "",
                   f"Milliseconds per training step (forward, backward, hook, optimizer) on rank "
-                  f"0, the mean of {args.overhead_steps} steps after {args.overhead_warmup}, "
+                  f"0, the median of {args.overhead_steps} steps after {args.overhead_warmup}, "
                   f"{args.workers} workers sharing this machine's {os.cpu_count()} cores; the "
-                  "hook's phases in ms per step (summed over buckets), without the health "
-                  "monitor's sampled comparisons.", "",
+                  "hook's phases in ms per step (their mean, summed over buckets), without the "
+                  "health monitor's sampled comparisons. With more workers than cores the "
+                  "figures move from run to run by tens of percent; compare modes within one "
+                  "run.", "",
                   "| task | mode | ms per step | over plain DDP | hook | "
                   + " | ".join(_PHASES) + " |", "|---" * (5 + len(_PHASES)) + "|"]
         dominant = []
@@ -451,7 +457,9 @@ def report(results, args, seconds):
         lines += ["", "The first collective of a bucket (`exchange` on low-bit routes, `fp32` "
                   "with every parameter on FP32) also waits for the slowest worker to finish "
                   "its backward pass; `reduce` of the device model is the golden model in "
-                  "Python, line by line, not the device's speed."]
+                  "Python, line by line, not the device's speed. The hook runs its "
+                  "collectives at once and returns a completed future, where plain DDP's "
+                  "all_reduce runs asynchronously alongside the rest of the backward pass."]
     lines += ["", "Traffic is what each worker sent per step, averaged over the run, from the "
               "routes actually taken: FP32 gradients (4 bytes an element), low-bit lines "
               "(1 or 2 bits a lane, whole lines), and the small exchange of scales, flags and "
@@ -492,7 +500,7 @@ def main(argv=None):
     seconds = time.perf_counter() - started
     results = json.loads((args.out / "training.json").read_text())
     for task, task_results in results.items():
-        if task != "overhead":
+        if task != "overhead" and _runs(task_results):
             _plot(task, task_results, args.out / f"training_{task}.png")
     (args.out / "training.md").write_text(report(results, args, seconds))
     print(f"wrote {args.out / 'training.md'} ({seconds:.0f} s)")
