@@ -10,7 +10,8 @@ returns the ``(N, line_bytes)`` result lines, the same on every rank. The tensor
 collectives live on ``device`` (the CPU for gloo; the rank's GPU for NCCL). ``dev_load`` is the
 DevLoad of the device's last response (:class:`spec.cxl.DevLoad`), or ``None`` where there is
 no device. A replay of recorded rounds through the RTL controller fits the same interface; the
-device-model backend records the rounds it serves (``record=True``) for such a replay.
+device-model backend records the rounds it serves (``record=True``), and :func:`save_rounds`
+writes them to a file (under ``build/``) for such a replay.
 
 - :class:`CollectiveReducer`: what a cluster without the device runs: per lane counts of
   negative signs (G-Binary) or sums of ternary values (G-Ternary) added up with
@@ -36,8 +37,9 @@ from spec.formats import (
     ternary_codes_to_values,
 )
 from spec.params import TERNARY_MINUS, TERNARY_PLUS, TERNARY_ZERO, Mode
+from spec.regmap import Region
 
-__all__ = ["Reducer", "CollectiveReducer", "DeviceModelReducer"]
+__all__ = ["Reducer", "CollectiveReducer", "DeviceModelReducer", "save_rounds", "load_rounds"]
 
 
 class Reducer:
@@ -137,3 +139,33 @@ class DeviceModelReducer(Reducer):
                               f"{len(addresses)} lines; STATUS {sorted(status)}")
         return np.stack([np.frombuffer(await transport.read_line(a), np.uint8)
                          for a in addresses]) if addresses else contributions[0]
+
+
+def save_rounds(path, plans, rounds):
+    """Write recorded ``rounds`` (:attr:`DeviceModelReducer.recorded`) and the region
+    ``plans`` they used (:attr:`runtime.binding.Binding.regions`) to the ``.npz`` file
+    ``path``, for a replay through another backend (the RTL controller, say)."""
+    arrays = {}
+    for number, (region, indices, contributions, results) in enumerate(rounds):
+        plan = plans[region]
+        r = plan.region
+        arrays[f"round{number}_region"] = np.array(
+            [region, r.mode, r.base, r.size, r.acc, r.threshold, r.expected], np.int64)
+        arrays[f"round{number}_lines"] = np.asarray(indices, np.int64)
+        arrays[f"round{number}_contributions"] = contributions
+        arrays[f"round{number}_results"] = results
+    np.savez_compressed(path, rounds=np.int64(len(rounds)), **arrays)
+
+
+def load_rounds(path):
+    """The rounds of :func:`save_rounds`: a list of ``(Region, region index, line_indices,
+    contributions (ranks, N, line_bytes), results (N, line_bytes))``."""
+    out = []
+    with np.load(path) as data:
+        for number in range(int(data["rounds"])):
+            index, mode, base, size, acc, threshold, expected = \
+                data[f"round{number}_region"].tolist()
+            out.append((Region(True, mode, base, size, acc, threshold, expected), index,
+                        data[f"round{number}_lines"], data[f"round{number}_contributions"],
+                        data[f"round{number}_results"]))
+    return out
