@@ -44,7 +44,8 @@ eviction, a clear, a drop) after it was made. ``departed`` records that some lin
 slot, and is cleared when every write is done; a miss waits for every write only if
 ``departed`` was set before its own eviction (which writes another line), or while a host
 write is outstanding (it may be a raw write of accumulator memory). A completed line's
-write-back therefore does not hold up the fill of the next line.
+write-back therefore does not hold up the fill of the next line. Every write-back goes out
+with one AXI ID, so memory applies a line's write-backs in the order they were made.
 
 Each result leaves in op order. Write-backs leave in the order they are made, each the
 accumulator image of one line: its result line, then its state's memory image
@@ -196,8 +197,7 @@ class _Fsm(enum.Enum, shape=3):
     DECIDE = 3
     WAIT_WRITES = 4
     INSTALL = 5
-    INSTALLED = 6
-    READ_ANSWER = 7
+    READ_ANSWER = 6
 
 
 class _Step(enum.Enum, shape=3):
@@ -437,12 +437,22 @@ class SlotPool(wiring.Component):
         m.d.comb += [t0_valid.eq(Mux(scanning, 1, self.op.valid & ~settling)),
                      t0.eq(Mux(scanning, drop, self.op.payload))]
 
-        # T1.
+        # The forwarding registers: what was written to the slots on the last two clock edges.
+        w1, w2 = Signal(entry_layout), Signal(entry_layout)
+        w1_index, w2_index = Signal(params.slot_index_bits), Signal(params.slot_index_bits)
+        w1_valid, w2_valid = Signal(), Signal()
+        m.d.sync += [w2.eq(w1), w2_index.eq(w1_index), w2_valid.eq(w1_valid),
+                     w1.eq(write.data), w1_index.eq(write.addr), w1_valid.eq(write.en)]
+
+        # T1. Its tag check sees the slot as it stands: the word read on the last clock edge,
+        # or the one written to the slot on that same edge (``W1``, then): a fill's.
         state = Signal(_Fsm)
         t1 = Signal(op_layout)
         t1_valid = Signal()
         t1_fresh = Signal()          # rdata is t1's slot, read on the last clock edge
-        hit = rdata.valid & (rdata.tag == t1.tag)
+        t1_written = Signal()        # and W1 was written to it on that edge
+        seen = entry_layout(Mux(t1_written, w1, rdata))
+        hit = seen.valid & (seen.tag == t1.tag)
         contributes = aggregates(t1.mode) & t1.full_line
         needs_slot = ((t1.kind == SlotOp.CONTRIBUTE) & contributes) | (t1.kind == SlotOp.READ)
         miss = t1_valid & t1_fresh & needs_slot & ~hit
@@ -455,7 +465,8 @@ class SlotPool(wiring.Component):
             read.addr.eq(Mux(refresh, t1.index, t0.index)),
             self.op.ready.eq(take & ~settling),
         ]
-        m.d.sync += t1_fresh.eq(take | refresh)
+        m.d.sync += [t1_fresh.eq(take | refresh),
+                     t1_written.eq(write.en & (write.addr == read.addr))]
         with m.If(take):
             m.d.sync += [t1.eq(t0), t1_valid.eq(1)]
             with m.If(scanning):
@@ -465,17 +476,12 @@ class SlotPool(wiring.Component):
             m.d.sync += t1_valid.eq(0)
         m.d.comb += events.hits.eq(advance & needs_slot)
 
-        # P2 and the forwarding registers: what was written on the last two clock edges.
+        # P2.
         p2 = Signal(op_layout)
         p2_valid = Signal()
         p2_word = Signal(entry_layout)          # the slot as T1 read it (or as injected)
         p2_install = Signal()                   # p2_word is a fill: write it in any case
         fwd1, fwd2 = Signal(), Signal()
-        w1, w2 = Signal(entry_layout), Signal(entry_layout)
-        w1_index, w2_index = Signal.like(p2.index), Signal.like(p2.index)
-        w1_valid, w2_valid = Signal(), Signal()
-        m.d.sync += [w2.eq(w1), w2_index.eq(w1_index), w2_valid.eq(w1_valid),
-                     w1.eq(write.data), w1_index.eq(write.addr), w1_valid.eq(write.en)]
         m.d.sync += p2_valid.eq(advance)
         # Room for the advancing op, the one in P2 and those in the result unit.
         m.d.comb += room.eq((results.level + in_flight + p2_valid < depth)
@@ -676,8 +682,4 @@ class SlotPool(wiring.Component):
                                  reader.finish.eq(1), events.fills.eq(1)]
                     m.d.sync += [p2_valid.eq(1), p2.eq(t1), p2_word.eq(word),
                                  p2_install.eq(1), fwd1.eq(0), fwd2.eq(0),
-                                 t1_valid.eq(0), state.eq(_Fsm.INSTALLED)]
-            with m.Case(_Fsm.INSTALLED):
-                # P2 writes the slot on this clock's edge: the next op, which checks its tag
-                # against the word memory holds, is taken from the next clock on.
-                m.d.sync += state.eq(_Fsm.RUN)
+                                 t1_valid.eq(0), state.eq(_Fsm.RUN)]

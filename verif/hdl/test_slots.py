@@ -146,8 +146,8 @@ def test_slot_pool_against_golden(params, seed):
 
     async def memory(ctx):
         """Takes every write-back after a random wait, now and then a long one
-        (``writes_pending`` meanwhile); answers fill reads 1 to 4 clocks late, a line per
-        clock."""
+        (``writes_pending`` meanwhile), in order; answers fill reads 1 to 4 clocks late, a line
+        per clock."""
         pending = []            # (due clock, address, lines)
         reads = []              # (due clock, address)
         clock = 0
@@ -158,9 +158,11 @@ def test_slot_pool_against_golden(params, seed):
                 dut.fill_read.valid, dut.fill_read.payload):
             clock += 1
             if wb_valid and ready:
-                # Now and then a write lands late: a fill must not overtake it.
+                # Now and then a write lands late: a fill must not overtake it. Writes land
+                # in the order they were made, as AXI lands writes of one ID.
                 delay = rng.integers(1, 6) if rng.random() < 0.8 else rng.integers(20, 60)
-                pending.append((clock + int(delay), wb.address, wb.lines))
+                due = max([clock + int(delay)] + [x[0] for x in pending])
+                pending.append((due, wb.address, wb.lines))
             if fr_valid:
                 first = clock + int(rng.integers(1, 5))
                 for beat in range(fr.beats):
