@@ -60,8 +60,15 @@ class PipelineRegister(wiring.Component):
 def register_selected(m, out, values, index, enable=None):
     """Register ``values[index]`` into ``out`` (zero for an index that ``values``, a dict from
     index to value, has no entry for), every clock or only while ``enable``. Wide selects are
-    built from these in steps, so that each mux sits next to the registers it selects from."""
+    built from these in steps, so that each mux sits next to the registers it selects from.
+
+    An index of no bits (a choice of one) takes entry 0 without a switch: Yosys reads a switch
+    on no bits as one that no case matches, so the generated Verilog registered 0 where
+    Amaranth's simulator took the entry (``make formal`` found it at one region)."""
     with m.If(enable) if enable is not None else nullcontext():
+        if not len(Value.cast(index)):
+            m.d.sync += out.eq(values.get(0, 0))
+            return
         with m.Switch(index):
             for k, value in values.items():
                 with m.Case(k):
