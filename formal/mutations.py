@@ -19,6 +19,7 @@ from hdl.control import ControlRegisters
 from hdl.csr import RegisterBlock
 from hdl.datapath import Add, Decode, Select
 from hdl.pipeline import PipelineRegister
+from hdl.responder import Responder
 from spec.params import TERNARY_MINUS
 from spec.regmap import Access
 
@@ -120,6 +121,17 @@ def _elaborate_apply_dropping_region_0(self, m, block, cfg_error_event):
         m.d.sync += region.enable.eq(~region.enable)
 
 
+_responder_elaborate = Responder.elaborate
+
+
+def _responder_popping_unsent(self, platform):
+    # The queue of completions moves on whenever a response is offered, taken or not.
+    m = _responder_elaborate(self, platform)
+    queue = m.submodules.queue
+    m.d.comb += queue.r_en.eq(queue.r_rdy & (self.s2m_ndr.valid | self.s2m_drs.valid))
+    return m
+
+
 #: The mutation of each property, by the property's harness class name.
 MUTATIONS = {
     "ContributionAddsItsLanes": Mutation(
@@ -152,4 +164,8 @@ MUTATIONS = {
     "RejectedApplyKeepsTable": Mutation(
         "rejection_toggles_region_0", "a rejected APPLY toggles region 0's enable",
         ControlRegisters, "_elaborate_apply", _elaborate_apply_dropping_region_0),
+    "ResponsesOncePerCompletionInOrder": Mutation(
+        "response_lost_under_backpressure",
+        "a completion leaves the queue when its response is offered, even if not taken",
+        Responder, "elaborate", _responder_popping_unsent),
 }

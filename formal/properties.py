@@ -12,7 +12,8 @@ designs' own latencies:
 - lock and W1C: k-induction of depth ``WRITE_LATENCY + 2`` (a bus write lands
   ``WRITE_LATENCY`` clocks after its strobe);
 - APPLY: bounded, ``apply_cycles`` plus ``APPLY_MARGIN`` clocks from reset: every trace in which
-  up to about ``APPLY_MARGIN`` clocks of register writes are followed by a whole APPLY.
+  up to about ``APPLY_MARGIN`` clocks of register writes are followed by a whole APPLY;
+- the controller's responder: bounded, ``RESPONDER_DEPTH`` clocks.
 
 ``fast`` properties (and their mutations) run in ``make test``, a few minutes in all; the rest
 only in ``make formal``.
@@ -37,9 +38,11 @@ from .registers import (
     LockKeepsRegionsReadOnly,
     RejectedApplyKeepsTable,
 )
+from .responder import ResponsesOncePerCompletionInOrder
 from .sby import Check, run
 
-__all__ = ["DATAPATH_CONFIGS", "CONTROLLER_CONFIGS", "APPLY_MARGIN", "Property", "PROPERTIES",
+__all__ = ["DATAPATH_CONFIGS", "CONTROLLER_CONFIGS", "APPLY_MARGIN", "RESPONDER_DEPTH",
+           "Property", "PROPERTIES",
            "check_property", "check_mutation"]
 
 #: Datapath configurations: the shortest line at two counter widths, the deepest and a short
@@ -125,8 +128,19 @@ def _register_properties():
             yield Property(harness, params, apply, apply, fast=fast)
 
 
+#: Clocks of the responder's bounded check: up to that many completions queued and answered
+#: in any order of backpressure (the solver's time grows fast beyond it: about a minute here).
+RESPONDER_DEPTH = 12
+
+
+def _controller_properties():
+    check = Check("bmc", RESPONDER_DEPTH, ENGINE)
+    yield Property(ResponsesOncePerCompletionInOrder, CONTROLLER_CONFIGS[0], check, check,
+                   fast=False)
+
+
 #: Every property, in report order.
-PROPERTIES = (*_datapath_properties(), *_register_properties())
+PROPERTIES = (*_datapath_properties(), *_register_properties(), *_controller_properties())
 
 
 def check_property(prop, build):
