@@ -83,8 +83,8 @@ class Property:
 
     @property
     def statement(self):
-        """The property, in words: its harness's docstring, on one line."""
-        return " ".join(self.harness.__doc__.split())
+        """The property, in words: its harness's docstring, on one line, in Markdown."""
+        return " ".join(self.harness.__doc__.split()).replace("``", "`")
 
     @property
     def design(self):

@@ -35,7 +35,8 @@ def _rows(selected, build, mutations, say):
                "engine": prop.check.engine, "mode": prop.check.mode, "depth": prop.check.depth,
                "fast": prop.fast, "result": outcome.status,
                "seconds": round(outcome.seconds, 1),
-               "trace": _relative(outcome.trace, root), "failed": list(outcome.failed)}
+               "trace": _relative(outcome.trace, root),
+               "failed": [_relative(where, Path.cwd()) for where in outcome.failed]}
         say(f"{prop.name}: {outcome.status} ({outcome.seconds:.1f} s)")
         if mutations:
             broken = check_mutation(prop, build)
@@ -43,7 +44,8 @@ def _rows(selected, build, mutations, say):
                 "name": prop.mutation.name, "fault": prop.mutation.fault,
                 "mode": prop.mutant.mode, "depth": prop.mutant.depth,
                 "result": broken.status, "seconds": round(broken.seconds, 1),
-                "trace": _relative(broken.trace, root), "failed": list(broken.failed)}
+                "trace": _relative(broken.trace, root),
+                "failed": [_relative(where, Path.cwd()) for where in broken.failed]}
             say(f"{prop.name} with {prop.mutation.name}: {broken.status} "
                 f"({broken.seconds:.1f} s)")
         rows.append(row)
