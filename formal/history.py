@@ -23,7 +23,6 @@ def delayed(m, value, clocks, name):
     return value
 
 
-
 def started(m, name="started"):
     """A flag that is 0 on the first clock and 1 ever after: a harness that compares a value
     with its own past skips the first clock, which has no past."""

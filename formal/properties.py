@@ -122,10 +122,11 @@ def _register_properties():
         yield Property(harness, CONTROLLER_CONFIGS[-1], write, written_twice, fast=True)
     for index, params in enumerate(CONTROLLER_CONFIGS):
         apply = Check("bmc", _apply_cycles(params) + APPLY_MARGIN, ENGINE)
-        for harness in (ApplyInstallsOnlyValidTables, RejectedApplyKeepsTable):
-            # Checking every installed table takes minutes even at one region.
-            fast = index == 0 and harness is RejectedApplyKeepsTable
-            yield Property(harness, params, apply, apply, fast=fast)
+        # Every installed table takes minutes at one region; at two, whose APPLY is three times
+        # as long, the solver had not finished in an hour.
+        if index == 0:
+            yield Property(ApplyInstallsOnlyValidTables, params, apply, apply, fast=False)
+        yield Property(RejectedApplyKeepsTable, params, apply, apply, fast=index == 0)
 
 
 #: Clocks of the responder's bounded check: up to that many completions queued and answered

