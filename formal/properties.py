@@ -130,7 +130,7 @@ def _register_properties():
 
 
 #: Clocks of the responder's bounded check: up to that many completions queued and answered
-#: in any order of backpressure (the solver's time grows fast beyond it: about a minute here).
+#: in any order of backpressure (the solver's time grows fast beyond it).
 RESPONDER_DEPTH = 12
 
 
