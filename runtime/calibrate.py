@@ -6,7 +6,8 @@ every step applies the FP32 mean to every parameter, while each parameter the ba
 puts on a low-bit route is also reduced that way, without error feedback (each step on its
 own), and compared (:func:`runtime.hook.compare`).
 The score of a parameter is the mean, over the steps, of the cosine similarity between its
-low-bit update and the FP32 mean: 1 is the same direction, 0 no agreement.
+low-bit update and the FP32 mean: 1 is the same direction, 0 no agreement. A step where no lane
+is non-zero in both is no evidence and is left out; a parameter without any is not scored.
 :meth:`Calibrator.propose` writes a profile, as TOML text, with an ``fp32`` rule for each
 parameter scored below ``min_cosine`` (first, so they win), then the base profile's rules.
 """
@@ -37,8 +38,13 @@ class Calibrator(NeuronFabricHook):
     def sampled(self):
         return True
 
+    def _shadowed(self, b):
+        return b.route.low_bit and self.step >= b.start_step
+
     def _compare(self, b, update, mean):
-        self.samples[b.name].append(compare(update, mean))
+        sample = compare(update, mean)
+        if sample[0] is not None:   # no lane non-zero in both: no evidence, no score
+            self.samples[b.name].append(sample)
 
     def scores(self):
         """``{name: (mean cosine, mean sign agreement, mean norm ratio, steps)}``."""

@@ -51,7 +51,11 @@ class HealthMonitor:
     # Queries.
     def admitted(self, subject, step):
         """Whether ``subject`` takes its low-bit route at ``step``."""
-        return self.state.get(subject) == State.ADMITTED and step >= self._devload_until
+        return self.state.get(subject) == State.ADMITTED and not self.backing_off(step)
+
+    def backing_off(self, step):
+        """Whether a Severe-overload DevLoad holds every low-bit route on FP32 at ``step``."""
+        return step < self._devload_until
 
     def sampled(self, step):
         """Whether ``step`` compares low-bit results with FP32."""

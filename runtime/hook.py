@@ -13,9 +13,14 @@ on a ``DistributedDataParallel`` model. For each bucket, on every worker:
 4. Low-bit slices are packed into lines (:func:`runtime.lowbit.pack`), region by region, and
    reduced by the backend (:mod:`runtime.reducers`); the result lines are unpacked and scaled
    by the workers' mean scale (the rule in :mod:`runtime.lowbit`).
-5. On sampled steps every low-bit parameter, admitted or on probation, is also reduced the other
-   way, and the health monitor compares the two (sign agreement, norm ratio); a parameter the
-   comparison trips takes the FP32 mean on this very step.
+5. On sampled steps every low-bit parameter that is admitted or on probation is also reduced
+   the other way, and the health monitor compares the two (sign agreement, norm ratio); a
+   parameter the comparison trips takes the FP32 mean on this very step. Parameters in
+   cool-down or held back by DevLoad are not sampled: no comparison could change their state.
+   A comparison with no evidence (no lane non-zero in both) is no sample.
+6. A reducer that raises :class:`driver.DeviceError` on any worker (the flag is summed with
+   ``all_reduce`` after each region's reduce) trips the region's parameters on every worker,
+   which take the FP32 mean.
 
 Every worker makes the same decisions from the same reduced inputs, so the collectives of all
 workers match. The hook returns a completed future. Its collectives are ``all_reduce`` and
@@ -67,9 +72,14 @@ class NeuronFabricHook:
                                      [b.name for b in binding.parameters if b.route.low_bit])
         self.step = 0
         self.residuals = {}
-        #: Bytes each worker sent in the last finished step: per route (``fp32``, ``gbinary``,
-        #: ``gternary``) and for the exchange of scales, flags and DevLoad (``scales``).
+        #: Bytes this worker put on the wire in the last finished step, as its collectives
+        #: carried them: per route (``fp32``; ``gbinary`` and ``gternary`` as the reducer
+        #: reports them, :attr:`runtime.reducers.Reducer.sent`) and for the exchange of
+        #: scales, flags and DevLoad (``scales``).
         self.traffic, self._traffic = Counter(), Counter()
+        #: Bytes of contribution lines this worker gave the reducer in the last finished step,
+        #: per low-bit route: what it would send a NEURON-Fabric device (device traffic).
+        self.device_traffic, self._device_traffic = Counter(), Counter()
         #: ``(step, name, route applied)`` of every parameter, when ``trace`` is a list.
         self.trace = None
         #: Seconds spent per phase of the hook, summed over buckets, when ``timing`` is a
@@ -131,7 +141,7 @@ class NeuronFabricHook:
                 low.append((b, where))
             else:
                 fp32.append((b, where))
-                if sampled and b.route.low_bit and self.step >= b.start_step:
+                if sampled and self._shadowed(b):
                     shadow.append((b, where))
         compressed = self._compress(buffer, low, shadow)
         fp32 += [(b, w) for b, w in low if b.name not in compressed]
@@ -160,10 +170,19 @@ class NeuronFabricHook:
             self.trace += [(self.step, b.name, applied.get(b.name, "fp32")) for b, _ in slices]
         if bucket.is_last():
             self.traffic, self._traffic = self._traffic, Counter()
+            self.device_traffic, self._device_traffic = self._device_traffic, Counter()
             self.step += 1
         future = torch.futures.Future()
         future.set_result(buffer)
         return future
+
+    def _shadowed(self, b):
+        """Whether parameter binding ``b``, on FP32 at this sampled step, is reduced low-bit as
+        well: a low-bit route past its start step, on probation (its samples decide its
+        re-admission); not in cool-down, and not while DevLoad holds every route back."""
+        return (b.route.low_bit and self.step >= b.start_step
+                and self.monitor.state.get(b.name) == State.PROBATION
+                and not self.monitor.backing_off(self.step))
 
     def _compress(self, buffer, low, shadow):
         """``{name: (values, mean scale, kept, p)}`` of the low-bit and shadow parameters whose
@@ -219,8 +238,8 @@ class NeuronFabricHook:
 
     def _low_bit(self, buffer, entries, compressed, means):
         """``{name: update}`` of low-bit ``entries``, region by region; the kept error of
-        admitted parameters is updated. A device error trips the region's parameters, which
-        then take the FP32 mean."""
+        admitted parameters is updated. A device error on any worker trips the region's
+        parameters on every worker, which then take the FP32 mean."""
         caps, updates = self.binding.caps, {}
         for plan in self.binding.regions:
             members = [(b, w) for b, w in entries if b.region == plan.index]
@@ -232,17 +251,28 @@ class NeuronFabricHook:
                                              b.lines) for b, _ in members])
                 indices = np.concatenate([np.arange(b.first_line, b.first_line + b.lines)
                                           for b, _ in members])
+            sent, error = self.reducer.sent, None
             try:
                 with self._timed("reduce"):
                     results = self.reducer.reduce(plan, indices, lines)
-            except DeviceError as error:
+            except DeviceError as raised:
+                error = raised
+            self._traffic[plan.route.kind] += self.reducer.sent - sent
+            # Whether any worker's reducer failed: every worker must take the same branch.
+            failed = torch.tensor([0 if error is None else 1], dtype=torch.int32,
+                                  device=self.reducer.device)
+            dist.all_reduce(failed, group=self.group)
+            self._traffic["scales"] += failed.element_size() * failed.numel()
+            if failed.item():
+                reason = f"{self.reducer.name}: {error}" if error is not None else \
+                    f"{self.reducer.name}: device error on {failed.item()} other worker(s)"
                 missing = [(b, w) for b, w in members if b.name not in means]
                 means.update(self._fp32(buffer, missing))
                 for b, _ in members:
-                    self.monitor.trip(self.step, b.name, f"{self.reducer.name}: {error}")
+                    self.monitor.trip(self.step, b.name, reason)
                     self.residuals.pop(b.name, None)
                 continue
-            self._traffic[plan.route.kind] += lines.nbytes
+            self._device_traffic[plan.route.kind] += lines.nbytes
             first = 0
             with self._timed("unpack"):
                 for b, _ in members:
@@ -259,19 +289,21 @@ class NeuronFabricHook:
         return self.monitor.sampled(self.step)
 
     def _compare(self, b, update, mean):
-        """A sampled low-bit update against the FP32 mean, to the monitor."""
+        """A sampled low-bit update against the FP32 mean, to the monitor; a comparison
+        without evidence (:func:`compare` gives agreement ``None``) is not a sample."""
         agreement, ratio, _ = compare(update, mean)
-        self.monitor.observe_sample(self.step, b.name, agreement, ratio)
+        if agreement is not None:
+            self.monitor.observe_sample(self.step, b.name, agreement, ratio)
 
 
 def compare(update, mean):
     """``(sign agreement, norm ratio, cosine)`` of a low-bit ``update`` against the FP32
     ``mean``: the fraction of lanes, among those where both are non-zero, whose signs agree
-    (0 when there are none); ``|update| / |mean|``; and their cosine similarity (0 when either
-    is zero)."""
+    (``None`` when there are none: no evidence either way); ``|update| / |mean|``; and their
+    cosine similarity (0 when either is zero)."""
     both = (update != 0) & (mean != 0)
     agreement = (torch.sign(update[both]) == torch.sign(mean[both])).float().mean().item() \
-        if both.any() else 0.0
+        if both.any() else None
     norm, reference = update.norm().item(), mean.norm().item()
     ratio = norm / reference if reference else (1.0 if norm == 0 else math.inf)
     cosine = torch.dot(update.double(), mean.double()).item() / (norm * reference) \

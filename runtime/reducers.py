@@ -9,13 +9,16 @@ process group: every rank calls it with the same ``plan`` (a
 returns the ``(N, line_bytes)`` result lines, the same on every rank. The tensors of its
 collectives live on ``device`` (the CPU for gloo; the rank's GPU for NCCL). ``dev_load`` is the
 DevLoad of the device's last response (:class:`spec.cxl.DevLoad`), or ``None`` where there is
-no device. A replay of recorded rounds through the RTL controller fits the same interface; the
-device-model backend records the rounds it serves (``record=True``), and :func:`save_rounds`
-writes them to a file (under ``build/``) for such a replay.
+no device. ``sent`` counts the bytes this rank has put on the wire in its collectives (what
+the backend really moves, not the size of the lines). A replay of recorded rounds through the
+RTL controller fits the same interface; the device-model backend records the rounds it serves
+(``record=True``), and :func:`save_rounds` writes them to a file (under ``build/``) for such a
+replay.
 
 - :class:`CollectiveReducer`: what a cluster without the device runs: per lane counts of
   negative signs (G-Binary) or sums of ternary values (G-Ternary) added up with
-  ``all_reduce``, then the device's read-back rule (``docs/spec.md`` sections 3 and 4).
+  ``all_reduce`` (an ``int32`` per lane on the wire), then the device's read-back rule
+  (``docs/spec.md`` sections 3 and 4).
 - :class:`DeviceModelReducer`: the device itself, through :class:`driver.NeuronFabric` and any
   transport (the golden model's, :class:`golden.transport.GoldenTransport`, in process): every
   rank gathers every rank's lines (as if each had written them to one shared device), writes
@@ -39,7 +42,8 @@ from spec.formats import (
 from spec.params import TERNARY_MINUS, TERNARY_PLUS, TERNARY_ZERO, Mode
 from spec.regmap import Region
 
-__all__ = ["Reducer", "CollectiveReducer", "DeviceModelReducer", "save_rounds", "load_rounds"]
+__all__ = ["Reducer", "CollectiveReducer", "DeviceModelReducer", "FaultyReducer", "save_rounds",
+           "load_rounds"]
 
 
 class Reducer:
@@ -50,6 +54,8 @@ class Reducer:
     def __init__(self, group=None, device="cpu"):
         self.group = group
         self.device = torch.device(device)
+        #: Bytes this rank has sent in the collectives of :meth:`reduce`, summed over calls.
+        self.sent = 0
 
     @property
     def world_size(self):
@@ -76,6 +82,7 @@ class CollectiveReducer(Reducer):
             lanes = ternary_codes_to_values(lines_to_ternary_codes(lines)).astype(np.int32)
         total = torch.from_numpy(lanes).to(self.device)
         dist.all_reduce(total, group=self.group)
+        self.sent += total.element_size() * total.numel()
         total = total.cpu()
         if mode == Mode.GBINARY:
             return bits_to_lines((2 * total > self.world_size).numpy())
@@ -83,6 +90,23 @@ class CollectiveReducer(Reducer):
         codes = torch.where(total >= t, TERNARY_PLUS,
                             torch.where(total <= -t, TERNARY_MINUS, TERNARY_ZERO))
         return small_fields_to_lines(codes.numpy(), 2)
+
+
+class FaultyReducer(CollectiveReducer):
+    """Fault injection, for tests and demonstrations of the health monitor: the collective
+    backend with every result bit inverted while ``hook.step`` is in ``steps`` (a device gone
+    wrong without raising). Set ``hook`` to the :class:`runtime.hook.NeuronFabricHook` it
+    serves before the first step."""
+
+    name = "faulty"
+
+    def __init__(self, steps, group=None, device="cpu"):
+        super().__init__(group, device)
+        self.steps, self.hook = steps, None
+
+    def reduce(self, plan, line_indices, lines):
+        result = super().reduce(plan, line_indices, lines)
+        return ~result if self.hook.step in self.steps else result
 
 
 class DeviceModelReducer(Reducer):
@@ -110,6 +134,7 @@ class DeviceModelReducer(Reducer):
         local = torch.from_numpy(np.ascontiguousarray(lines, np.uint8)).to(self.device)
         gathered = [torch.empty_like(local) for _ in range(self.world_size)]
         dist.all_gather(gathered, local, group=self.group)
+        self.sent += local.element_size() * local.numel()
         contributions = np.stack([g.cpu().numpy() for g in gathered])
         results = self._loop.run_until_complete(
             self._round(plan, np.asarray(line_indices), contributions))

@@ -1,18 +1,11 @@
 """Calibration in one process (gloo, one worker): scores per parameter, a proposed profile that
 parses and keeps the low-scoring parameters on FP32, and training that stays on FP32."""
 
-import asyncio
-import socket
 
-import pytest
 import torch
-import torch.distributed as dist
 
-from driver import NeuronFabric
-from golden.transport import GoldenTransport
-from runtime.binding import bind, program
+from bench.runtime import bind_golden
 from runtime.calibrate import Calibrator
-from runtime.capabilities import read_capabilities
 from runtime.events import EventLog
 from runtime.profile import parse_profile
 from runtime.reducers import DeviceModelReducer
@@ -30,29 +23,15 @@ route = "gbinary"
 CLASSES, STEPS = 200, 4
 
 
-@pytest.fixture
-def one_worker():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0,
-                            world_size=1)
-    yield
-    dist.destroy_process_group()
-
 
 def _calibrate():
     torch.manual_seed(11)
     model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Tanh(),
                                 torch.nn.Linear(32, CLASSES))
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    device = NeuronFabric(GoldenTransport(PARAMS), PARAMS)
-    caps = asyncio.run(read_capabilities(device))
     profile, events = parse_profile(BASE.replace("fp32_warmup_steps = 3",
                                                  "fp32_warmup_steps = 0")), EventLog()
-    binding = bind(model, profile, caps, 1, events)
-    asyncio.run(program(device, binding))
+    binding, device = bind_golden(model, profile, PARAMS, 1, events)
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     calibrator = Calibrator(binding, parse_profile(BASE), DeviceModelReducer(device), events)
     calibrator.trace = []

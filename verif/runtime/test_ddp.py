@@ -1,21 +1,20 @@
-"""The DDP hook across processes (gloo on 127.0.0.1, ``torch.multiprocessing.spawn``): the
-backends agree bit for bit, and a device that cannot count the workers sends every gradient
-through FP32."""
+"""The DDP hook across processes (gloo, ``torch.multiprocessing.spawn``, one spawn for every
+scenario): the backends agree bit for bit, a device that cannot count the workers sends every
+gradient through FP32, the applied update is the documented rule, and a device error on one
+worker sends every worker to FP32."""
 
-import asyncio
+import datetime
 import json
-import os
-import socket
+import logging
 
 import numpy as np
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from driver import NeuronFabric
-from golden.transport import GoldenTransport
-from runtime.binding import bind, program
-from runtime.capabilities import read_capabilities
+from bench.runtime import TiedModel, bind_golden
+from driver import DeviceError
 from runtime.events import EventLog
 from runtime.hook import NeuronFabricHook
 from runtime.profile import parse_profile
@@ -23,8 +22,10 @@ from runtime.reducers import CollectiveReducer, DeviceModelReducer
 from spec.params import ControllerParams, DatapathParams
 
 WORLD = 4
-STEPS = 6
+STEPS = 4
+RANDOM_ROUNDS = 3
 SEED = 2026
+VOCAB = 40
 PROFILE = """\
 [health]
 sample_every = 2
@@ -39,48 +40,37 @@ pattern = "body.2.*"
 route = "gternary"
 threshold = 2
 """
-
-
-class TiedModel(torch.nn.Module):
-    """Token embedding, two layers and a head tied to the embedding."""
-
-    def __init__(self, vocab=40, width=48):
-        super().__init__()
-        self.embed = torch.nn.Embedding(vocab, width)
-        self.body = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.Tanh(),
-                                        torch.nn.Linear(width, width))
-        self.head = torch.nn.Linear(width, vocab, bias=False)
-        self.head.weight = self.embed.weight
-
-    def forward(self, tokens):
-        return self.head(self.body(self.embed(tokens).mean(dim=1)))
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(rank, port):
-    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
-
-
-def _device(params):
-    device = NeuronFabric(GoldenTransport(params), params)
-    return device, asyncio.run(read_capabilities(device))
+AGREEMENT_PARAMS = ControllerParams(DatapathParams(line_bits=128, counter_width=4), regions=4,
+                                    address_bits=24)
+# W = 2: a line counts at most 2**2 - 1 = 3 contributions, fewer than the 4 workers.
+SMALL_PARAMS = ControllerParams(DatapathParams(line_bits=128, counter_width=2), regions=4,
+                                address_bits=24)
+# The update rule on set gradients: no trip may replace the low-bit update by the FP32 mean.
+RULE_PROFILE = """\
+[health]
+sign_agreement_min = 0.001
+sign_readmit_min = 0.001
+norm_ratio_max = 1000.0
+norm_readmit_max = 1000.0
+[[route]]
+pattern = "binary"
+route = "gbinary"
+[[route]]
+pattern = "ternary"
+route = "gternary"
+threshold = 2
+"""
+RULE_SIZES = {"binary": 300, "ternary": 200}
+RULE_STEPS = 3
 
 
 def _train(make_reducer, params, profile):
-    """Parameters after ``STEPS`` steps of DDP with the hook, and the hook."""
-    device, caps = _device(params)
+    """Parameters after ``STEPS`` steps of DDP with the hook (none when ``make_reducer`` gives
+    ``None``: plain DDP), the hook and the binding."""
     torch.manual_seed(SEED)
-    model = TiedModel()
+    model = TiedModel(VOCAB)
     events = EventLog()
-    binding = bind(model, profile, caps, WORLD, events)
-    asyncio.run(program(device, binding))
+    binding, device = bind_golden(model, profile, params, WORLD, events)
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     hook = NeuronFabricHook(binding, profile, make_reducer(device), events)
     if hook.reducer is not None:
@@ -88,8 +78,8 @@ def _train(make_reducer, params, profile):
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
     data = torch.Generator().manual_seed(SEED + dist.get_rank())
     for _ in range(STEPS):
-        tokens = torch.randint(0, 40, (16, 5), generator=data)
-        target = torch.randint(0, 40, (16,), generator=data)
+        tokens = torch.randint(0, VOCAB, (16, 5), generator=data)
+        target = torch.randint(0, VOCAB, (16,), generator=data)
         optimizer.zero_grad()
         loss = torch.nn.functional.cross_entropy(ddp(tokens), target)
         loss.backward()
@@ -110,26 +100,20 @@ def _compare_rounds(collective, plan, indices, contributions, want, where, misma
     return len(indices)
 
 
-def _agreement_worker(rank, port, out):
-    _start(rank, port)
-    params = ControllerParams(DatapathParams(line_bits=128, counter_width=4), regions=4,
-                              address_bits=24)
+def _agreement(rank):
+    """Both backends trained alike, recorded device rounds replayed through the collective
+    backend, random lines (invalid G-Ternary codes included) through both."""
     profile = parse_profile(PROFILE)
     results = {"lines": 0, "lanes": 0, "mismatches": []}
-    runs = {}
-    for backend in ("collective", "device"):
-        recorder = []
+    runs, recorder = {}, []
 
-        def make(device, backend=backend, recorder=recorder):
-            if backend == "collective":
-                return CollectiveReducer()
-            reducer = DeviceModelReducer(device, record=True)
-            recorder.append(reducer)
-            return reducer
-        runs[backend], hook, binding = _train(make, params, profile)
-    collective = CollectiveReducer()
-    device_reducer, = recorder
-    # Recorded rounds of the device backend, replayed through the collective one.
+    def device_reducer(device):
+        recorder.append(DeviceModelReducer(device, record=True))
+        return recorder[-1]
+    runs["collective"], _, _ = _train(lambda device: CollectiveReducer(), AGREEMENT_PARAMS,
+                                      profile)
+    runs["device"], hook, binding = _train(device_reducer, AGREEMENT_PARAMS, profile)
+    collective, (device_reducer,) = CollectiveReducer(), recorder
     for number, (region, indices, contributions, want) in enumerate(device_reducer.recorded):
         plan = binding.regions[region]
         lines = _compare_rounds(collective, plan, indices, contributions, want,
@@ -137,12 +121,12 @@ def _agreement_worker(rank, port, out):
                                 results["mismatches"])
         results["lines"] += lines
         results["lanes"] += lines * binding.caps.lanes(plan.route.mode)
-    # Random lines, invalid G-Ternary codes included, through both backends.
     rng = np.random.default_rng(SEED)   # the same on every rank: each takes its own row
-    for round_ in range(8):
+    line_bytes = AGREEMENT_PARAMS.datapath.line_bytes
+    for round_ in range(RANDOM_ROUNDS):
         for plan in binding.regions:
             indices = rng.choice(plan.lines, size=min(plan.lines, 5), replace=False)
-            contributions = rng.integers(0, 256, (WORLD, len(indices), params.datapath.line_bytes),
+            contributions = rng.integers(0, 256, (WORLD, len(indices), line_bytes),
                                          dtype=np.uint8)
             want = device_reducer.reduce(plan, indices, contributions[rank])
             lines = _compare_rounds(collective, plan, indices, contributions, want,
@@ -156,50 +140,207 @@ def _agreement_worker(rank, port, out):
             results["mismatches"].append(
                 f"rank {rank}, seed {SEED}: after {STEPS} steps parameter {name} differs "
                 f"between backends at elements {differ[:8].tolist()}")
-    results["traffic"] = dict(hook.traffic)
-    results["events"] = [str(e) for e in hook.events]
-    (out / f"rank{rank}.json").write_text(json.dumps(results))
-    dist.destroy_process_group()
+    results["device_traffic"] = dict(hook.device_traffic)
+    return results
 
 
-def test_backends_agree_bit_for_bit(tmp_path):
-    mp.spawn(_agreement_worker, args=(_free_port(), tmp_path), nprocs=WORLD)
-    for rank in range(WORLD):
-        results = json.loads((tmp_path / f"rank{rank}.json").read_text())
-        assert not results["mismatches"], "\n".join(results["mismatches"][:20])
-        assert results["lines"] > 0, f"rank {rank}: no line compared"
-        assert results["traffic"].get("gbinary") and results["traffic"].get("gternary"), \
-            f"rank {rank}: a low-bit route carried nothing: {results['traffic']}"
-        print(f"rank {rank}: {results['lines']} lines, {results['lanes']} lanes bit-exact")
-
-
-def _fallback_worker(rank, port, out):
-    _start(rank, port)
-    # W = 2: a line counts at most 3 contributions, fewer than the 4 workers.
-    params = ControllerParams(DatapathParams(line_bits=128, counter_width=2), regions=4,
-                              address_bits=24)
+def _fallback(rank):
+    """A device too narrow for the workers: every route refused, training equal to plain
+    DDP."""
     profile = parse_profile(PROFILE)
-    with_hook, hook, binding = _train(lambda device: DeviceModelReducer(device), params,
+    with_hook, hook, binding = _train(lambda device: DeviceModelReducer(device), SMALL_PARAMS,
                                       profile)
-    plain, _, _ = _train(lambda device: None, params, profile)
+    plain, _, _ = _train(lambda device: None, SMALL_PARAMS, profile)
     results = {"mismatches": [], "events": [str(e) for e in hook.events],
                "routes": {b.name: str(b.route) for b in binding.parameters},
+               "requested": sum(1 for b in binding.parameters if b.requested.low_bit),
                "traffic": dict(hook.traffic)}
     for name, tensor in with_hook.items():
         if not torch.equal(tensor, plain[name]):
             results["mismatches"].append(f"rank {rank}: {name} differs from plain DDP by "
                                          f"{(tensor - plain[name]).abs().max().item():.3g}")
+    return results
+
+
+class _Bucket:
+    """What the hook reads of a DDP ``GradBucket``: one bucket holding every parameter."""
+
+    def __init__(self, tensors, gradients):
+        self.tensors = tensors
+        self.flat = torch.cat([g.reshape(-1) for g in gradients])
+
+    def buffer(self):
+        return self.flat
+
+    def parameters(self):
+        return self.tensors
+
+    def is_last(self):
+        return True
+
+
+def _gradient(name, rank, step):
+    """Worker ``rank``'s gradient of parameter ``name`` at ``step``: set, not trained, so every
+    worker can work out every other's."""
+    seed = [SEED, list(RULE_SIZES).index(name), rank, step]
+    g = torch.randn(RULE_SIZES[name], generator=torch.Generator().manual_seed(
+        int(np.random.SeedSequence(seed).generate_state(1)[0])), dtype=torch.float64)
+    return g.float()
+
+
+def _expected(route, p, threshold):
+    """The documented rule, from every worker's ``p`` (``(workers, d)``, gradient plus kept
+    error): ``(update, kept error per worker)``."""
+    magnitude = p.abs()
+    if route == "gbinary":
+        signs = torch.where(p < 0, -1.0, 1.0)
+        scales = magnitude.mean(dim=1)
+        negative = (signs < 0).sum(dim=0)
+        majority = torch.where(2 * negative > len(p), -1.0, 1.0)   # a tie reads +1
+        values = signs
+    else:
+        values = torch.sign(p) * (magnitude >= magnitude.mean(dim=1, keepdim=True))
+        scales = torch.stack([m[v != 0].mean() for m, v in zip(magnitude, values)])
+        total = values.sum(dim=0)
+        majority = torch.where(total >= threshold, 1.0,
+                               torch.where(total <= -threshold, -1.0, 0.0))
+    update = scales.double().mean().float() * majority
+    return update, p - scales[:, None] * values
+
+
+def _update_rule(rank):
+    """Set gradients through the hook for ``RULE_STEPS`` steps, on both backends; the applied
+    update and this worker's kept error against :func:`_expected`."""
+    profile = parse_profile(RULE_PROFILE)
+    mismatches, ties = [], 0
+    for backend in ("collective", "device"):
+        model = torch.nn.Module()
+        for name, size in RULE_SIZES.items():
+            model.register_parameter(name, torch.nn.Parameter(torch.zeros(size)))
+        events = EventLog()
+        binding, device = bind_golden(model, profile, AGREEMENT_PARAMS, WORLD, events)
+        reducer = CollectiveReducer() if backend == "collective" else DeviceModelReducer(device)
+        hook = NeuronFabricHook(binding, profile, reducer, events)
+        tensors = [model.get_parameter(name) for name in RULE_SIZES]
+        kept = {name: torch.zeros(WORLD, size) for name, size in RULE_SIZES.items()}
+        for step in range(RULE_STEPS):
+            gradients = {name: torch.stack([_gradient(name, r, step) for r in range(WORLD)])
+                         for name in RULE_SIZES}
+            bucket = _Bucket(tensors, [gradients[name][rank] for name in RULE_SIZES])
+            got = hook.run(bucket).wait()
+            offset = 0
+            for name, size in RULE_SIZES.items():
+                b = binding.of(model.get_parameter(name))
+                where = f"{backend}, step {step}, parameter {name} ({b.route}), rank {rank}"
+                if b.route.kind != "g" + name:
+                    mismatches.append(f"{where}: bound to {b.route}, not g{name}")
+                p = gradients[name] + kept[name]
+                want, kept[name] = _expected(b.route.kind, p, b.route.threshold)
+                if b.route.kind == "gbinary":
+                    ties += int(((p < 0).sum(dim=0) * 2 == WORLD).sum())
+                applied = got[offset:offset + size]
+                offset += size
+                for lane in torch.nonzero(~torch.isclose(applied, want, rtol=1e-5,
+                                                         atol=0)).flatten()[:4].tolist():
+                    mismatches.append(f"{where}, lane {lane}: applied {applied[lane]:.6g}, "
+                                      f"the rule gives {want[lane]:.6g}")
+                residual = hook.residuals.get(name)
+                if residual is None:
+                    mismatches.append(f"{where}: no error kept")
+                    continue
+                for lane in torch.nonzero(~torch.isclose(residual, kept[name][rank], rtol=1e-5,
+                                                         atol=1e-6)).flatten()[:4].tolist():
+                    mismatches.append(f"{where}, lane {lane}: kept error {residual[lane]:.6g}, "
+                                      f"p - a * value gives {kept[name][rank][lane]:.6g}")
+        trips = [str(e) for e in events.of("trip")]
+        mismatches += [f"{backend}, rank {rank}: unexpected {e}" for e in trips]
+    return {"mismatches": mismatches, "ties": ties}
+
+
+class _FailsOnOneRank(CollectiveReducer):
+    """A device that rejects a contribution on rank 1 only, after the round's collective."""
+
+    def reduce(self, plan, line_indices, lines):
+        result = super().reduce(plan, line_indices, lines)
+        if dist.get_rank() == 1:
+            raise DeviceError(f"region {plan.index}: rejected on rank 1")
+        return result
+
+
+def _one_rank_fails(rank):
+    """A device error on one rank: every rank falls back (no deadlock) to the same FP32
+    parameters as plain DDP."""
+    profile = parse_profile(PROFILE)
+    with_hook, hook, _ = _train(lambda device: _FailsOnOneRank(), AGREEMENT_PARAMS, profile)
+    plain, _, _ = _train(lambda device: None, AGREEMENT_PARAMS, profile)
+    trips = [e for e in hook.events.of("trip")]
+    mismatches = [f"rank {rank}: {name} differs from plain DDP by "
+                  f"{(tensor - plain[name]).abs().max().item():.3g}"
+                  for name, tensor in with_hook.items() if not torch.equal(tensor, plain[name])]
+    return {"mismatches": mismatches, "trips": [(e.step, e.subject, e.reason) for e in trips]}
+
+
+SCENARIOS = {"agreement": _agreement, "fallback": _fallback, "update_rule": _update_rule,
+             "one_rank_fails": _one_rank_fails}
+
+
+def _worker(rank, rendezvous, out):
+    logging.getLogger("runtime").setLevel(logging.ERROR)   # the events are checked, not shown
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank,
+                            world_size=WORLD, timeout=datetime.timedelta(seconds=60))
+    results = {name: scenario(rank) for name, scenario in SCENARIOS.items()}
     (out / f"rank{rank}.json").write_text(json.dumps(results))
     dist.destroy_process_group()
 
 
-def test_more_workers_than_capacity_run_on_fp32_like_plain_ddp(tmp_path):
-    mp.spawn(_fallback_worker, args=(_free_port(), tmp_path), nprocs=WORLD)
-    for rank in range(WORLD):
-        results = json.loads((tmp_path / f"rank{rank}.json").read_text())
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    """``[{scenario: results}]`` of every rank, from one spawn of ``WORLD`` processes."""
+    out = tmp_path_factory.mktemp("ddp")
+    mp.spawn(_worker, args=(out / "rendezvous", out), nprocs=WORLD)
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(WORLD)]
+
+
+def test_backends_agree_bit_for_bit(ranks):
+    for rank, results in enumerate(ranks):
+        results = results["agreement"]
+        assert not results["mismatches"], "\n".join(results["mismatches"][:20])
+        assert results["lines"] > 0, f"rank {rank}: no line compared"
+        traffic = results["device_traffic"]
+        assert traffic.get("gbinary") and traffic.get("gternary"), \
+            f"rank {rank}: a low-bit route carried nothing: {traffic}"
+        print(f"rank {rank}: {results['lines']} lines, {results['lanes']} lanes bit-exact")
+
+
+def test_more_workers_than_capacity_run_on_fp32_like_plain_ddp(ranks):
+    capacity = 2 ** SMALL_PARAMS.datapath.counter_width - 1
+    for rank, results in enumerate(ranks):
+        results = results["fallback"]
         assert not results["mismatches"], "\n".join(results["mismatches"])
-        assert set(results["routes"].values()) == {"fp32"}, results["routes"]
+        assert set(results["routes"].values()) == {"fp32"}, \
+            f"rank {rank}: routes admitted beyond capacity: {results['routes']}"
         refused = [e for e in results["events"] if ": refuse: " in e]
-        assert len(refused) == 4 and all("4 workers exceed the 3 contributions" in e
-                                         for e in refused), refused
-        assert set(results["traffic"]) == {"fp32"}, results["traffic"]
+        reason = f"{WORLD} workers exceed the {capacity} contributions"
+        assert len(refused) == results["requested"] > 0 and all(reason in e for e in refused), \
+            f"rank {rank}: wanted {results['requested']} refusals saying {reason!r}: {refused}"
+        assert set(results["traffic"]) == {"fp32"}, \
+            f"rank {rank}: traffic off FP32: {results['traffic']}"
+
+
+def test_the_applied_update_is_the_documented_rule(ranks):
+    for rank, results in enumerate(ranks):
+        results = results["update_rule"]
+        assert not results["mismatches"], "\n".join(results["mismatches"][:20])
+        assert results["ties"] > 0, f"rank {rank}: no G-Binary tie exercised"
+
+
+def test_a_device_error_on_one_rank_sends_every_rank_to_fp32(ranks):
+    first = ranks[0]["one_rank_fails"]["trips"]
+    assert first, "rank 0 saw no trip for rank 1's device error"
+    for rank, results in enumerate(ranks):
+        results = results["one_rank_fails"]
+        assert not results["mismatches"], "\n".join(results["mismatches"])
+        got = [(step, subject) for step, subject, _ in results["trips"]]
+        assert got == [(step, subject) for step, subject, _ in first], \
+            f"rank {rank} tripped {got}, rank 0 {first}"

@@ -3,21 +3,23 @@ is caught by the sampled comparison, the parameter falls back, cools down and is
 a non-finite gradient is never hidden; Severe DevLoad backs off."""
 
 import asyncio
-import socket
 
 import numpy as np
-import pytest
 import torch
-import torch.distributed as dist
 
+from bench.runtime import bind_golden
 from driver import NeuronFabric
 from golden.transport import GoldenTransport
-from runtime.binding import bind, program
-from runtime.capabilities import read_capabilities
 from runtime.events import EventLog
-from runtime.hook import NeuronFabricHook
+from runtime.hook import NeuronFabricHook, compare
 from runtime.profile import parse_profile
-from runtime.reducers import CollectiveReducer, DeviceModelReducer, load_rounds, save_rounds
+from runtime.reducers import (
+    CollectiveReducer,
+    DeviceModelReducer,
+    FaultyReducer,
+    load_rounds,
+    save_rounds,
+)
 from spec.cxl import DevLoad
 from spec.params import ControllerParams, DatapathParams
 from spec.regmap import Region
@@ -39,39 +41,13 @@ error_feedback = false
 """
 
 
-@pytest.fixture
-def one_worker():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0,
-                            world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
-class FlippingReducer(CollectiveReducer):
-    """A faulty reducer: every result bit inverted on the steps in ``bad``."""
-
-    def __init__(self, bad):
-        super().__init__()
-        self.bad, self.hook = bad, None
-
-    def reduce(self, plan, line_indices, lines):
-        result = super().reduce(plan, line_indices, lines)
-        return ~result if self.hook.step in self.bad else result
-
 
 def _run(reducer_of, steps, between=lambda step, model, hook: None, profile=PROFILE):
     torch.manual_seed(5)
     model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Linear(16, 4))
-    device = NeuronFabric(GoldenTransport(PARAMS), PARAMS)
-    caps = asyncio.run(read_capabilities(device))
     events = EventLog()
     profile = parse_profile(profile)
-    binding = bind(model, profile, caps, 1, events)
-    asyncio.run(program(device, binding))
+    binding, device = bind_golden(model, profile, PARAMS, 1, events)
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     hook = NeuronFabricHook(binding, profile, reducer_of(device), events)
     hook.trace = []
@@ -91,7 +67,7 @@ def _run(reducer_of, steps, between=lambda step, model, hook: None, profile=PROF
 
 
 def test_a_faulty_reducer_trips_falls_back_and_is_readmitted(one_worker):
-    reducer = FlippingReducer(bad={3, 4, 5})
+    reducer = FaultyReducer({3, 4, 5})
 
     def between(step, model, hook):
         reducer.hook = hook
@@ -159,3 +135,19 @@ def test_recorded_rounds_replay_on_a_fresh_device(one_worker, tmp_path):
             region.base + int(i) * line)), np.uint8) for i in lines])
         differ = np.flatnonzero((got != want).any(axis=1))
         assert not len(differ), f"round {number}: lines {lines[differ][:8].tolist()} differ"
+
+
+def test_a_comparison_without_evidence_is_no_sample(one_worker):
+    """A zero gradient on a sampled step leaves no lane non-zero in both results: no
+    evidence, so no sign test and no trip."""
+    zero = torch.zeros(8)
+    agreement, ratio, cosine = compare(zero, torch.linspace(-1, 1, 8))
+    assert (agreement, ratio, cosine) == (None, 0.0, 0.0), \
+        f"compare of a zero update gave {(agreement, ratio, cosine)}"
+
+    def between(step, model, hook):
+        if step == 2:
+            model[0].weight.register_hook(torch.zeros_like)
+    routes, events, _ = _run(lambda device: CollectiveReducer(), 4, between)
+    assert routes == ["gbinary"] * 4, f"routes by step {routes}\n" + "\n".join(map(str, events))
+    assert not events.of("trip"), [str(e) for e in events.of("trip")]
