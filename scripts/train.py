@@ -29,13 +29,13 @@ traffic by the routes taken, the fault run's events, the calibration's scores, t
 """
 
 import argparse
-import asyncio
+import datetime
 import json
 import logging
 import os
-import socket
 import statistics
 import sysconfig
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -44,15 +44,12 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from driver import NeuronFabric
-from golden.transport import GoldenTransport
-from runtime.binding import bind, program
+from bench.runtime import bind_golden
 from runtime.calibrate import Calibrator
-from runtime.capabilities import read_capabilities
 from runtime.events import EventLog
 from runtime.hook import NeuronFabricHook
 from runtime.profile import parse_profile
-from runtime.reducers import CollectiveReducer, DeviceModelReducer
+from runtime.reducers import CollectiveReducer, DeviceModelReducer, FaultyReducer
 from spec.params import ControllerParams
 
 __all__ = ["TASKS", "main"]
@@ -66,8 +63,10 @@ readmit_after = 2
 _ALL = '[[route]]\npattern = "*"\nroute = "{}"\n'
 _HEAD_FP32 = '[[route]]\npattern = "head.*"\nroute = "fp32"\n' + _ALL.format("gbinary")
 
-#: Profiles of each task's runs, by name; ``calibrated`` is made by the calibration run from
-#: the ``gbinary`` profile.
+#: The run whose profile the calibration run starts from.
+CALIBRATED_FROM = "gbinary"
+#: Profiles of each task's runs, by name; ``calibrated`` (``None``) is made by the calibration
+#: run from the ``CALIBRATED_FROM`` profile.
 TASKS = {
     "digits": {
         "fp32": _ALL.format("fp32"),
@@ -113,19 +112,6 @@ class CharModel(torch.nn.Module):
         return self.head(self.body(self.embed(x).flatten(1)))
 
 
-class FaultyReducer(CollectiveReducer):
-    """An injected device fault: every result bit inverted while ``hook.step`` is in
-    ``steps``."""
-
-    def __init__(self, steps):
-        super().__init__()
-        self.steps, self.hook = steps, None
-
-    def reduce(self, plan, line_indices, lines):
-        result = super().reduce(plan, line_indices, lines)
-        return ~result if self.hook.step in self.steps else result
-
-
 def _digits(args):
     """``(x_train, y_train, x_test, y_test, make_model)`` of the digits, a fixed 80/20 split."""
     from sklearn.datasets import load_digits
@@ -155,25 +141,23 @@ def _text(args):
 
 def _setup(task, profile_text, args, world, label):
     """``(model, binding, profile, events, device)`` of a fresh model bound for one run."""
-    params = ControllerParams()
-    device = NeuronFabric(GoldenTransport(params), params)
-    caps = asyncio.run(read_capabilities(device))
     torch.manual_seed(args.seed)
     model = task[4]()
     events, profile = EventLog(), parse_profile(profile_text, f"<{label} profile>")
-    binding = bind(model, profile, caps, world, events)
-    asyncio.run(program(device, binding))
+    binding, device = bind_golden(model, profile, ControllerParams(), world, events)
     return model, binding, profile, events, device
 
 
 def _loop(model, hook, task, args, steps):
-    """Train ``model`` under ``hook`` for ``steps``; returns losses and test accuracy."""
+    """Train ``model`` under ``hook`` for ``steps``; returns the losses, the test accuracy and
+    the bytes per step, averaged over the run, on the wire (:attr:`NeuronFabricHook.traffic`)
+    and of device lines (:attr:`NeuronFabricHook.device_traffic`), each by route."""
     x_train, y_train, x_test, y_test, _ = task
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     hook.register(ddp)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
     batches = torch.Generator().manual_seed(args.seed * 1000 + dist.get_rank())
-    losses, accuracy, traffic = [], [], {}
+    losses, accuracy, traffic, device_traffic = [], [], Counter(), Counter()
     for step in range(steps):
         index = torch.randint(0, len(y_train), (args.batch,), generator=batches)
         optimizer.zero_grad()
@@ -181,13 +165,14 @@ def _loop(model, hook, task, args, steps):
         loss.backward()
         losses.append(hook.observe_loss(loss.item()))
         optimizer.step()
-        for route, count in hook.traffic.items():
-            traffic[route] = traffic.get(route, 0) + count
+        traffic.update(hook.traffic)
+        device_traffic.update(hook.device_traffic)
         if step % args.eval_every == 0 or step == steps - 1:
             with torch.no_grad():
                 hits = (model(x_test).argmax(dim=1) == y_test).float().mean().item()
             accuracy.append((step, hits))
-    return losses, accuracy, {k: v / steps for k, v in traffic.items()}
+    return (losses, accuracy, {k: v / steps for k, v in traffic.items()},
+            {k: v / steps for k, v in device_traffic.items()})
 
 
 def _train(name, profile_text, task, args, world):
@@ -200,9 +185,10 @@ def _train(name, profile_text, task, args, world):
     if name == "fault":
         reducer.hook = hook
     started = time.perf_counter()
-    losses, accuracy, traffic = _loop(model, hook, task, args, args.steps)
+    losses, accuracy, traffic, device_traffic = _loop(model, hook, task, args, args.steps)
     return {"loss": losses, "accuracy": accuracy, "traffic": traffic,
-            "fp32_bytes": 4 * sum(p.numel() for p in model.parameters()),
+            "device_traffic": device_traffic,
+            "fp32_bytes": sum(p.element_size() * p.numel() for p in model.parameters()),
             "routes": {b.name: str(b.route) for b in binding.parameters},
             "events": [str(e) for e in events if e.step is not None],
             "low_bit_steps": len({s for s, _, route in hook.trace if route != "fp32"}),
@@ -210,9 +196,9 @@ def _train(name, profile_text, task, args, world):
             "fault": [fault.start, fault.stop], "seconds": time.perf_counter() - started}
 
 
-def _calibrate(task, args, world):
-    """The calibration run from the ``gbinary`` profile: ``(proposed profile, scores)``."""
-    base = TASKS["text"]["gbinary"]
+def _calibrate(task, base, args, world):
+    """The calibration run from the ``base`` profile (TOML text): ``(proposed profile,
+    scores)``."""
     model, binding, profile, events, _ = _setup(task, base, args, world, "calibration")
     calibrator = Calibrator(binding, profile, CollectiveReducer(), events)
     _loop(model, calibrator, task, args, args.calibration_steps)
@@ -266,27 +252,25 @@ def _overhead(task, args, world):
     return out
 
 
-def _worker(rank, world, port, args, out):
-    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+def _worker(rank, world, rendezvous, args, out):
     logging.getLogger("runtime").setLevel(logging.ERROR)   # the events go to the report
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank,
+                            world_size=world, timeout=datetime.timedelta(seconds=60))
     results = {}
     for task_name in args.tasks:
         task = {"digits": _digits, "text": _text}[task_name](args)
         runs, results[task_name] = TASKS[task_name], {}
-        for name in args.runs or runs:
-            if name not in runs:
-                continue
+        for name in [n for n in args.runs or runs if n in runs]:
             profile = runs[name]
             if profile is None:
-                profile, scores = _calibrate(task, args, world)
+                profile, scores = _calibrate(task, runs[CALIBRATED_FROM], args, world)
                 results[task_name]["calibration"] = {"profile": profile, "scores": scores}
             results[task_name][name] = r = _train(name, profile, task, args, world)
             if rank == 0:
                 print(f"{task_name} {name}: {args.steps} steps in {r['seconds']:.1f} s, test "
                       f"accuracy {r['accuracy'][-1][1]:.3f}, loss "
-                      f"{sum(r['loss'][-20:]) / 20:.4g}", flush=True)
+                      f"{_final_loss(r):.4g}", flush=True)
         if args.overhead_steps:
             overhead = _overhead(task, args, world)
             if rank == 0:
@@ -325,24 +309,35 @@ def _plot(task, results, path):
     plt.close(figure)
 
 
+#: Steps at the end of a run whose mean loss is its final loss.
+FINAL_LOSS_STEPS = 20
+
+
+def _final_loss(r):
+    """The mean loss of a run's last ``FINAL_LOSS_STEPS`` steps (all of them, if fewer)."""
+    last = r["loss"][-FINAL_LOSS_STEPS:]
+    return sum(last) / len(last)
+
+
 def _accuracy(r):
     return r["accuracy"][-1][1]
 
 
-def _low_bit_share(r):
-    return 100 * sum(r["traffic"].get(k, 0) for k in ("gbinary", "gternary")) / r["fp32_bytes"]
+def _by_route(traffic):
+    return ", ".join(f"{k} {v:.0f}" for k, v in sorted(traffic.items())) or "-"
 
 
 def _table(results):
-    lines = ["| run | test accuracy | loss, last 20 steps | steps with low-bit | trips | bytes "
-             "per step by route | % of FP32 | low-bit lines, % of FP32 |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [f"| run | test accuracy | loss, last {FINAL_LOSS_STEPS} steps | steps with low-bit "
+             "| trips | wire bytes per step by route | wire, % of FP32 | device lines per "
+             "step by route | device lines, % of FP32 |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, r in _runs(results).items():
-        sent = sum(r["traffic"].values())
-        routes = ", ".join(f"{k} {v:.0f}" for k, v in sorted(r["traffic"].items()))
-        lines.append(f"| {name} | {_accuracy(r):.3f} | {sum(r['loss'][-20:]) / 20:.4g} "
-                     f"| {r['low_bit_steps']} | {r['trips']} | {routes} | "
-                     f"{100 * sent / r['fp32_bytes']:.1f} | {_low_bit_share(r):.1f} |")
+        wire, device = sum(r["traffic"].values()), sum(r["device_traffic"].values())
+        lines.append(f"| {name} | {_accuracy(r):.3f} | {_final_loss(r):.4g} "
+                     f"| {r['low_bit_steps']} | {r['trips']} | {_by_route(r['traffic'])} | "
+                     f"{100 * wire / r['fp32_bytes']:.1f} | {_by_route(r['device_traffic'])} "
+                     f"| {100 * device / r['fp32_bytes']:.1f} |")
     return lines
 
 
@@ -351,7 +346,7 @@ def _course(r):
     the first trip of the health monitor."""
     up = next((step for step, loss in enumerate(r["loss"]) if loss > 2 * r["loss"][0]), None)
     trip = next((e.split(":")[0] for e in r["events"] if ": trip: " in e), None)
-    return (f"loss {r['loss'][0]:.3g} at step 0, {sum(r['loss'][-20:]) / 20:.4g} at the end, "
+    return (f"loss {r['loss'][0]:.3g} at step 0, {_final_loss(r):.4g} at the end, "
             f"twice its first value {'never' if up is None else f'from step {up}'}; first "
             f"trip {trip or 'none'}")
 
@@ -397,7 +392,9 @@ def _claims(results):
         out.append(f"- (e) fault on steps {r['fault'][0]} to {r['fault'][1] - 1}: first "
                    f"trip \"{first}\"; {len(back)} re-admissions, the last \""
                    f"{back[-1] if back else 'none'}\"; final accuracy {_accuracy(r):.3f}.")
-    out.append("- (f) traffic per step by route: the tables' last three columns.")
+    out.append("- (f) traffic per step by route: the tables' last four columns, the bytes the "
+               "collective backend put on the wire and the contribution lines a NEURON-Fabric "
+               "device would carry.")
     return out
 
 
@@ -460,14 +457,16 @@ def report(results, args, seconds):
                   "Python, line by line, not the device's speed. The hook runs its "
                   "collectives at once and returns a completed future, where plain DDP's "
                   "all_reduce runs asynchronously alongside the rest of the backward pass."]
-    lines += ["", "Traffic is what each worker sent per step, averaged over the run, from the "
-              "routes actually taken: FP32 gradients (4 bytes an element), low-bit lines "
-              "(1 or 2 bits a lane, whole lines), and the small exchange of scales, flags and "
-              "DevLoad per bucket (`scales`, 8 bytes an entry). Every `sample_every` steps the "
-              "health monitor's comparison sends the low-bit parameters' FP32 gradients too: "
-              "with the routes a trip took to FP32, that is the FP32 traffic of the low-bit "
-              "runs. A device-side reduction answers each worker with the result lines, "
-              "counted here once per worker as its lines sent."]
+    lines += ["", "Traffic is per worker and per step, averaged over the run, from the routes "
+              "actually taken. *Wire* bytes are what the worker's collectives carried: FP32 "
+              "gradients, the collective backend's all_reduce of one int32 per low-bit lane "
+              "(`gbinary`, `gternary`: a cluster without the device sends more than FP32 "
+              "there), and the small exchange of scales, flags and DevLoad per bucket "
+              "(`scales`). *Device lines* are the packed contribution lines the worker gave the "
+              "reducer: what it would write to a NEURON-Fabric device, which answers with as "
+              "many result lines. Every `sample_every` steps the health monitor's comparison "
+              "sends the low-bit parameters' FP32 gradients too: with the routes a trip took to "
+              "FP32, that is the FP32 traffic of the low-bit runs."]
     return "\n".join(lines) + "\n"
 
 
@@ -492,11 +491,15 @@ def main(argv=None):
     parser.add_argument("--overhead-warmup", type=int, default=5)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    valid = {name for runs in TASKS.values() for name in runs}
+    unknown = sorted(set(args.runs or ()) - valid)
+    if unknown:
+        parser.error(f"unknown --runs {', '.join(unknown)}: choose from "
+                     f"{', '.join(sorted(valid))}")
     started = time.perf_counter()
-    mp.spawn(_worker, args=(args.workers, port, args, args.out), nprocs=args.workers)
+    with tempfile.TemporaryDirectory() as rendezvous:
+        mp.spawn(_worker, args=(args.workers, Path(rendezvous) / "rendezvous", args, args.out),
+                 nprocs=args.workers)
     seconds = time.perf_counter() - started
     results = json.loads((args.out / "training.json").read_text())
     for task, task_results in results.items():

@@ -25,7 +25,8 @@ def test_make_train_in_small(tmp_path):
     assert set(digits["fp32"]["traffic"]) == {"fp32"}, digits["fp32"]["traffic"]
     binary = digits["gbinary"]
     assert binary["low_bit_steps"] == 30 and binary["traffic"]["gbinary"] > 0, binary
-    assert sum(binary["traffic"].values()) < digits["fp32"]["traffic"]["fp32"]
+    lines, fp32 = binary["device_traffic"]["gbinary"], digits["fp32"]["traffic"]["fp32"]
+    assert 0 < lines < fp32, f"G-Binary device lines {lines} bytes a step, FP32 {fp32}"
     start, stop = digits["fault"]["fault"]
     trips = [e for e in digits["fault"]["events"] if ": trip: " in e]
     assert trips and trips[0].startswith(f"step {start}:"), \
