@@ -85,7 +85,8 @@ def _lines(numel, caps, route):
 def bind(model, profile, caps, world_size, events):
     """Bind ``model``'s parameters with ``profile`` (:class:`runtime.profile.Profile`) for
     ``world_size`` workers on a device of :class:`runtime.capabilities.Capabilities` ``caps``;
-    decisions go to ``events`` (:class:`runtime.events.EventLog`)."""
+    decisions go to ``events`` (:class:`runtime.events.EventLog`), and a ``note`` when
+    G-Binary is admitted for an even number of workers, whose ties read +1."""
     tensors, names = {}, {}
     for name, tensor in model.named_parameters(remove_duplicate=False):
         if tensor.requires_grad:
@@ -103,6 +104,12 @@ def bind(model, profile, caps, world_size, events):
         bound.append(ParameterBinding(tied, tensor.numel(), route, route,
                                       max(profile.start_step(n) for n in tied)))
     regions = _admit(bound, caps, world_size, events)
+    binary = [b.name for b in bound if b.route.low_bit and b.route.mode == Mode.GBINARY]
+    if binary and world_size % 2 == 0:
+        events.record(None, "*", "note",
+                      f"G-Binary with an even number of workers ({world_size}): a lane whose "
+                      f"signs split evenly reads +1 (docs/spec.md section 3), a bias towards "
+                      f"+1 on {len(binary)} parameter(s): {', '.join(binary)}")
     return Binding(bound, regions, world_size, caps, dict(zip(tensors, bound)))
 
 

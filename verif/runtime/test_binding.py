@@ -6,10 +6,8 @@ import asyncio
 import pytest
 import torch
 
-from driver import NeuronFabric
-from golden.transport import GoldenTransport
+from bench.runtime import TiedModel, golden_device
 from runtime.binding import bind, program
-from runtime.capabilities import read_capabilities
 from runtime.events import EventLog
 from runtime.profile import parse_profile
 from spec.params import ControllerParams, DatapathParams
@@ -31,25 +29,12 @@ route = "gbinary"
 """
 
 
-class TiedModel(torch.nn.Module):
-    """An embedding, a body of two layers and a head tied to the embedding."""
-
-    def __init__(self, vocab=50, width=40):
-        super().__init__()
-        self.embed = torch.nn.Embedding(vocab, width)
-        self.body = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.Linear(width,
-                                                                                       width))
-        self.head = torch.nn.Linear(width, vocab, bias=False)
-        self.head.weight = self.embed.weight
-
-
 def _setup(params=PARAMS, profile=PROFILE, world=4, model=None):
-    transport = GoldenTransport(params)
-    device = NeuronFabric(transport, params)
-    caps = asyncio.run(read_capabilities(device))
+    device, caps = golden_device(params)
     events = EventLog()
-    binding = bind(model or TiedModel(), parse_profile(profile), caps, world, events)
-    return binding, events, device, transport, caps
+    binding = bind(model or TiedModel(vocab=50, width=40), parse_profile(profile), caps, world,
+                   events)
+    return binding, events, device, device.transport, caps
 
 
 def test_routes_per_parameter_and_tied_parameters_on_one_route():
@@ -58,10 +43,11 @@ def test_routes_per_parameter_and_tied_parameters_on_one_route():
     assert routes == {
         ("embed.weight", "head.weight"): "fp32",
         ("body.0.weight",): "gternary(T=2)", ("body.0.bias",): "gternary(T=2)",
-        ("body.1.weight",): "gbinary", ("body.1.bias",): "gbinary",
-    }, routes
+        ("body.2.weight",): "gbinary", ("body.2.bias",): "gbinary",
+    }, f"routes by parameter: {routes}"
     tie, = events.of("tie")
-    assert tie.subject == "embed.weight" and "one route for all: fp32" in tie.reason, tie
+    assert tie.subject == "embed.weight" and "one route for all: fp32" in tie.reason, \
+        f"the tie event names {tie.subject!r}: {tie}"
 
 
 def test_lines_and_regions_are_applied_by_the_device():
@@ -73,34 +59,48 @@ def test_lines_and_regions_are_applied_by_the_device():
             lanes = caps.lanes(b.route.mode)
             assert b.lines == -(-b.numel // lanes), f"{b.name}: {b.lines} lines"
             plan = binding.regions[b.region]
-            assert plan.route == b.route and b.first_line + b.lines <= plan.lines, b
-    assert all(p.region.expected == 4 for p in binding.regions)
-    assert {p.route.kind for p in binding.regions} == {"gbinary", "gternary"}
+            assert plan.route == b.route and b.first_line + b.lines <= plan.lines, \
+                f"{b.name} ({b.route}) lines {b.first_line}+{b.lines} outside region " \
+                f"{plan.index} ({plan.route}, {plan.lines} lines)"
+    expected = [p.region.expected for p in binding.regions]
+    assert expected == [binding.world_size] * len(binding.regions), \
+        f"EXPECTED {expected} for {binding.world_size} workers"
+    kinds = {p.route.kind for p in binding.regions}
+    assert kinds == {"gbinary", "gternary"}, f"regions for {kinds}"
 
 
 def test_more_workers_than_capacity_fall_back_to_fp32():
-    binding, events, *_ = _setup(world=PARAMS.datapath.capacity + 1)
-    assert not binding.regions
-    assert all(not b.route.low_bit for b in binding.parameters)
+    capacity = PARAMS.datapath.capacity
+    binding, events, *_ = _setup(world=capacity + 1)
+    assert not binding.regions, f"regions placed beyond capacity: {binding.regions}"
+    on_low_bit = [b.name for b in binding.parameters if b.route.low_bit]
+    assert not on_low_bit, f"low-bit beyond capacity: {on_low_bit}"
     refused = events.of("refuse")
-    assert len(refused) == 4, [str(e) for e in refused]
-    assert all("8 workers exceed the 7 contributions" in e.reason
-               and "CAP_LIMITS.CAPACITY" in e.reason for e in refused), refused[0]
+    requested = [b.name for b in binding.parameters if b.requested.low_bit]
+    assert [e.subject for e in refused] == requested, [str(e) for e in refused]
+    reason = f"{capacity + 1} workers exceed the {capacity} contributions"
+    assert all(reason in e.reason and "CAP_LIMITS.CAPACITY" in e.reason for e in refused), \
+        f"refusals do not say {reason!r}: {[str(e) for e in refused]}"
 
 
 def test_a_threshold_above_the_workers_is_refused():
     binding, events, *_ = _setup(world=1)
-    assert [e.subject for e in events.of("refuse")] == ["body.0.weight", "body.0.bias"]
-    assert "T = 2 exceeds the 1 workers" in events.of("refuse")[0].reason
+    refused = [e.subject for e in events.of("refuse")]
+    assert refused == ["body.0.weight", "body.0.bias"], f"refused {refused}"
+    reason = events.of("refuse")[0].reason
+    assert "T = 2 exceeds the 1 workers" in reason, f"refusal reason: {reason}"
 
 
 def test_more_routes_than_regions_keep_the_largest():
     params = ControllerParams(PARAMS.datapath, regions=1, address_bits=20)
     binding, events, device, transport, _ = _setup(params=params)
-    # body.0 (G-Ternary, 32 lanes a line) has more lines than body.1 (G-Binary, 64 lanes).
-    assert [p.route.kind for p in binding.regions] == ["gternary"]
-    assert {e.subject for e in events.of("refuse")} == {"body.1.weight", "body.1.bias"}
-    assert "CAP_LIMITS.REGIONS" in events.of("refuse")[0].reason
+    # body.0 (G-Ternary, 32 lanes a line) has more lines than body.2 (G-Binary, 64 lanes).
+    kinds = [p.route.kind for p in binding.regions]
+    assert kinds == ["gternary"], f"the one region went to {kinds}"
+    refused = {e.subject for e in events.of("refuse")}
+    assert refused == {"body.2.weight", "body.2.bias"}, f"refused {refused}"
+    reason = events.of("refuse")[0].reason
+    assert "CAP_LIMITS.REGIONS" in reason, f"refusal reason: {reason}"
     asyncio.run(program(device, binding))
 
 
@@ -112,13 +112,26 @@ def test_device_memory_runs_out():
         params=params, profile='[[route]]\npattern = "*"\nroute = "gbinary"\n', model=model)
     refused = events.of("refuse")
     assert [e.subject for e in refused] == ["0.weight"], [str(e) for e in refused]
-    assert "device memory" in refused[0].reason
-    assert [b.route.kind for b in binding.parameters] == ["fp32", "gbinary", "gbinary",
-                                                          "gbinary"]
+    assert "device memory" in refused[0].reason, f"refusal reason: {refused[0].reason}"
+    kinds = [b.route.kind for b in binding.parameters]
+    assert kinds == ["fp32", "gbinary", "gbinary", "gbinary"], f"routes {kinds}"
     asyncio.run(program(device, binding))
 
 
 @pytest.mark.parametrize("world", [2, 7])
 def test_admitted_regions_expect_every_worker(world):
     binding, *_ = _setup(world=world)
-    assert [p.region.expected for p in binding.regions] == [world] * len(binding.regions)
+    expected = [p.region.expected for p in binding.regions]
+    assert expected == [world] * len(binding.regions), f"EXPECTED {expected} for {world} workers"
+
+
+@pytest.mark.parametrize("world", [2, 7])
+def test_g_binary_ties_are_noted_for_an_even_number_of_workers(world):
+    binding, events, *_ = _setup(world=world)
+    binary = [b.name for b in binding.parameters if b.route.kind == "gbinary"]
+    notes = [e for e in events.of("note") if "tie" in e.reason or "split evenly" in e.reason]
+    if world % 2:
+        assert not notes, f"{world} workers cannot tie: {[str(e) for e in notes]}"
+        return
+    assert len(notes) == 1 and all(name in notes[0].reason for name in binary), \
+        f"{world} workers, G-Binary on {binary}: notes {[str(e) for e in notes]}"
