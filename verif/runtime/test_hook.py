@@ -68,9 +68,11 @@ def _run(reducer_of, steps, between=lambda step, model, hook: None, profile=PROF
 
 def test_a_faulty_reducer_trips_falls_back_and_is_readmitted(one_worker):
     reducer = FaultyReducer({3, 4, 5})
+    sent = []   # bytes the reducer had sent before each step
 
     def between(step, model, hook):
         reducer.hook = hook
+        sent.append(reducer.sent)
     routes, events, _ = _run(lambda device: reducer, 10, between)
     # Steps 0-2 healthy; 3 caught at once (FP32 mean applied); cool-down to step 6; probation
     # samples at 6 and 7 pass; re-admitted from step 8.
@@ -79,8 +81,15 @@ def test_a_faulty_reducer_trips_falls_back_and_is_readmitted(one_worker):
         "\n".join(map(str, events))
     decisions = [(e.step, e.decision) for e in events if e.subject == "0.weight"
                  and e.step is not None]
-    assert decisions == [(3, "trip"), (6, "probation"), (7, "readmit")], decisions
-    assert "sign agreement 0.000" in events.of("trip")[0].reason
+    assert decisions == [(3, "trip"), (6, "probation"), (7, "readmit")], \
+        f"decisions on 0.weight {decisions}"
+    reason = events.of("trip")[0].reason
+    assert "sign agreement 0.000" in reason, f"trip reason: {reason}"
+    # Sampled every step, but in cool-down (steps 4 and 5) nothing is reduced low-bit; on
+    # probation (6, 7) the samples are.
+    per_step = np.diff(sent).tolist()
+    assert per_step[4:6] == [0, 0] and all(per_step[6:8]), \
+        f"bytes the reducer sent by step {per_step}: cool-down must not be shadow-reduced"
 
 
 def test_a_non_finite_gradient_takes_fp32_and_reaches_the_optimizer(one_worker):
