@@ -52,7 +52,7 @@ from runtime.profile import parse_profile
 from runtime.reducers import CollectiveReducer, DeviceModelReducer, FaultyReducer
 from spec.params import ControllerParams
 
-__all__ = ["TASKS", "main"]
+__all__ = ["TASKS", "OVERHEAD", "arguments", "main"]
 
 _HEALTH = """\
 [health]
@@ -470,7 +470,8 @@ def report(results, args, seconds):
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
+def arguments():
+    """The command line's parser (its defaults are the full run's)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("build/reports"))
     parser.add_argument("--workers", type=int, default=4)
@@ -489,6 +490,13 @@ def main(argv=None):
     parser.add_argument("--overhead-steps", type=int, default=30,
                         help="timed steps per mode of the hook's overhead (0: none)")
     parser.add_argument("--overhead-warmup", type=int, default=5)
+    return parser
+
+
+def main(argv=None):
+    """Run ``make train`` with the command line ``argv``; returns the results (as
+    ``<out>/training.json`` holds them)."""
+    parser = arguments()
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     valid = {name for runs in TASKS.values() for name in runs}

@@ -28,9 +28,12 @@ def _run(coroutine):
 def test_identify_reads_the_capabilities_of_the_params():
     device, _ = _device()
     caps = _run(device.identify())
-    assert caps["CAP_LIMITS.CAPACITY"] == PARAMS.datapath.capacity
-    assert caps["CAP_LINE.LINE_BITS"] == PARAMS.datapath.line_bits
-    assert caps["CAP_LIMITS.REGIONS"] == PARAMS.regions
+    assert caps["CAP_LIMITS.CAPACITY"] == PARAMS.datapath.capacity, \
+        f"CAPACITY {caps['CAP_LIMITS.CAPACITY']}, params {PARAMS.datapath.capacity}"
+    assert caps["CAP_LINE.LINE_BITS"] == PARAMS.datapath.line_bits, \
+        f"LINE_BITS {caps['CAP_LINE.LINE_BITS']}, params {PARAMS.datapath.line_bits}"
+    assert caps["CAP_LIMITS.REGIONS"] == PARAMS.regions, \
+        f"REGIONS {caps['CAP_LIMITS.REGIONS']}, params {PARAMS.regions}"
 
 
 def test_gbinary_round_reads_the_majority_and_the_state():
@@ -52,7 +55,8 @@ def test_gbinary_round_reads_the_majority_and_the_state():
         assert (got == want).all(), f"line {i}: lanes {np.flatnonzero(got != want)} differ"
         c, n = _run(device.read_state(regions[0], i))
         assert n == 5 and (c == negatives[i]).all(), f"line {i}: state n={n}, c={c}"
-    assert _run(device.counters())["ACCEPTED"] == 15
+    assert _run(device.counters())["ACCEPTED"] == 15, \
+        f"counters {_run(device.counters())}: want 15 accepted (3 lines x 5)"
 
 
 def test_refused_apply_keeps_the_table_and_reports_region_and_reason():
@@ -60,10 +64,12 @@ def test_refused_apply_keeps_the_table_and_reports_region_and_reason():
     _run(device.configure(good_regions()))
     with pytest.raises(ConfigurationError) as error:
         _run(device.configure(with_region(1, threshold=0)))
-    assert (error.value.region, error.value.reason) == (1, ConfigError.BAD_THRESHOLD)
-    assert transport.device.regions == good_regions()
-    assert _run(device.status())["CFG_ERROR"]
-    assert _run(device.counters())["CFG_ERRORS"] == 1
+    assert (error.value.region, error.value.reason) == (1, ConfigError.BAD_THRESHOLD), \
+        f"refusal region {error.value.region}, reason {error.value.reason}"
+    assert transport.device.regions == good_regions(), "a refused APPLY changed the applied table"
+    assert _run(device.status())["CFG_ERROR"], "STATUS.CFG_ERROR not raised by a refused APPLY"
+    assert _run(device.counters())["CFG_ERRORS"] == 1, \
+        f"counters {_run(device.counters())}: want CFG_ERRORS 1"
 
 
 def test_capacity_and_partial_contributions_are_rejected_and_flagged():
@@ -78,9 +84,11 @@ def test_capacity_and_partial_contributions_are_rejected_and_flagged():
     status, counters = _run(device.status()), _run(device.counters())
     assert status["CAPACITY"] and status["PARTIAL"], status
     assert counters["REJECTED"] == 2, counters
-    assert _run(device.read_state(regions[0], 0))[1] == PARAMS.datapath.capacity
+    assert _run(device.read_state(regions[0], 0))[1] == PARAMS.datapath.capacity, \
+        "line 0 of region 0 does not hold capacity contributions"
     _run(device.clear_status())
-    assert not any(_run(device.status()).values())
+    assert not any(_run(device.status()).values()), \
+        f"STATUS after clear_status: {_run(device.status())}"
 
 
 def test_clear_zeroes_the_region_only():
@@ -92,8 +100,9 @@ def test_clear_zeroes_the_region_only():
     _run(transport.write_line(regions[0].base, ones, FULL))
     _run(transport.write_line(regions[2].base, ones, FULL))
     _run(device.clear(0))
-    assert _run(device.read_state(regions[0], 0))[1] == 0
-    assert _run(transport.read_line(regions[0].base)) == bytes(LINE)
+    assert _run(device.read_state(regions[0], 0))[1] == 0, "CLEAR left a count in region 0, line 0"
+    assert _run(transport.read_line(regions[0].base)) == bytes(LINE), \
+        "CLEAR left data in region 0, line 0"
     assert _run(transport.read_line(regions[2].base)) == ones, "identity data changed"
 
 
@@ -102,5 +111,6 @@ def test_lock_ignores_region_writes():
     _run(device.configure(good_regions()))
     _run(device.lock())
     _run(device.configure([Region()]))
-    assert _run(device.status())["LOCKED_WRITE"]
+    assert _run(device.status())["LOCKED_WRITE"], \
+        "STATUS.LOCKED_WRITE not raised by a write after LOCK"
     assert transport.device.regions == good_regions(), "a locked table changed"

@@ -36,8 +36,10 @@ def _monitor(subjects=("a", "b")):
 def test_a_bad_sample_trips_only_its_subject():
     monitor, events = _monitor()
     monitor.observe_sample(0, "a", *BAD)
-    assert monitor.state == {"a": State.COOLDOWN, "b": State.ADMITTED}
-    assert not monitor.admitted("a", 1) and monitor.admitted("b", 1)
+    assert monitor.state == {"a": State.COOLDOWN, "b": State.ADMITTED}, \
+        f"states after a failed sample of a: {monitor.state}"
+    assert not monitor.admitted("a", 1) and monitor.admitted("b", 1), \
+        "after a's trip at step 0: a must be on FP32 at step 1, b admitted"
     trip, = events.of("trip")
     assert trip.subject == "a" and "sign agreement 0.300 < 0.5" in trip.reason, trip
 
@@ -46,8 +48,10 @@ def test_a_norm_ratio_outside_the_band_trips():
     monitor, events = _monitor()
     monitor.observe_sample(0, "a", 0.9, 0.2)
     monitor.observe_sample(0, "b", 0.9, 5.0)
-    assert [e.subject for e in events.of("trip")] == ["a", "b"]
-    assert "norm ratio 0.2 outside 1/4.0 to 4.0" in events.of("trip")[0].reason
+    assert [e.subject for e in events.of("trip")] == ["a", "b"], \
+        f"trips of a loss spike: {[str(e) for e in events.of('trip')]}"
+    assert "norm ratio 0.2 outside 1/4.0 to 4.0" in events.of("trip")[0].reason, \
+        f"trip reason: {events.of('trip')[0].reason}"
 
 
 def test_cooldown_probation_hysteresis_and_readmission():
@@ -58,16 +62,20 @@ def test_cooldown_probation_hysteresis_and_readmission():
         monitor.observe_sample(step, "a", *GOOD)    # ignored while cooling down
         assert monitor.state["a"] == State.COOLDOWN, f"step {step}"
     monitor.tick(4)
-    assert monitor.state["a"] == State.PROBATION and not monitor.admitted("a", 4)
+    assert monitor.state["a"] == State.PROBATION and not monitor.admitted("a", 4), \
+        f"after cool-down: a is {monitor.state['a']}, admitted {monitor.admitted('a', 4)}"
     monitor.observe_sample(4, "a", *GOOD)
     monitor.observe_sample(5, "a", *BETWEEN)        # passes the trip, not the re-admission
     assert monitor.state["a"] == State.PROBATION, "a sample between thresholds re-admitted"
-    assert "count restarts" in events.of("hold")[0].reason
+    assert "count restarts" in events.of("hold")[0].reason, \
+        f"hold reason: {events.of('hold')[0].reason}"
     monitor.observe_sample(6, "a", *GOOD)
     assert monitor.state["a"] == State.PROBATION, "re-admitted after one healthy sample"
     monitor.observe_sample(7, "a", *GOOD)
-    assert monitor.admitted("a", 8)
-    assert [e.decision for e in events] == ["trip", "probation", "hold", "readmit"]
+    assert monitor.admitted("a", 8), \
+        f"not re-admitted after two healthy samples: {monitor.state['a']}"
+    assert [e.decision for e in events] == ["trip", "probation", "hold", "readmit"], \
+        f"decisions {[e.decision for e in events]}"
 
 
 def test_a_bad_sample_in_probation_restarts_the_cooldown():
@@ -75,11 +83,12 @@ def test_a_bad_sample_in_probation_restarts_the_cooldown():
     monitor.observe_sample(0, "a", *BAD)
     monitor.tick(4)
     monitor.observe_sample(4, "a", *BAD)
-    assert monitor.state["a"] == State.COOLDOWN
+    assert monitor.state["a"] == State.COOLDOWN, f"a is {monitor.state['a']} right after its trip"
     monitor.tick(7)
     assert monitor.state["a"] == State.COOLDOWN, "cool-down did not restart at step 4"
     monitor.tick(8)
-    assert monitor.state["a"] == State.PROBATION
+    assert monitor.state["a"] == State.PROBATION, \
+        f"a is {monitor.state['a']} after the restarted cool-down"
 
 
 def test_loss_spikes_and_non_finite_losses_trip_every_subject():
@@ -90,20 +99,26 @@ def test_loss_spikes_and_non_finite_losses_trip_every_subject():
     monitor.observe_loss(4, 1.9)
     assert not events.of("trip"), "1.9 is below 2.0 times the average"
     monitor.observe_loss(5, 3.0)
-    assert {e.subject for e in events.of("trip")} == {"a", "b"}
-    assert "2.0" in events.of("trip")[0].reason
+    assert {e.subject for e in events.of("trip")} == {"a", "b"}, \
+        f"trips of a loss spike: {[str(e) for e in events.of('trip')]}"
+    assert "2.0" in events.of("trip")[0].reason, f"trip reason: {events.of('trip')[0].reason}"
     monitor2, events2 = _monitor()
     monitor2.observe_loss(0, math.nan)
-    assert {e.subject for e in events2.of("trip")} == {"a", "b"}
-    assert "loss is nan" in events2.of("trip")[0].reason
+    assert {e.subject for e in events2.of("trip")} == {"a", "b"}, \
+        f"trips of a NaN loss: {[str(e) for e in events2.of('trip')]}"
+    assert "loss is nan" in events2.of("trip")[0].reason, \
+        f"trip reason: {events2.of('trip')[0].reason}"
 
 
 def test_severe_devload_backs_off_without_tripping():
     monitor, events = _monitor()
     monitor.observe_devload(3, severe=True, moderate=False)
-    assert not monitor.admitted("a", 4) and not monitor.admitted("a", 5)
-    assert monitor.admitted("a", 6)
-    assert monitor.state["a"] == State.ADMITTED
-    assert [e.decision for e in events] == ["fallback"]
+    assert not monitor.admitted("a", 4) and not monitor.admitted("a", 5), \
+        "a must be on FP32 during the DevLoad back-off (steps 4 and 5)"
+    assert monitor.admitted("a", 6), "a not back on its low-bit route after the back-off"
+    assert monitor.state["a"] == State.ADMITTED, \
+        f"DevLoad changed a's state to {monitor.state['a']}"
+    assert [e.decision for e in events] == ["fallback"], f"decisions {[e.decision for e in events]}"
     monitor.observe_devload(7, severe=False, moderate=True)
-    assert monitor.admitted("a", 8) and events.events[-1].decision == "note"
+    assert monitor.admitted("a", 8) and events.events[-1].decision == "note", \
+        f"Moderate DevLoad: admitted {monitor.admitted('a', 8)}, last event {events.events[-1]}"

@@ -29,23 +29,30 @@ error_feedback = false
 
 def test_first_matching_rule_wins_and_phases_delay_low_bit_routes():
     profile = parse_profile(GOOD, "good.toml")
-    assert profile.route_for("head.weight") == FP32
-    assert profile.route_for("body.0.weight") == Route("gternary", 2)
-    assert profile.route_for("body.0.bias") == Route("gbinary", error_feedback=False)
+    assert profile.route_for("head.weight") == FP32, \
+        f"head.weight on {profile.route_for('head.weight')}"
+    assert profile.route_for("body.0.weight") == Route("gternary", 2), \
+        f"body.0.weight on {profile.route_for('body.0.weight')}"
+    assert profile.route_for("body.0.bias") == Route("gbinary", error_feedback=False), \
+        f"body.0.bias on {profile.route_for('body.0.bias')}"
     assert profile.start_step("body.0.weight") == 8, "the rule's start_step"
     assert profile.start_step("body.0.bias") == 5, "the global FP32 warm-up"
-    assert profile.health.loss_window == HEALTH_DEFAULTS["loss_window"]
+    assert profile.health.loss_window == HEALTH_DEFAULTS["loss_window"], \
+        f"loss_window {profile.health.loss_window}, not the default"
 
 
 def test_unmatched_parameters_stay_on_fp32():
     profile = parse_profile('[[route]]\npattern = "a.*"\nroute = "gbinary"\n')
-    assert profile.route_for("b.weight") == FP32
+    assert profile.route_for("b.weight") == FP32, \
+        f"unmatched b.weight on {profile.route_for('b.weight')}"
 
 
 def test_the_example_profile_loads():
     profile = load_profile(REPO / "runtime" / "profiles" / "example.toml")
-    assert profile.route_for("head.weight") == FP32
-    assert profile.route_for("body.0.weight").kind == "gternary"
+    assert profile.route_for("head.weight") == FP32, \
+        f"example: head.weight on {profile.route_for('head.weight')}"
+    assert profile.route_for("body.0.weight").kind == "gternary", \
+        f"example: body.0.weight on {profile.route_for('body.0.weight')}"
 
 
 @pytest.mark.parametrize("text, line, problem, fix", [
