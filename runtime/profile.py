@@ -7,7 +7,7 @@ A profile (see ``runtime/profiles/example.toml``)::
     fp32_warmup_steps = 20        # every parameter on FP32 for the first 20 steps
 
     [health]                      # every key optional; defaults in HEALTH_DEFAULTS
-    loss_spike_ratio = 3.0
+    sample_every = 5
 
     [[route]]                     # rules in order; the first whose pattern matches wins
     pattern = "head.*"            # fnmatch pattern over parameter names
@@ -30,7 +30,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .routes import FP32, Route
+from .routes import FP32, KINDS, Route
 
 __all__ = ["ProfileError", "Rule", "Health", "Profile", "HEALTH_DEFAULTS", "load_profile",
            "parse_profile"]
@@ -228,9 +228,10 @@ def _parse_rule(entry, index, fail, text):
         fail("route", index, "pattern" if "pattern" in entry else None,
              f"rule {index + 1} has no pattern", 'add pattern = "<fnmatch pattern>", say "*"')
     kind = entry.get("route")
-    if kind not in ("fp32", "gbinary", "gternary"):
+    if kind not in KINDS:
         fail("route", index, "route" if "route" in entry else None,
-             f"rule {index + 1} has route {kind!r}", 'route = "fp32", "gbinary" or "gternary"')
+             f"rule {index + 1} has route {kind!r}",
+             "route = " + ", ".join(f'"{k}"' for k in KINDS[:-1]) + f' or "{KINDS[-1]}"')
     threshold = entry.get("threshold")
     if kind == "gternary" and (not _integer(threshold) or threshold < 1):
         fail("route", index, "threshold" if "threshold" in entry else None,

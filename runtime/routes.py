@@ -5,10 +5,13 @@ from dataclasses import dataclass
 
 from spec.params import Mode
 
-__all__ = ["Route", "FP32", "FIDELITY"]
+__all__ = ["Route", "FP32", "FIDELITY", "KINDS"]
 
 #: Route names as profiles spell them, and the device mode of each.
 _MODES = {"fp32": Mode.IDENTITY, "gbinary": Mode.GBINARY, "gternary": Mode.GTERNARY}
+
+#: Route kinds, as profiles spell them.
+KINDS = tuple(_MODES)
 
 
 @dataclass(frozen=True)

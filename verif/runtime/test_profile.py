@@ -1,5 +1,7 @@
 """Operating profiles: routes by pattern and phase, and errors that name file, line and fix."""
 
+import tomllib
+
 import pytest
 
 from bench.simulators import REPO
@@ -47,8 +49,12 @@ def test_unmatched_parameters_stay_on_fp32():
         f"unmatched b.weight on {profile.route_for('b.weight')}"
 
 
-def test_the_example_profile_loads():
-    profile = load_profile(REPO / "runtime" / "profiles" / "example.toml")
+def test_the_example_profile_loads_and_repeats_no_default():
+    path = REPO / "runtime" / "profiles" / "example.toml"
+    profile = load_profile(path)
+    health = tomllib.loads(path.read_text()).get("health", {})
+    repeated = {k: v for k, v in health.items() if HEALTH_DEFAULTS.get(k) == v}
+    assert not repeated, f"{path.name} repeats HEALTH_DEFAULTS: {repeated}"
     assert profile.route_for("head.weight") == FP32, \
         f"example: head.weight on {profile.route_for('head.weight')}"
     assert profile.route_for("body.0.weight").kind == "gternary", \
