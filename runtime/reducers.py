@@ -4,16 +4,17 @@ other on the same inputs.
 
 Interface (:class:`Reducer`): ``reduce(plan, line_indices, lines)`` is collective over the
 process group: every rank calls it with the same ``plan`` (a
-:class:`runtime.binding.RegionPlan`) and ``line_indices`` (the lines of the region, an
-``int`` array of ``N``), and its own ``(N, line_bytes)`` ``uint8`` contribution ``lines``; it
-returns the ``(N, line_bytes)`` result lines, the same on every rank. The tensors of its
-collectives live on ``device`` (the CPU for gloo; the rank's GPU for NCCL). ``dev_load`` is the
-DevLoad of the device's last response (:class:`spec.cxl.DevLoad`), or ``None`` where there is
-no device. ``sent`` counts the bytes this rank has put on the wire in its collectives (what
-the backend really moves, not the size of the lines). A replay of recorded rounds through the
-RTL controller fits the same interface; the device-model backend records the rounds it serves
-(``record=True``), and :func:`save_rounds` writes them to a file (under ``build/``) for such a
-replay.
+:class:`runtime.binding.RegionPlan`) and ``line_indices`` (the lines of the region, an ``int``
+array of ``N``), and its own ``(N, line_bytes)`` ``uint8`` contribution ``lines``; it returns
+the ``(N, line_bytes)`` result lines, the same on every rank, or raises
+:class:`driver.DeviceError`, on one rank or more, but only after its collectives (the hook then
+agrees on the failure with the other ranks). The tensors of its collectives live on ``device``
+(the CPU for gloo; the rank's GPU for NCCL). ``dev_load`` is the DevLoad of the device's last
+response (:class:`spec.cxl.DevLoad`), or ``None`` where there is no device. ``sent`` counts the
+bytes this rank has put on the wire in its collectives (what the backend really moves, not the
+size of the lines). A replay of recorded rounds through the RTL controller fits the same
+interface; the device-model backend records the rounds it serves (``record=True``), and
+:func:`save_rounds` writes them to a file (under ``build/``) for such a replay.
 
 - :class:`CollectiveReducer`: what a cluster without the device runs: per lane counts of
   negative signs (G-Binary) or sums of ternary values (G-Ternary) added up with
