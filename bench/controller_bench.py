@@ -21,7 +21,7 @@ from hdl.generate import controller_params
 from spec.cxl import DRSOpcode, NDROpcode
 from spec.formats import ternary_to_lines
 from spec.params import Mode
-from spec.regmap import Region
+from spec.regmap import COUNTERS, STATUS_FLAGS, Region
 
 __all__ = ["CLOCK_NS", "TRAFFIC", "ControllerBench", "AxiCounter", "contribution"]
 
@@ -134,25 +134,26 @@ class ControllerBench:
         return DeviceModel(self.params, regions)
 
     async def finish(self, model=None):
-        """Wait for silence; check no stray responses and, with ``model``, the counters and
-        flags against the model's events."""
+        """Wait for silence; check no stray responses and, with ``model``, every counter and
+        flag the golden model also keeps (:attr:`spec.regmap.Event.golden`) against its
+        events."""
         await ClockCycles(self.dut.clk, 20)
         assert self.host.idle, f"{self.where}: requests still unanswered: {self.host.pending}"
         assert not self.host.errors, f"{self.where}: " + "; ".join(self.host.errors)
         if model is None:
             return
         counters = await self.device.counters()
-        for name in ("accepted", "rejected", "invalid_lines"):
-            assert counters[name.upper()] == model.events[name], (
-                f"{self.where}: CNT_{name.upper()} reads {counters[name.upper()]}, "
-                f"golden {model.events[name]}")
+        for counter in COUNTERS:
+            if counter.golden is not None:
+                assert counters[counter.name] == model.events[counter.golden], (
+                    f"{self.where}: CNT_{counter.name} reads {counters[counter.name]}, golden "
+                    f"{counter.golden} {model.events[counter.golden]}")
         status = await self.device.status()
-        for name in ("capacity", "partial", "poison", "bad_address"):
-            assert status[name.upper()] == bool(model.events[name]), (
-                f"{self.where}: STATUS.{name.upper()} is {status[name.upper()]}, golden has "
-                f"{model.events[name]} such events")
-        assert status["INVALID_CODE"] == bool(model.events["invalid_lines"]), \
-            f"{self.where}: STATUS.INVALID_CODE disagrees with {model.events['invalid_lines']}"
+        for flag in STATUS_FLAGS:
+            if flag.golden is not None:
+                assert status[flag.name] == bool(model.events[flag.golden]), (
+                    f"{self.where}: STATUS.{flag.name} is {status[flag.name]}, golden has "
+                    f"{model.events[flag.golden]} {flag.golden} events")
 
     def check_line(self, what, address, got, expected):
         got, expected = np.frombuffer(bytes(got), np.uint8), np.asarray(expected, np.uint8)

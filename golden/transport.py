@@ -26,20 +26,26 @@ import numpy as np
 
 from spec.cxl import DevLoad
 from spec.params import REGISTER_BITS
-from spec.regmap import REGISTER_BYTES, Access, ConfigError, Region, register_map
+from spec.regmap import (
+    COUNTERS,
+    REGISTER_BYTES,
+    STATUS_FLAGS,
+    Access,
+    ConfigError,
+    Region,
+    register_map,
+)
 
 from .config import validate
 from .device import DeviceModel
 
 __all__ = ["GoldenTransport"]
 
-#: ``STATUS`` flags raised by the device model's events of the same name.
-_EVENT_FLAGS = {"capacity": "CAPACITY", "invalid_lines": "INVALID_CODE", "partial": "PARTIAL",
-                "poison": "POISON", "bad_address": "BAD_ADDRESS"}
+#: ``STATUS`` flags raised by the device model's events (:attr:`spec.regmap.Event.golden`).
+_EVENT_FLAGS = {e.name: e.golden for e in STATUS_FLAGS if e.golden}
 
 #: Counters that the device model counts itself, by ``CNT_*`` name.
-_EVENT_COUNTERS = {"ACCEPTED": "accepted", "REJECTED": "rejected",
-                   "INVALID_LINES": "invalid_lines", "COMPLETED": "completed"}
+_EVENT_COUNTERS = {e.name: e.golden for e in COUNTERS if e.golden}
 
 _WORD = (1 << REGISTER_BITS) - 1
 
@@ -106,7 +112,7 @@ class GoldenTransport:
         self._words[self.regmap["STATUS"].offset] |= self.regmap["STATUS"].field(name).mask
 
     def _raise_flags(self, before):
-        for event, flag in _EVENT_FLAGS.items():
+        for flag, event in _EVENT_FLAGS.items():
             if self.device.events[event] > before[event]:
                 self._flag(flag)
 

@@ -243,36 +243,44 @@ CONFIG_ERROR_HELP = {
 class Event:
     """A sticky ``STATUS`` flag or a ``CNT_*`` counter. ``from_controller`` events are strobed
     by the controller's pipeline (:func:`hdl.control.event_layout`); the others by the register
-    block itself (an APPLY's verdict, a write the lock refused)."""
+    block itself (an APPLY's verdict, a write the lock refused). ``golden`` names the event of
+    the golden device model (a key of :attr:`golden.device.DeviceModel.events`) that raises the
+    flag or counts in the counter, where the model has one."""
     name: str
     doc: str
     from_controller: bool = True
+    golden: str | None = None
 
 
 STATUS_FLAGS = (
     Event("CFG_ERROR", "an APPLY was refused; the previous configuration stays in force",
           from_controller=False),
     Event("CAPACITY", "a contribution was rejected because its line held capacity "
-          "contributions"),
-    Event("INVALID_CODE", "a G-Ternary contribution held an invalid lane code (counted as 0)"),
-    Event("PARTIAL", "a contribution to an aggregation region lacked byte enables; rejected"),
+          "contributions", golden="capacity"),
+    Event("INVALID_CODE", "a G-Ternary contribution held an invalid lane code (counted as 0)",
+          golden="invalid_lines"),
+    Event("PARTIAL", "a contribution to an aggregation region lacked byte enables; rejected",
+          golden="partial"),
     Event("BAD_OPCODE", "a request with an unsupported opcode was answered without effect"),
-    Event("POISON", "a poisoned write was completed and dropped; memory is unchanged"),
+    Event("POISON", "a poisoned write was completed and dropped; memory is unchanged",
+          golden="poison"),
     Event("LOCKED_WRITE", "a write to region configuration after LOCK or during APPLY was "
           "ignored", from_controller=False),
     Event("BAD_ADDRESS", "a request beyond the device's address space was answered without "
-          "effect"),
+          "effect", golden="bad_address"),
     Event("MEM_ERROR", "device memory answered an access with an error response"),
 )
 
 COUNTERS = (
-    Event("ACCEPTED", "contributions accepted"),
-    Event("REJECTED", "contributions rejected (capacity or partial)"),
-    Event("INVALID_LINES", "accepted G-Ternary contributions that held an invalid lane code"),
+    Event("ACCEPTED", "contributions accepted", golden="accepted"),
+    Event("REJECTED", "contributions rejected (capacity or partial)", golden="rejected"),
+    Event("INVALID_LINES", "accepted G-Ternary contributions that held an invalid lane code",
+          golden="invalid_lines"),
     Event("READS", "host read requests answered"),
     Event("WRITES", "host write requests answered"),
     Event("CFG_ERRORS", "APPLY commands refused", from_controller=False),
-    Event("COMPLETED", "lines whose contribution count reached the region's EXPECTED"),
+    Event("COMPLETED", "lines whose contribution count reached the region's EXPECTED",
+          golden="completed"),
     Event("HITS", "contributions and result reads served by a resident slot"),
     Event("FILLS", "lines brought into a slot from device memory"),
     Event("WRITE_BACKS", "accumulators written to device memory (completed, evicted, flushed)"),
