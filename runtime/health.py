@@ -33,6 +33,17 @@ class State(enum.Enum):
     PROBATION = "probation"
 
 
+def _misses(agreement, norm_ratio, sign_min, norm_max):
+    """What a sampled comparison falls short of: sign agreement below ``sign_min``, or a norm
+    ratio outside ``1/norm_max`` to ``norm_max`` (empty when it passes)."""
+    misses = []
+    if agreement < sign_min:
+        misses.append(f"sign agreement {agreement:.3f} < {sign_min}")
+    if not 1 / norm_max <= norm_ratio <= norm_max:
+        misses.append(f"norm ratio {norm_ratio:.3g} outside 1/{norm_max} to {norm_max}")
+    return misses
+
+
 class HealthMonitor:
     """The state machine of ``subjects`` (parameter names) with thresholds ``health``
     (:class:`runtime.profile.Health`); decisions go to ``events``
@@ -120,12 +131,7 @@ class HealthMonitor:
         """A sampled comparison of ``subject``'s low-bit update with the FP32 mean: the
         fraction of lanes whose signs agree, and the ratio of their norms."""
         h = self.health
-        trips = []
-        if agreement < h.sign_agreement_min:
-            trips.append(f"sign agreement {agreement:.3f} < {h.sign_agreement_min}")
-        if not 1 / h.norm_ratio_max <= norm_ratio <= h.norm_ratio_max:
-            trips.append(f"norm ratio {norm_ratio:.3g} outside 1/{h.norm_ratio_max} to "
-                         f"{h.norm_ratio_max}")
+        trips = _misses(agreement, norm_ratio, h.sign_agreement_min, h.norm_ratio_max)
         state = self.state[subject]
         if state == State.ADMITTED:
             if trips:
@@ -136,12 +142,7 @@ class HealthMonitor:
         if trips:
             self._trip(step, subject, "in probation: " + "; ".join(trips))
             return
-        misses = []
-        if agreement < h.sign_readmit_min:
-            misses.append(f"sign agreement {agreement:.3f} < {h.sign_readmit_min}")
-        if not 1 / h.norm_readmit_max <= norm_ratio <= h.norm_readmit_max:
-            misses.append(f"norm ratio {norm_ratio:.3g} outside 1/{h.norm_readmit_max} to "
-                          f"{h.norm_readmit_max}")
+        misses = _misses(agreement, norm_ratio, h.sign_readmit_min, h.norm_readmit_max)
         if not self._loss_ok:
             misses.append(f"loss above {h.loss_readmit_ratio} times its average")
         if misses:
