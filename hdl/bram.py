@@ -1,0 +1,149 @@
+"""Block RAM with a registered output: one write and one read per clock, the read answered two
+clocks after its address.
+
+A block RAM's read data straight from the array is slow: on the LFE5UM-85F (speed grade 6, as
+nextpnr models it) a DP16KD without its output register gives its data 5.8 ns after the clock,
+most of a 150 MHz period before any logic has run; with the output register (``REGMODE`` =
+``OUTREG``) it gives it after 1 ns. Yosys infers block RAMs without that register, so the ECP5
+form instantiates the primitive itself (``primitives="ecp5"``); the portable form, the one every
+simulation runs, is an inferred memory and a register behind it, with the same two-clock
+timing.
+"""
+
+from amaranth import C, Cat, ClockSignal, Instance, Module, Signal, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["PRIMITIVES", "READ_LATENCY", "ECP5_DEPTH", "ECP5_WIDTH", "RegisteredMemory"]
+
+#: The vendor primitive forms a design can be generated with (``None``: inferred memories).
+PRIMITIVES = (None, "ecp5")
+
+#: Clocks from a read address to its data.
+READ_LATENCY = 2
+
+#: A DP16KD as one 512 x 36 pseudo-dual-port block: write on port A, read on port B; the data
+#: bits 0-17 on the A pins, 18-35 on the B pins; in this mode ``ADA0``-``ADA3`` are the
+#: write-enables of the four 9-bit bytes and the address is on pins 5-13 (the pin use of
+#: Yosys's own mapping of this mode, ``techlibs/lattice/brams_map_16kd.v``).
+ECP5_DEPTH, ECP5_WIDTH = 512, 36
+_ADDRESS_PIN, _BYTE_ENABLES, _HALF = 5, 4, 18
+
+
+class RegisteredMemory(wiring.Component):
+    """``depth`` words of ``width`` bits, one write port and one read port, both every clock.
+
+    Members
+    -------
+    read_addr : In(range(depth))
+        Read every clock.
+    read_data : Out(width)
+        The word at the ``read_addr`` of two clocks before (:data:`READ_LATENCY`), as memory
+        held it before the first of those two clock edges: a write on either edge is not in
+        it, and a read and a write of the same word on the first edge collide (the ECP5 block's
+        data is then not defined; the portable form gives the old word). A user forwards the
+        words of those two writes itself.
+    write_addr : In(range(depth))
+    write_data : In(width)
+    write_en : In(1)
+
+    Parameters
+    ----------
+    width, depth : int
+    primitives : None or "ecp5"
+        ``"ecp5"``: DP16KD blocks of :data:`ECP5_DEPTH` x :data:`ECP5_WIDTH` with their output
+        registers, as many as the width needs (side by side) times the depth needs (banks, the
+        read data chosen after the output registers).
+    """
+
+    def __init__(self, *, width, depth, primitives=None):
+        if not isinstance(width, int) or width < 1:
+            raise ValueError(f"width must be a positive integer, not {width!r}")
+        if not isinstance(depth, int) or depth < 2:
+            raise ValueError(f"depth must be an integer of at least 2, not {depth!r}")
+        if primitives not in PRIMITIVES:
+            raise ValueError(f"primitives must be one of {PRIMITIVES}, not {primitives!r}")
+        self._width, self._depth, self._primitives = width, depth, primitives
+        super().__init__({
+            "read_addr": In(range(depth)),
+            "read_data": Out(width),
+            "write_addr": In(range(depth)),
+            "write_data": In(width),
+            "write_en": In(1),
+        })
+
+    def elaborate(self, platform):
+        if self._primitives == "ecp5":
+            return self._ecp5()
+        m = Module()
+        m.submodules.array = array = Memory(shape=unsigned(self._width), depth=self._depth,
+                                            init=[])
+        read = array.read_port()
+        write = array.write_port()
+        m.d.comb += [read.addr.eq(self.read_addr), write.addr.eq(self.write_addr),
+                     write.data.eq(self.write_data), write.en.eq(self.write_en)]
+        m.d.sync += self.read_data.eq(read.data)
+        return m
+
+    def _ecp5(self):
+        m = Module()
+        columns = -(-self._width // ECP5_WIDTH)
+        banks = -(-self._depth // ECP5_DEPTH)
+        low_bits = (min(self._depth, ECP5_DEPTH) - 1).bit_length()
+        bank_bits = (banks - 1).bit_length()
+        write_word = self.write_addr[:low_bits]
+        read_word = self.read_addr[:low_bits]
+        data = Cat(self.write_data, C(0, columns * ECP5_WIDTH - self._width))
+        outputs = []
+        for bank in range(banks):
+            bank_write = self.write_en
+            if bank_bits:
+                bank_write = bank_write & (self.write_addr[low_bits:] == bank)
+            out = Signal(columns * ECP5_WIDTH, name=f"bank{bank}")
+            for column in range(columns):
+                bits = slice(column * ECP5_WIDTH, (column + 1) * ECP5_WIDTH)
+                m.submodules[f"bank{bank}_column{column}"] = self._block(
+                    write_word, read_word, bank_write, data[bits], out[bits])
+            outputs.append(out[:self._width])
+        if not bank_bits:
+            m.d.comb += self.read_data.eq(outputs[0])
+            return m
+        # The bank of the data in the output registers: the read address, two clocks late.
+        late = Signal(bank_bits)
+        bank = Signal(bank_bits)
+        m.d.sync += [late.eq(self.read_addr[low_bits:]), bank.eq(late)]
+        with m.Switch(bank):
+            for number, out in enumerate(outputs):
+                with m.Case(number):
+                    m.d.comb += self.read_data.eq(out)
+        return m
+
+    @staticmethod
+    def _block(write_word, read_word, write_en, data_in, data_out):
+        """One DP16KD, 512 x 36, both output registers on."""
+        pins = {}
+        for pin in range(14):
+            address = pin - _ADDRESS_PIN
+            in_word = 0 <= address < len(write_word)
+            pins[f"i_ADA{pin}"] = (write_en if pin < _BYTE_ENABLES
+                                   else write_word[address] if in_word else C(0, 1))
+            pins[f"i_ADB{pin}"] = read_word[address] if in_word else C(0, 1)
+        for bit in range(_HALF):
+            pins[f"i_DIA{bit}"] = data_in[bit]
+            pins[f"i_DIB{bit}"] = data_in[_HALF + bit]
+            pins[f"o_DOA{bit}"] = data_out[bit]
+            pins[f"o_DOB{bit}"] = data_out[_HALF + bit]
+        for port in "AB":
+            pins[f"i_CLK{port}"] = ClockSignal()
+            pins[f"i_CE{port}"] = C(1, 1)
+            pins[f"i_OCE{port}"] = C(1, 1)
+            pins[f"i_RST{port}"] = C(0, 1)
+            pins[f"p_REGMODE_{port}"] = "OUTREG"
+            pins[f"p_DATA_WIDTH_{port}"] = ECP5_WIDTH
+            pins[f"p_CSDECODE_{port}"] = "0b000"
+            for select in range(3):
+                pins[f"i_CS{port}{select}"] = C(0, 1)
+        pins["i_WEA"] = C(1, 1)         # in this mode the byte enables write
+        pins["i_WEB"] = C(0, 1)
+        return Instance("DP16KD", p_GSR="DISABLED", p_RESETMODE="SYNC", **pins)
