@@ -20,11 +20,11 @@ Every component follows these rules; a comment elsewhere names the rule rather t
 
 from contextlib import nullcontext
 
-from amaranth import Module, Signal, Value
+from amaranth import Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["PipelineRegister", "register_selected", "register_copies"]
+__all__ = ["PipelineRegister", "SkidBuffer", "register_selected", "register_copies"]
 
 
 class PipelineRegister(wiring.Component):
@@ -54,6 +54,45 @@ class PipelineRegister(wiring.Component):
             self.source.valid.eq(self.sink.valid),
             self.source.payload.eq(self.sink.payload),
         ]
+        return m
+
+
+class SkidBuffer(wiring.Component):
+    """A stream stage whose ``sink.ready`` is a register, at no clock of latency: the payload
+    passes through while the buffer is empty; one that ``source`` does not take on the clock
+    it is offered waits in the buffer (the skid), and ``sink.ready`` is low until it has left.
+    Nothing downstream reaches ``sink.ready`` through logic, so a stall does not travel back.
+
+    Parameters
+    ----------
+    shape : shape-like
+        Payload shape.
+
+    Members
+    -------
+    sink : In(stream.Signature(shape))
+    source : Out(stream.Signature(shape))
+    full : Out(1)
+        A payload waits in the buffer.
+    """
+
+    def __init__(self, shape):
+        super().__init__({"sink": In(stream.Signature(shape)),
+                          "source": Out(stream.Signature(shape)),
+                          "full": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        skid = Signal.like(self.sink.payload)
+        m.d.comb += [
+            self.sink.ready.eq(~self.full),
+            self.source.valid.eq(self.full | self.sink.valid),
+            self.source.payload.eq(Mux(self.full, skid, self.sink.payload)),
+        ]
+        with m.If(self.sink.valid & ~self.full & ~self.source.ready):
+            m.d.sync += [self.full.eq(1), skid.eq(self.sink.payload)]
+        with m.Elif(self.full & self.source.ready):
+            m.d.sync += self.full.eq(0)
         return m
 
 
