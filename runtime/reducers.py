@@ -12,9 +12,9 @@ agrees on the failure with the other ranks). The tensors of its collectives live
 (the CPU for gloo; the rank's GPU for NCCL). ``dev_load`` is the DevLoad of the device's last
 response (:class:`spec.cxl.DevLoad`), or ``None`` where there is no device. ``sent`` counts the
 bytes this rank has put on the wire in its collectives (what the backend really moves, not the
-size of the lines). A replay of recorded rounds through the RTL controller fits the same
-interface; the device-model backend records the rounds it serves (``record=True``), and
-:func:`save_rounds` writes them to a file (under ``build/``) for such a replay.
+size of the lines). The device-model backend records the rounds it serves (``record=True``),
+and :func:`save_rounds` writes them to a file (under ``build/``) for a replay on another device
+(:mod:`runtime.replay`; through the RTL controller, ``python -m scripts.replay``).
 
 - :class:`CollectiveReducer`: what a cluster without the device runs: per lane counts of
   negative signs (G-Binary) or sums of ternary values (G-Ternary) added up with
@@ -27,6 +27,8 @@ interface; the device-model backend records the rounds it serves (``record=True`
 """
 
 import asyncio
+import dataclasses
+import json
 
 import numpy as np
 import torch
@@ -40,11 +42,18 @@ from spec.formats import (
     small_fields_to_lines,
     ternary_codes_to_values,
 )
-from spec.params import TERNARY_MINUS, TERNARY_PLUS, TERNARY_ZERO, Mode
+from spec.params import (
+    TERNARY_MINUS,
+    TERNARY_PLUS,
+    TERNARY_ZERO,
+    ControllerParams,
+    DatapathParams,
+    Mode,
+)
 from spec.regmap import Region
 
-__all__ = ["Reducer", "CollectiveReducer", "DeviceModelReducer", "FaultyReducer", "save_rounds",
-           "load_rounds"]
+__all__ = ["Reducer", "CollectiveReducer", "DeviceModelReducer", "FaultyReducer", "device_round",
+           "save_rounds", "load_rounds", "load_rounds_params"]
 
 
 class Reducer:
@@ -137,41 +146,54 @@ class DeviceModelReducer(Reducer):
         dist.all_gather(gathered, local, group=self.group)
         self.sent += local.element_size() * local.numel()
         contributions = np.stack([g.cpu().numpy() for g in gathered])
-        results = self._loop.run_until_complete(
-            self._round(plan, np.asarray(line_indices), contributions))
+        results = self._loop.run_until_complete(device_round(
+            self.fabric, plan.index, plan.region, np.asarray(line_indices), contributions))
         if self.record:
             self.recorded.append((plan.index, np.asarray(line_indices).copy(), contributions,
                                   results))
         return results
 
-    async def _round(self, plan, line_indices, contributions):
-        device, transport = self.fabric, self.fabric.transport
-        line = device.params.datapath.line_bytes
-        full = (1 << line) - 1
-        addresses = [plan.region.base + int(i) * line for i in line_indices]
-        await device.clear(plan.index)
-        accepted = await device.read("CNT_ACCEPTED")
-        rejected = await device.read("CNT_REJECTED")
-        for rank_lines in contributions:
-            for address, data in zip(addresses, rank_lines):
-                await transport.write_line(address, bytes(data), full)
-        wrap = 1 << 32
-        got_accepted = (await device.read("CNT_ACCEPTED") - accepted) % wrap
-        got_rejected = (await device.read("CNT_REJECTED") - rejected) % wrap
-        if got_rejected or got_accepted != contributions.shape[0] * len(addresses):
-            status = {k for k, v in (await device.status()).items() if v}
-            raise DeviceError(f"region {plan.index}: {got_accepted} contributions accepted, "
-                              f"{got_rejected} rejected, of {contributions.shape[0]} ranks x "
-                              f"{len(addresses)} lines; STATUS {sorted(status)}")
-        return np.stack([np.frombuffer(await transport.read_line(a), np.uint8)
-                         for a in addresses]) if addresses else contributions[0]
+
+async def device_round(fabric, index, region, line_indices, contributions):
+    """One round on the device behind ``fabric`` (a :class:`driver.NeuronFabric` whose region
+    ``index`` is ``region``, a :class:`spec.regmap.Region`, programmed and enabled): clear the
+    region, write every rank's lines of ``contributions`` (``(ranks, N, line_bytes)``
+    ``uint8``) in rank order to lines ``line_indices`` of the region, check that the device
+    accepted every contribution (``CNT_ACCEPTED``, ``CNT_REJECTED``) and read the result lines.
+    Returns the ``(N, line_bytes)`` result lines; raises :class:`driver.DeviceError` when a
+    contribution was rejected or went uncounted."""
+    transport = fabric.transport
+    line = fabric.params.datapath.line_bytes
+    full = (1 << line) - 1
+    addresses = [region.base + int(i) * line for i in line_indices]
+    await fabric.clear(index)
+    accepted = await fabric.read("CNT_ACCEPTED")
+    rejected = await fabric.read("CNT_REJECTED")
+    for rank_lines in contributions:
+        for address, data in zip(addresses, rank_lines):
+            await transport.write_line(address, bytes(data), full)
+    wrap = 1 << 32
+    got_accepted = (await fabric.read("CNT_ACCEPTED") - accepted) % wrap
+    got_rejected = (await fabric.read("CNT_REJECTED") - rejected) % wrap
+    if got_rejected or got_accepted != contributions.shape[0] * len(addresses):
+        status = {k for k, v in (await fabric.status()).items() if v}
+        raise DeviceError(f"region {index}: {got_accepted} contributions accepted, "
+                          f"{got_rejected} rejected, of {contributions.shape[0]} ranks x "
+                          f"{len(addresses)} lines; STATUS {sorted(status)}")
+    return np.stack([np.frombuffer(await transport.read_line(a), np.uint8)
+                     for a in addresses]) if addresses else contributions[0]
 
 
-def save_rounds(path, plans, rounds):
+def save_rounds(path, plans, rounds, params=None):
     """Write recorded ``rounds`` (:attr:`DeviceModelReducer.recorded`) and the region
     ``plans`` they used (:attr:`runtime.binding.Binding.regions`) to the ``.npz`` file
-    ``path``, for a replay through another backend (the RTL controller, say)."""
+    ``path``, for a replay through another backend (the RTL controller, say). ``params``, the
+    recording device's :class:`spec.params.ControllerParams` (``fabric.params``), goes with
+    them when given: a replay on hardware needs a controller of that configuration
+    (:func:`load_rounds_params`)."""
     arrays = {}
+    if params is not None:
+        arrays["params"] = np.array(json.dumps(dataclasses.asdict(params)))
     for number, (region, indices, contributions, results) in enumerate(rounds):
         plan = plans[region]
         r = plan.region
@@ -195,3 +217,13 @@ def load_rounds(path):
                         data[f"round{number}_lines"], data[f"round{number}_contributions"],
                         data[f"round{number}_results"]))
     return out
+
+
+def load_rounds_params(path):
+    """The :class:`spec.params.ControllerParams` that :func:`save_rounds` wrote with the rounds
+    of ``path``, or ``None`` when it was given none."""
+    with np.load(path) as data:
+        if "params" not in data:
+            return None
+        fields = json.loads(str(data["params"]))
+    return ControllerParams(DatapathParams(**fields.pop("datapath")), **fields)
