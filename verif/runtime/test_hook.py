@@ -18,11 +18,12 @@ from runtime.reducers import (
     DeviceModelReducer,
     FaultyReducer,
     load_rounds,
+    load_rounds_params,
     save_rounds,
 )
+from runtime.replay import replay
 from spec.cxl import DevLoad
 from spec.params import ControllerParams, DatapathParams
-from spec.regmap import Region
 
 PARAMS = ControllerParams(DatapathParams(line_bits=64, counter_width=3), regions=4,
                           address_bits=20)
@@ -120,30 +121,22 @@ def test_severe_devload_backs_off_to_fp32(one_worker):
 
 def test_recorded_rounds_replay_on_a_fresh_device(one_worker, tmp_path):
     """Saved rounds hold all a replay needs: the region, the lines, every rank's
-    contributions; a fresh device given them reads back the recorded results."""
+    contributions, the device's parameters; a fresh device given them reads back the
+    recorded results."""
     recorders = []
 
     def make(device):
         recorders.append(DeviceModelReducer(device, record=True))
         return recorders[-1]
     _, _, hook = _run(make, 3)
-    save_rounds(tmp_path / "rounds.npz", hook.binding.regions, recorders[0].recorded)
-    rounds = load_rounds(tmp_path / "rounds.npz")
+    path = tmp_path / "rounds.npz"
+    save_rounds(path, hook.binding.regions, recorders[0].recorded, PARAMS)
+    rounds = load_rounds(path)
     assert len(rounds) == len(recorders[0].recorded) == 3, len(rounds)
-    line = PARAMS.datapath.line_bytes
-    for number, (region, index, lines, contributions, want) in enumerate(rounds):
-        transport = GoldenTransport(PARAMS)
-        fabric = NeuronFabric(transport, PARAMS)
-        asyncio.run(fabric.configure([Region()] * index + [region]))
-        asyncio.run(fabric.enable())
-        for rank_lines in contributions:
-            for i, data in zip(lines, rank_lines):
-                asyncio.run(transport.write_line(region.base + int(i) * line, bytes(data),
-                                                 (1 << line) - 1))
-        got = np.stack([np.frombuffer(asyncio.run(transport.read_line(
-            region.base + int(i) * line)), np.uint8) for i in lines])
-        differ = np.flatnonzero((got != want).any(axis=1))
-        assert not len(differ), f"round {number}: lines {lines[differ][:8].tolist()} differ"
+    assert load_rounds_params(path) == PARAMS, load_rounds_params(path)
+    fabric = NeuronFabric(GoldenTransport(PARAMS), PARAMS)
+    counts = asyncio.run(replay(fabric, rounds, str(path)))
+    assert (counts.rounds, counts.lines) == (3, sum(len(r[2]) for r in rounds)), counts
 
 
 def test_a_comparison_without_evidence_is_no_sample(one_worker):
