@@ -24,23 +24,25 @@ from .reducers import device_round
 
 __all__ = ["ReplayCounts", "ReplayMismatchError", "region_table", "replay"]
 
-#: Differing lanes :class:`ReplayMismatchError` describes one by one (the rest are counted).
+#: Differences :class:`ReplayMismatchError` describes one by one (the rest are counted).
 SHOWN = 12
 
 
 @dataclass
 class ReplayCounts:
-    """What a replay compared: ``rounds``, result ``lines``, their ``lanes`` and ``bytes``,
-    and the contribution lines written (``contributions``); ``mismatches`` describes each
-    differing lane or failed round (empty: every lane bit-exact)."""
+    """What a replay compared: ``rounds``, result ``lines`` (and by mode name, ``by_mode``),
+    their ``lanes`` and ``bytes``, and the contribution lines written (``contributions``);
+    ``differing_lanes`` and ``failed_rounds`` (a :class:`driver.DeviceError`) went wrong, and
+    ``mismatches`` describes the first of them (empty: every lane bit-exact)."""
     rounds: int = 0
     lines: int = 0
     lanes: int = 0
     bytes: int = 0
     contributions: int = 0
-    by_mode: dict = field(default_factory=dict)      # mode name: lines compared
-    mismatches: list = field(default_factory=list)
+    by_mode: dict = field(default_factory=dict)
     differing_lanes: int = 0
+    failed_rounds: int = 0
+    mismatches: list = field(default_factory=list)
 
 
 class ReplayMismatchError(AssertionError):
@@ -50,11 +52,11 @@ class ReplayMismatchError(AssertionError):
     def __init__(self, counts, source):
         self.counts = counts
         shown = "\n".join(f"  {m}" for m in counts.mismatches[:SHOWN])
-        more = len(counts.mismatches) - SHOWN
+        more = counts.differing_lanes + counts.failed_rounds - min(SHOWN, len(counts.mismatches))
         super().__init__(
             f"{source}: {counts.differing_lanes} of {counts.lanes} lanes differ from the "
-            f"recording ({len(counts.mismatches)} differences in {counts.rounds} rounds):\n"
-            f"{shown}" + (f"\n  ... and {more} more" if more > 0 else ""))
+            f"recording, {counts.failed_rounds} of {counts.rounds} rounds failed:\n{shown}"
+            + (f"\n  ... and {more} more" if more > 0 else ""))
 
 
 def region_table(rounds):
@@ -85,7 +87,7 @@ def _compare(counts, where, mode, line_indices, want, got, line_bytes):
     width = 8 * line_bytes // want_lanes.shape[1]
     for row, lane in zip(*np.nonzero(want_lanes != got_lanes)):
         counts.differing_lanes += 1
-        if len(counts.mismatches) < 4 * SHOWN:
+        if len(counts.mismatches) < SHOWN:
             byte = lane * width // 8
             counts.mismatches.append(
                 f"{where}, line {int(line_indices[row])}, lane {lane} (byte {byte}: expected "
@@ -116,6 +118,7 @@ async def replay(fabric, rounds, source="replay"):
         try:
             got = await device_round(fabric, index, region, line_indices, contributions)
         except DeviceError as error:
+            counts.failed_rounds += 1
             counts.mismatches.append(f"{where}: {error}")
             continue
         lanes = _compare(counts, where, mode, line_indices, want, got, line_bytes)

@@ -99,7 +99,9 @@ def report(path, params, counts, *, seed, simulator, traffic, recorded, seconds,
                 f"| result lines | {counts['lines']} ({modes}) |",
                 f"| lanes | {counts['lanes']} |", f"| bytes | {counts['bytes']} |",
                 f"| contribution lines written | {counts['contributions']} |",
-                f"| lanes that differ | {counts['differing_lanes']} |", ""]
+                f"| lanes that differ | {counts['differing_lanes']} |",
+                f"| rounds that failed (a contribution rejected) | {counts['failed_rounds']} |",
+                ""]
     out += ["Outcome: " + (f"FAILED.\n\n```\n{error}\n```" if error else
                            "every lane bit-exact with the recording."), ""]
     return "\n".join(out)

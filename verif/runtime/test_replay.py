@@ -67,6 +67,22 @@ def test_a_corrupted_result_fails_a_replay_and_says_where(recorded, tmp_path):
     assert counts.differing_lanes == 1 and counts.rounds == len(rounds), counts
 
 
+def test_a_round_the_device_rejects_fails_a_replay_and_says_why(recorded):
+    """Twice the recorded ranks overflow a line's counters (capacity 7): the device rejects the
+    eighth contribution, and the replay reports the round as failed, with the counters."""
+    path, _ = recorded
+    rounds = load_rounds(path)
+    region, index, lines, contributions, want = rounds[0]
+    doubled = [(region, index, lines, np.concatenate([contributions, contributions]), want)]
+    fabric = NeuronFabric(GoldenTransport(RECORD_PARAMS), RECORD_PARAMS)
+    with pytest.raises(ReplayMismatchError) as failure:
+        asyncio.run(replay(fabric, doubled, "doubled"))
+    counts, message = failure.value.counts, str(failure.value)
+    assert counts.failed_rounds == 1 and counts.lines == 0, counts
+    assert f"round 0, region {index} ({Mode(region.mode).name}): region {index}: " in message \
+        and "rejected" in message and "CAPACITY" in message, message
+
+
 @pytest.mark.cocotb
 def test_recorded_rounds_replay_bit_exact_on_the_rtl(recorded):
     if "verilator" not in SIMULATORS:

@@ -27,7 +27,7 @@ def test_a_file_without_device_parameters_is_refused(tmp_path, capsys):
 def test_the_report_gives_the_counts_and_the_outcome():
     counts = {"rounds": 4, "lines": 222, "lanes": 9472, "bytes": 1776, "contributions": 888,
               "by_mode": {"GTERNARY": 148, "GBINARY": 74}, "differing_lanes": 0,
-              "mismatches": []}
+              "failed_rounds": 0, "mismatches": []}
     text = replay.report("r.npz", RECORD_PARAMS, counts, seed=7, simulator="verilator",
                          traffic="full_rate", recorded=None, seconds=3.0)
     for row in ("| rounds | 4 |", "| result lines | 222 (GBINARY 74, GTERNARY 148) |",
