@@ -9,27 +9,41 @@ never touches device memory.
 
 Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
 
-    op --T0--> read slot --T1--> hit? --P2--> accumulate, write slot --> result unit
-                                  | miss                                  (AggregationDatapath,
-                                  v                                        contribute = 0)
-                         drain, evict, fill, install                          |
-                                                            result stream <---+---> write_back
+    op -> intake -> T0 --read slot--> TA --tag check--> T1 --P2--> accumulate, write slot
+                                                         | miss            |
+                                                         v                 v
+                                         drain, evict, fill, install   result unit
+                                                                       (AggregationDatapath,
+                                            result stream <---+-------  contribute = 0)
+                                                              +---> write_back
 
-- **T1** holds an op with the slot word read for it on the clock before (*fresh*). An op that
-  waits in T1 reads its slot again before it moves on, so it never moves with a stale word.
-- **P2** adds a contribution in one clock. The word it starts from is the one T1 read, unless
-  one of the two ops before it wrote the same slot on the two clock edges that read could not
-  see (the memory's read port is not transparent): then it takes that op's written word, kept
-  in the forwarding registers ``W1`` and ``W2``. This is how contributions to one line are
-  accepted on consecutive clocks and each counted once.
+- The slots are block RAM whose data comes two clocks after its address, from the RAM's
+  output register (:class:`hdl.bram.RegisteredMemory`: a block RAM's data straight from its
+  array would use most of a clock period). The slots' valid bits and tags are kept again in a
+  small memory read without a clock (``tags``), for the hit check.
+- Ops enter through ``intake``, a skid buffer (:class:`hdl.pipeline.SkidBuffer`), so that
+  ``op.ready`` is a register.
+- **TA** holds an op whose slot is being read, and checks its tag in ``tags``. **T1** holds
+  the op with the result of that check, a register kept exact by every write to the slot
+  since (``hit_after_edge``): the decision to move on or to miss has no logic in front of it
+  (pipeline rule 3). While ``t1_data_ok``, the slot's word is ``current``: the word read, or
+  the word written to the slot on one of the two clock edges the read could not see (``W1``
+  on the last, ``W2`` on the one before). An op whose word is not in (after a miss, say)
+  reads its slot again before it moves on (``reread``).
+- **P2** adds a contribution in one clock. It starts from T1's ``current``, or from ``W1``
+  if the op ahead wrote the same slot on the edge P2 took it. This is how contributions to
+  one line are accepted on consecutive clocks and each counted once.
+- Room in the output queues is taken when an op leaves ``intake`` (``room_take``), so no op
+  ever waits in T1 for room: only a miss stops it.
 - A miss waits in T1. The line's read starts at once (:class:`FillReader`: its ``n`` line,
   and its ``W`` bit-plane lines only if ``n`` is not 0), unless a write may be to the line's
   own accumulator (see *Fills and writes* below): then it starts once every write is
-  acknowledged. Meanwhile the pool drains, T1 reads its slot again and the occupant is
-  written back if it is dirty (an eviction). When the state is in, the op moves to P2 with
-  the filled word, which P2 writes to the slot whatever the op does. A result read of a line
-  that is not resident takes no slot: its read is of the line's result line (one line), and
-  its answer leaves after the ops ahead of it.
+  acknowledged. Meanwhile P2 drains, T1's slot is read again and its occupant is written
+  back if it is dirty (an eviction). When the state is in, the op moves to P2 with the
+  filled word, which P2 writes to the slot whatever the op does; the op behind it moves into
+  T1 on the same edge, and hits if it is the same line. A result read of a line that is not
+  resident takes no slot: its read is of the line's result line (one line), and its answer
+  leaves after the ops ahead of it.
 - When a contribution makes ``n`` reach the region's ``EXPECTED``, the line is *complete*: its
   state and result line are written back at once and it stays resident, clean.
 - Scan ops (``FLUSH``, ``EVICT``, ``CLEAR``) name a slot rather than a line; the controller
@@ -68,7 +82,9 @@ from amaranth.lib.wiring import In, Out
 
 from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggregates
 
+from .bram import PRIMITIVES, RegisteredMemory
 from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
+from .pipeline import SkidBuffer
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
            "write_back_layout", "slot_event_layout", "accumulate", "SlotPool"]
@@ -193,11 +209,10 @@ class _Fsm(enum.Enum, shape=3):
     """The miss handler's steps (``RUN``: no miss)."""
     RUN = 0
     DRAIN = 1
-    REFRESH = 2
-    DECIDE = 3
-    WAIT_WRITES = 4
-    INSTALL = 5
-    READ_ANSWER = 6
+    DECIDE = 2
+    WAIT_WRITES = 3
+    INSTALL = 4
+    READ_ANSWER = 5
 
 
 class _Step(enum.Enum, shape=3):
@@ -334,12 +349,15 @@ class SlotPool(wiring.Component):
         ``slots`` words; lines, ``W`` and the result unit's latency from ``params.datapath``.
     user_width : int
         Width of the opaque ``user`` field an op carries to its result.
+    primitives : None or "ecp5"
+        How the slots' block RAM is made (:class:`hdl.bram.RegisteredMemory`).
 
     Members
     -------
     op : In(stream.Signature(slot_op_layout(params, user_width)))
-        Low ``ready`` while the pool scans its slots after reset, handles a miss, or waits for
-        room in its outputs.
+        ``ready`` while ``intake`` is empty: low from the clock after an op could not enter,
+        while the pool scans its slots after reset, handles a miss, or waits for room in its
+        outputs.
     result : Out(stream.Signature(slot_result_layout(params, user_width)))
         One per ``CONTRIBUTE`` and ``READ``, in op order.
     write_back : Out(stream.Signature(write_back_layout(params)))
@@ -358,13 +376,16 @@ class SlotPool(wiring.Component):
     events : Out(slot_event_layout())
     """
 
-    def __init__(self, params=ControllerParams(), *, user_width=1):
+    def __init__(self, params=ControllerParams(), *, user_width=1, primitives=None):
         if not isinstance(params, ControllerParams):
             raise TypeError(f"params must be a ControllerParams, not {params!r}")
         if not isinstance(user_width, int) or user_width < 1:
             raise ValueError(f"user_width must be a positive integer, not {user_width!r}")
+        if primitives not in PRIMITIVES:
+            raise ValueError(f"primitives must be one of {PRIMITIVES}, not {primitives!r}")
         self._params = params
         self._user_width = user_width
+        self._primitives = primitives
         p = params.datapath
         super().__init__({
             "op": In(stream.Signature(slot_op_layout(params, user_width))),
@@ -380,7 +401,11 @@ class SlotPool(wiring.Component):
             "events": Out(slot_event_layout()),
         })
 
-    #: Entries of each output queue beyond the ops that can be in P2 and the result unit.
+    #: Stages an op is in before the result unit: TA, T1, P2.
+    STAGES = 3
+
+    #: Entries of each output queue beyond the ops that can be in the stages, the result unit
+    #: and the one that ``room_take``, a clock late, does not see.
     SPARE = 2
 
     #: Pipeline registers of the result unit (at most the datapath's ``latency``): it only
@@ -395,17 +420,30 @@ class SlotPool(wiring.Component):
         op_layout = slot_op_layout(params, u)
         entry_layout = slot_entry_layout(params)
         side_layout = _side_layout(params, u)
+        index_bits = params.slot_index_bits
         events = self.events
 
-        m.submodules.slots = slots = Memory(shape=entry_layout, depth=params.slots, init=[])
-        read = slots.read_port()
-        write = slots.write_port()
-        rdata = read.data
+        # The slots: block RAM, read two clocks after its address (hdl.bram); their tags and
+        # valid bits again in a memory read without a clock, for the hit check.
+        m.submodules.slots = slots = RegisteredMemory(
+            width=entry_layout.size, depth=params.slots, primitives=self._primitives)
+        tag_layout = data.StructLayout({"valid": 1, "tag": unsigned(params.address_bits)})
+        m.submodules.tags = tags = Memory(shape=tag_layout, depth=params.slots, init=[])
+        tag_read = tags.read_port(domain="comb")
+        tag_write = tags.write_port()
+        write = Signal(data.StructLayout({"en": 1, "addr": unsigned(index_bits),
+                                          "data": entry_layout}))
+        m.d.comb += [slots.write_en.eq(write.en), slots.write_addr.eq(write.addr),
+                     slots.write_data.eq(write.data),
+                     tag_write.en.eq(write.en), tag_write.addr.eq(write.addr),
+                     tag_write.data.valid.eq(write.data.valid),
+                     tag_write.data.tag.eq(write.data.tag)]
+        rdata = entry_layout(slots.read_data)
 
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
         m.submodules.result_unit = unit = AggregationDatapath(unit_params,
                                                               user_width=side_layout.size)
-        depth = 1 + unit_params.latency + self.SPARE
+        depth = self.STAGES + unit_params.latency + 1 + self.SPARE
         result_layout = slot_result_layout(params, u)
         m.submodules.results = results = fifo.SyncFIFOBuffered(width=result_layout.size,
                                                                depth=depth)
@@ -417,85 +455,136 @@ class SlotPool(wiring.Component):
                      self.write_back.valid.eq(write_backs.r_rdy),
                      write_backs.r_en.eq(self.write_back.ready)]
 
-        # Ops in P2 and the result unit; an op moves into P2 only while both output queues have
-        # room for everything in flight, so the result unit (no backpressure) never overflows.
-        in_flight = Signal(range(depth + 1))
-        room = Signal()
+        # Ops enter through a skid buffer: ``op.ready`` is a register.
+        m.submodules.intake = intake = SkidBuffer(op_layout)
+        wiring.connect(m, wiring.flipped(self.op), intake.sink)
 
         # After reset: a DROP of every slot before any op (see the module docstring), and no
-        # op until the last DROP has written its slot (``settling``): T1's hit check reads the
-        # slot's word as memory holds it, so it must not run ahead of a write that changes
-        # tags or valid bits. (A miss drains the pool for the same reason.)
+        # op until the last DROP has written its slot (``settling``).
         scanning = Signal(init=1)
         settling = Signal(init=1)
-        scan_index = Signal(params.slot_index_bits)
-        # T0: the op about to enter, from the scan or from ``op`` (one Mux each, so that they
-        # are continuous assignments: see the module docstring, Icarus).
+        scan_index = Signal(index_bits)
+        # T0: the op about to enter, from the scan or from the intake (one Mux each, so that
+        # they are continuous assignments: see the module docstring, Icarus).
         t0 = Signal(op_layout)
         t0_valid = Signal()
         drop = Cat(Const(SlotOp.DROP.value, SlotOp.as_shape()), scan_index)
-        m.d.comb += [t0_valid.eq(Mux(scanning, 1, self.op.valid & ~settling)),
-                     t0.eq(Mux(scanning, drop, self.op.payload))]
+        m.d.comb += [t0_valid.eq(Mux(scanning, 1, intake.source.valid & ~settling)),
+                     t0.eq(Mux(scanning, drop, intake.source.payload))]
 
-        # The forwarding registers: what was written to the slots on the last two clock edges.
-        w1, w2 = Signal(entry_layout), Signal(entry_layout)
-        w1_index, w2_index = Signal(params.slot_index_bits), Signal(params.slot_index_bits)
-        w1_valid, w2_valid = Signal(), Signal()
-        m.d.sync += [w2.eq(w1), w2_index.eq(w1_index), w2_valid.eq(w1_valid),
-                     w1.eq(write.data), w1_index.eq(write.addr), w1_valid.eq(write.en)]
+        # The reads. The slots are read every clock; ``current`` is the word of slot
+        # ``rd_index`` as it stands: the data read, or the word written to the slot on one of
+        # the two clock edges the read could not see (W1: the last edge, W2: the one before).
+        read_addr = Signal(index_bits)
+        ra_index = Signal(index_bits)       # the slot read on the last edge
+        rd_index = Signal(index_bits)       # the slot read on the edge before: its data is in
+        ra_valid = Signal()
+        collided = Signal()      # the write on the edge of ra's read was to its slot
+        sel_w1 = Signal()
+        sel_w2 = Signal()
+        w1 = Signal(entry_layout)
+        w2 = Signal(entry_layout)
+        m.d.comb += slots.read_addr.eq(read_addr)
+        m.d.sync += [ra_index.eq(read_addr), ra_valid.eq(1), rd_index.eq(ra_index),
+                     collided.eq(write.en & (write.addr == read_addr)), sel_w2.eq(collided),
+                     sel_w1.eq(write.en & (write.addr == ra_index)),
+                     w2.eq(w1), w1.eq(write.data)]
+        current = entry_layout(Mux(sel_w1, w1, Mux(sel_w2, w2, rdata)))
 
-        # T1. Its tag check sees the slot as it stands: the word read on the last clock edge,
-        # or the one written to the slot on that same edge (``W1``, then): a fill's.
-        state = Signal(_Fsm)
+        def hit_after_edge(index, tag, before):
+            """Whether slot ``index`` holds line ``tag`` after this clock edge, given that it
+            did (``before``) until it: the write on this edge decides, if it is to the slot."""
+            written = write.en & (write.addr == index)
+            return Mux(written, write.data.valid & (write.data.tag == tag), before)
+
+        def needs_slot(op):
+            return (((op.kind == SlotOp.CONTRIBUTE) & aggregates(op.mode) & op.full_line)
+                    | (op.kind == SlotOp.READ))
+
+        # TA: the op whose slot was read on the last edge (if it was taken while the read port
+        # was free: ``reread``); its hit check, on the tag memory as it stands.
+        ta = Signal(op_layout)
+        ta_valid = Signal()
+        m.d.comb += tag_read.addr.eq(ta.index)
+        ta_hit = tag_read.data.valid & (tag_read.data.tag == ta.tag)
+        # T1: the op whose slot word is ``current`` while ``t1_data_ok``. Its hit check was
+        # made in TA and is kept exact by every write since (registers: it steers the pipeline
+        # without logic in front of it, pipeline rule 3).
         t1 = Signal(op_layout)
         t1_valid = Signal()
-        t1_fresh = Signal()          # rdata is t1's slot, read on the last clock edge
-        t1_written = Signal()        # and W1 was written to it on that edge
-        seen = entry_layout(Mux(t1_written, w1, rdata))
-        hit = seen.valid & (seen.tag == t1.tag)
-        contributes = aggregates(t1.mode) & t1.full_line
-        needs_slot = ((t1.kind == SlotOp.CONTRIBUTE) & contributes) | (t1.kind == SlotOp.READ)
-        miss = t1_valid & t1_fresh & needs_slot & ~hit
+        t1_hit = Signal()
+        t1_data_ok = Signal()
+        t1_needs_slot = Signal()
+        state = Signal(_Fsm)
         running = state == _Fsm.RUN
-        advance = t1_valid & t1_fresh & running & room & ~miss
-        refresh = Signal()
-        take = t0_valid & running & ~refresh & (~t1_valid | advance)
-        m.d.comb += [
-            refresh.eq((running & t1_valid & ~t1_fresh) | (state == _Fsm.REFRESH)),
-            read.addr.eq(Mux(refresh, t1.index, t0.index)),
-            self.op.ready.eq(take & ~settling),
-        ]
-        m.d.sync += [t1_fresh.eq(take | refresh),
-                     t1_written.eq(write.en & (write.addr == read.addr))]
+        miss = t1_valid & running & t1_needs_slot & ~t1_hit
+        advance = t1_valid & running & t1_data_ok & (t1_hit | ~t1_needs_slot)
+        # From the miss handler.
+        evict = Signal()
+        install = Signal()
+        dropped = Signal()
+        ta_moves = ta_valid & (~t1_valid | advance | install)
+        room_take = Signal()
+        # No op is taken while the miss handler may inject its eviction into P2 (room).
+        take = t0_valid & room_take & (~ta_valid | ta_moves) & (state != _Fsm.DRAIN) & (
+            state != _Fsm.DECIDE)
+        t1_read_landing = ra_valid & (ra_index == t1.index)
+        reread = ~running | (t1_valid & ~t1_data_ok & ~t1_read_landing)
+        m.d.comb += [read_addr.eq(Mux(reread, t1.index, t0.index)),
+                     intake.source.ready.eq(take & ~scanning)]
         with m.If(take):
-            m.d.sync += [t1.eq(t0), t1_valid.eq(1)]
+            m.d.sync += [ta.eq(t0), ta_valid.eq(1)]
             with m.If(scanning):
                 m.d.sync += [scan_index.eq(scan_index + 1),
                              scanning.eq(scan_index != params.slots - 1)]
-        with m.Elif(advance):
-            m.d.sync += t1_valid.eq(0)
-        m.d.comb += events.hits.eq(advance & needs_slot)
+        with m.Elif(ta_moves):
+            m.d.sync += ta_valid.eq(0)
+        # An op that moves into T1 as T1's own moves to P2 with its fill (``install``), to the
+        # same slot, hits if it is the same line: the fill is written on the next edge.
+        filling_slot = install & (ta.index == t1.index)
+        with m.If(ta_moves):
+            m.d.sync += [t1.eq(ta), t1_valid.eq(1), t1_needs_slot.eq(needs_slot(ta)),
+                         t1_data_ok.eq(ra_valid & (ra_index == ta.index)),
+                         t1_hit.eq(Mux(filling_slot, ta.tag == t1.tag,
+                                       hit_after_edge(ta.index, ta.tag, ta_hit)))]
+        with m.Else():
+            m.d.sync += [t1_data_ok.eq(t1_read_landing),
+                         t1_hit.eq(hit_after_edge(t1.index, t1.tag, t1_hit))]
+            with m.If(advance | install | dropped):
+                m.d.sync += t1_valid.eq(0)
+        m.d.comb += events.hits.eq(advance & t1_needs_slot)
 
-        # P2.
+        # P2: the op of T1 with its slot's word (or the op with its fill, or the eviction of
+        # T1's slot's occupant); the word starts from W1 if the slot was written on the edge P2
+        # took it.
         p2 = Signal(op_layout)
         p2_valid = Signal()
-        p2_word = Signal(entry_layout)          # the slot as T1 read it (or as injected)
+        p2_word = Signal(entry_layout)
         p2_install = Signal()                   # p2_word is a fill: write it in any case
-        fwd1, fwd2 = Signal(), Signal()
-        m.d.sync += p2_valid.eq(advance)
-        # Room for the advancing op, the one in P2 and those in the result unit.
-        m.d.comb += room.eq((results.level + in_flight + p2_valid < depth)
-                            & (write_backs.level + in_flight + p2_valid < depth))
-        with m.If(advance):
-            m.d.sync += [p2.eq(t1), p2_word.eq(rdata), p2_install.eq(0),
-                         fwd1.eq(write.en & (write.addr == t1.index)),
-                         fwd2.eq(w1_valid & (w1_index == t1.index))]
-
+        fwd1 = Signal()
+        filled = Signal(entry_layout)
+        in_flight = Signal(range(depth + 1))    # ops in the result unit
+        m.d.sync += [
+            p2_valid.eq(advance | evict | install), p2.eq(t1),
+            p2.kind.eq(Mux(evict, SlotOp.EVICT, t1.kind)),
+            p2_word.eq(Mux(install, filled, current)), p2_install.eq(install),
+            fwd1.eq(write.en & (write.addr == t1.index)),
+        ]
         word = Signal(entry_layout)
-        m.d.comb += word.eq(Mux(fwd1, w1, Mux(fwd2, w2, p2_word)))
+        m.d.comb += word.eq(Mux(fwd1, w1, p2_word))
         departure = Signal()        # P2 takes a line out of its slot
         self._update(m, p2, p2_valid, p2_install, word, write, unit, side_layout, events,
                      departure)
+
+        # Room in the output queues for every op from TA on and one more: ``room`` now (the
+        # miss handler's eviction); ``room_take`` a clock late, so it also leaves room for the
+        # op that may have been taken on the last edge.
+        in_pipe = ta_valid + t1_valid + p2_valid + in_flight
+        room = Signal()
+        m.d.comb += room.eq((results.level + in_pipe < depth)
+                            & (write_backs.level + in_pipe < depth))
+        m.d.sync += room_take.eq((results.level + in_pipe + 1 < depth)
+                                 & (write_backs.level + in_pipe + 1 < depth))
 
         # The result unit's output goes to the queues.
         side = side_layout(unit.response.payload.user)
@@ -516,13 +605,14 @@ class SlotPool(wiring.Component):
         m.submodules.fill_reader = reader = FillReader(params)
         wiring.connect(m, reader.fill_read, wiring.flipped(self.fill_read))
         wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
-        self._miss_handler(m, state, t1, t1_valid, miss, rdata, p2, p2_valid, p2_word,
-                           p2_install, fwd1, fwd2, in_flight, room, results, write_backs,
-                           result_layout, events, departure, reader)
-        with m.If(~scanning & ~t1_valid & ~p2_valid):
+        self._miss_handler(m, state, t1, miss, t1_data_ok, current, p2_valid, in_flight, room,
+                           results, result_layout, write_backs, events, departure, reader,
+                           evict, install, filled, dropped)
+        with m.If(~scanning & ~ta_valid & ~t1_valid & ~p2_valid):
             m.d.sync += settling.eq(0)
-        m.d.comb += self.idle.eq(~settling & ~t1_valid & ~p2_valid & (in_flight == 0)
-                                 & running & (write_backs.level == 0) & ~self.writes_pending)
+        m.d.comb += self.idle.eq(~settling & ~intake.full & ~ta_valid & ~t1_valid
+                                 & ~p2_valid & (in_flight == 0) & running
+                                 & (write_backs.level == 0) & ~self.writes_pending)
         return m
 
     def _update(self, m, op, valid, install, word, write, unit, side_layout, events, departure):
@@ -596,12 +686,15 @@ class SlotPool(wiring.Component):
             unit.request.payload.user.eq(side),
         ]
 
-    def _miss_handler(self, m, state, t1, t1_valid, miss, rdata, p2, p2_valid, p2_word,
-                      p2_install, fwd1, fwd2, in_flight, room, results, write_backs,
-                      result_layout, events, departure, reader):
-        """The steps of a miss (see the module docstring). A step that injects an op into P2
-        does so while P2 is empty and ``room`` (the output queues have room for it and every
-        op in the result unit) holds; an answer given here waits until the pool is drained."""
+    def _miss_handler(self, m, state, t1, miss, t1_data_ok, occupant, p2_valid, in_flight,
+                      room, results, result_layout, write_backs, events, departure, reader,
+                      evict, install, filled, dropped):
+        """The steps of a miss of T1's op (see the module docstring). Drives ``evict`` (P2
+        takes the eviction of T1's slot's occupant, ``occupant``), ``install`` (P2 takes T1's
+        op with the word ``filled``) and ``dropped`` (T1's op is answered here and leaves).
+        An eviction or install is made while P2 is empty and ``room`` (the output queues have
+        room for it and every op in flight) holds; an answer given here waits until the pool
+        is drained."""
         params = self._params
         drained = ~p2_valid & (in_flight == 0)
         # The queue's level, not its r_rdy: a write-back is in the buffered FIFO a clock
@@ -629,12 +722,15 @@ class SlotPool(wiring.Component):
         m.d.comb += answer.eq(Cat(t1.user, reader.line, is_read,
                                   Const(Reason.NONE.value, Reason.as_shape()), Const(0, 1),
                                   reader.error))
+        # The filled word (a continuous assignment, as ``answer``).
+        m.d.comb += filled.eq(Cat(Const(1, 1), Const(0, 1), t1.tag, t1.mode, t1.threshold,
+                                  state_of_planes(params.datapath, reader.image)))
 
         def answer_and_drop():
             """Answer T1's op with ``answer`` (there is room) and drop it."""
             m.d.comb += [results.w_data.eq(answer), results.w_en.eq(1), reader.finish.eq(1),
-                         events.mem_error.eq(reader.error)]
-            m.d.sync += [t1_valid.eq(0), state.eq(_Fsm.RUN)]
+                         events.mem_error.eq(reader.error), dropped.eq(1)]
+            m.d.sync += state.eq(_Fsm.RUN)
 
         with m.If(~ResetSignal()), m.Switch(state):  # see the module docstring, Icarus
             with m.Case(_Fsm.RUN):
@@ -650,17 +746,15 @@ class SlotPool(wiring.Component):
                 # Only P2 writes slots; the ops in the result unit go on meanwhile. An
                 # eviction will need room in the output queues.
                 with m.If(~p2_valid & room):
-                    m.d.sync += state.eq(_Fsm.REFRESH)      # T1 reads its slot again
-            with m.Case(_Fsm.REFRESH):
-                m.d.sync += state.eq(_Fsm.DECIDE)
+                    m.d.sync += state.eq(_Fsm.DECIDE)
             with m.Case(_Fsm.DECIDE):
-                # Nothing is in P2, so departed is final until the eviction below.
-                m.d.sync += wait_for_writes.eq(departed)
-                # rdata is the occupant, as it stands.
-                with m.If(~is_read & rdata.valid):
-                    m.d.sync += [p2_valid.eq(1), p2.eq(t1), p2.kind.eq(SlotOp.EVICT),
-                                 p2_word.eq(rdata), p2_install.eq(0), fwd1.eq(0), fwd2.eq(0)]
-                m.d.sync += state.eq(Mux(started, _Fsm.INSTALL, _Fsm.WAIT_WRITES))
+                # The slot is read while the pool misses: once its word is in, ``occupant``
+                # is the slot as it stands. Nothing is in P2, so departed is final until the
+                # eviction below.
+                with m.If(t1_data_ok):
+                    m.d.comb += evict.eq(~is_read & occupant.valid)
+                    m.d.sync += [wait_for_writes.eq(departed),
+                                 state.eq(Mux(started, _Fsm.INSTALL, _Fsm.WAIT_WRITES))]
             with m.Case(_Fsm.WAIT_WRITES):
                 with m.If(may_read):
                     m.d.comb += reader.start.valid.eq(1)
@@ -674,12 +768,5 @@ class SlotPool(wiring.Component):
                     answer_and_drop()
                 with m.Elif(reader.done & ~reader.error & ~p2_valid & room):
                     # The op moves on with the filled word, which P2 writes to the slot.
-                    word = Signal(slot_entry_layout(params))
-                    m.d.comb += [word.eq(0), word.valid.eq(1), word.tag.eq(t1.tag),
-                                 word.mode.eq(t1.mode), word.threshold.eq(t1.threshold),
-                                 word.state.eq(state_of_planes(params.datapath,
-                                                               reader.image)),
-                                 reader.finish.eq(1), events.fills.eq(1)]
-                    m.d.sync += [p2_valid.eq(1), p2.eq(t1), p2_word.eq(word),
-                                 p2_install.eq(1), fwd1.eq(0), fwd2.eq(0),
-                                 t1_valid.eq(0), state.eq(_Fsm.RUN)]
+                    m.d.comb += [install.eq(1), reader.finish.eq(1), events.fills.eq(1)]
+                    m.d.sync += state.eq(_Fsm.RUN)
