@@ -1,7 +1,8 @@
 # NEURON-Fabric. Every target installs what it needs first (see README.md).
 #   make            the main job: make verilog, then make report
 #   make verilog    the same; LINE_BITS=, COUNTER_WIDTH=, LATENCY= pick another configuration
-#                   (defaults: hdl/params.py)
+#                   (defaults: spec/params.py); PRIMITIVES=ecp5 instantiates the LFE5U's block
+#                   RAMs (hdl/bram.py) instead of inferred memories
 #   make test       ruff, then every test (golden model, amaranth.sim, cocotb on Icarus and
 #                   Verilator, Verilog lint) on every core (PYTEST_JOBS=, default auto)
 #   make report     synthesis and place-and-route reports in build/reports/ (synth.md)
@@ -41,7 +42,8 @@ REGION_ARGS    = $(if $(REGIONS),--regions $(REGIONS)) $(if $(SLOTS),--slots $(S
 all: verilog report
 
 verilog: $(STAMP)
-	@$(VENV_PY) -m hdl.generate --out $(BUILD)/verilog $(GEN_ARGS) $(REGION_ARGS)
+	@$(VENV_PY) -m hdl.generate --out $(BUILD)/verilog $(GEN_ARGS) $(REGION_ARGS) \
+		$(if $(PRIMITIVES),--primitives $(PRIMITIVES))
 
 report: $(STAMP)
 	$(VENV_PY) -m synth.flow --out $(BUILD)/reports $(GEN_ARGS) $(REGION_ARGS) $(REPORT_ARGS)

@@ -28,6 +28,7 @@ from spec.cxl import (
 from spec.params import ControllerParams, aggregates
 
 from .axi import AxiMemoryPort, axi4_signature
+from .bram import PRIMITIVES
 from .control import ControlRegisters
 from .csr import csr_bus_signature
 from .decode import AddressDecoder, decoded_layout
@@ -79,6 +80,10 @@ class CxlMemController(wiring.Component):
     Parameters
     ----------
     params : ControllerParams
+    primitives : None or "ecp5"
+        How the slot pool's block RAM is made (:class:`hdl.bram.RegisteredMemory`): inferred
+        (portable Verilog, what the simulations run), or LFE5U DP16KD blocks with their
+        output registers.
 
     Members
     -------
@@ -93,10 +98,13 @@ class CxlMemController(wiring.Component):
         The control registers' own bus. It has priority over the register window.
     """
 
-    def __init__(self, params=ControllerParams()):
+    def __init__(self, params=ControllerParams(), *, primitives=None):
         if not isinstance(params, ControllerParams):
             raise TypeError(f"params must be a ControllerParams, not {params!r}")
+        if primitives not in PRIMITIVES:
+            raise ValueError(f"primitives must be one of {PRIMITIVES}, not {primitives!r}")
         self._params = params
+        self._primitives = primitives
         p = params.datapath
         self._control = ControlRegisters(params)
         super().__init__({
@@ -125,7 +133,8 @@ class CxlMemController(wiring.Component):
         m.submodules.control = control
         m.submodules.ingress = ingress = Ingress(params)
         m.submodules.decoder = decoder = AddressDecoder(params)
-        m.submodules.pool = pool = SlotPool(params, user_width=TAG_BITS)
+        m.submodules.pool = pool = SlotPool(params, user_width=TAG_BITS,
+                                                    primitives=self._primitives)
         m.submodules.memory = memory = AxiMemoryPort(
             line_bits=p.line_bits, address_bits=params.address_bits,
             id_bits=params.axi_id_bits, max_beats=1 + p.state_lines)

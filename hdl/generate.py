@@ -172,11 +172,12 @@ def controller_params(facts):
         queue_depth=q["queue_depth"], axi_id_bits=q["axi_id_bits"], slots=q["slots"])
 
 
-def write_controller(params, out_dir):
-    """Generate the controller for ``params`` into ``out_dir``; returns the Verilog path."""
+def write_controller(params, out_dir, primitives=None):
+    """Generate the controller for ``params`` (its block RAM made as ``primitives`` says:
+    :class:`hdl.bram.RegisteredMemory`) into ``out_dir``; returns the Verilog path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    source = component_verilog(CxlMemController(params), CONTROLLER_TOP)
+    source = component_verilog(CxlMemController(params, primitives=primitives), CONTROLLER_TOP)
     (out_dir / f"{CONTROLLER_TOP}.v").write_text(source)
     (out_dir / f"{CONTROLLER_TOP}.json").write_text(
         json.dumps(controller_facts(params), indent=2) + "\n")
@@ -199,11 +200,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="build/verilog", help="output folder")
     add_controller_arguments(parser)
+    parser.add_argument("--primitives", choices=["ecp5"], default=None,
+                        help="instantiate the LFE5U's DP16KD block RAMs (with their output "
+                             "registers) instead of inferred memories, for an ECP5 flow; the "
+                             "simulations run the inferred form")
     args = parser.parse_args(argv)
     controller = controller_from_arguments(parser, args)
     datapath = write_datapath(controller.datapath, Path(args.out) / controller.datapath.name)
     folder = Path(args.out) / controller.name
-    write_controller(controller, folder)
+    write_controller(controller, folder, args.primitives)
     write_register_map(controller, folder)
     print(f"wrote {datapath} (+ .vh, .json, .md beside it), and in {folder}: "
           f"{CONTROLLER_TOP}.v (+ .json) and the register map nf_regs.py, nf_regs.h, nf_regs.md")

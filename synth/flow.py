@@ -46,7 +46,7 @@ from spec.params import (
 
 from .sta import analyse, by_register, parse_sdf
 
-__all__ = ["DEVICE", "PLACER", "version_line", "synthesize", "estimate_gates",
+__all__ = ["DEVICE", "PLACER", "PRIMITIVES", "version_line", "synthesize", "estimate_gates",
            "place_and_route", "critical_path", "generate", "run_design", "targets", "TARGETS",
            "main"]
 
@@ -60,6 +60,9 @@ _NEXTPNR_DEVICE = "--um-85k"
 # designs, it placed to a higher median Fmax in no more time. The router stays nextpnr's default,
 # router1: router2 gave a lower Fmax on the datapath.
 PLACER = "static"
+# The slot pool's block RAMs are instantiated with their output registers (hdl.bram): Yosys
+# infers them without, and their data then comes 5.8 ns after the clock.
+PRIMITIVES = "ecp5"
 _BIN = Path(sys.executable).parent
 
 
@@ -445,10 +448,11 @@ def main(argv=None):
                           config, out)
         # ECP5 cells only, for the breakdown: no placement, no gate estimate.
         registers = tools.submit(synthesize, folder, "nf_control_registers")
-        folder = generate("pool", "nf_slot_pool", SlotPool(controller), config, out)
+        folder = generate("pool", "nf_slot_pool", SlotPool(controller, primitives=PRIMITIVES),
+                          config, out)
         pool = tools.submit(synthesize, folder, "nf_slot_pool")
-        folder = generate("controller", "nf_controller", CxlMemController(controller), config,
-                          out)
+        folder = generate("controller", "nf_controller",
+                          CxlMemController(controller, primitives=PRIMITIVES), config, out)
         whole = designs.submit(run_design, "controller", "nf_controller", config, folder,
                                args.controller_seeds, args.controller_freq, tools)
         datapath, whole = datapath.result(), whole.result()

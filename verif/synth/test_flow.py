@@ -4,11 +4,13 @@ import json
 import re
 from collections import defaultdict
 
+from hdl.bram import ECP5_WIDTH
 from hdl.controller import CxlMemController
 from hdl.slots import slot_entry_layout
 from spec.params import ControllerParams, DatapathParams
 from synth.flow import (
     PLACER,
+    PRIMITIVES,
     TARGETS,
     breakdown,
     generate,
@@ -99,14 +101,23 @@ def _flip_flops_by_register(folder, top):
 
 
 def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
-    """Synthesis keeps the decoder's copy of the address for each region (``address_copy_<r>``,
-    hdl.pipeline.register_copies) as flip-flops of its own, and maps the slot pool's memory to
-    block RAM rather than flip-flops."""
+    """Synthesis of the controller as the flow makes it keeps the decoder's copy of the address
+    for each region (``address_copy_<r>``, hdl.pipeline.register_copies) as flip-flops of its
+    own, and puts the slot pool's memory in block RAMs with their output registers on, as many
+    as a slot's width needs, rather than in flip-flops."""
     params = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=2),
                               regions=2, slots=256)
-    folder = generate("controller", "nf_controller", CxlMemController(params), params.name,
-                      tmp_path)
+    folder = generate("controller", "nf_controller",
+                      CxlMemController(params, primitives=PRIMITIVES), params.name, tmp_path)
     cells = synthesize(folder, "nf_controller")
+    netlist = json.loads((folder / "nf_controller.ecp5.json").read_text())
+    blocks = [cell for module in netlist["modules"].values()
+              for cell in module["cells"].values() if cell["type"] == "DP16KD"]
+    columns = -(-slot_entry_layout(params).size // ECP5_WIDTH)
+    assert len(blocks) == columns, f"{len(blocks)} DP16KD blocks, {columns} expected"
+    for block in blocks:
+        modes = {block["parameters"][f"REGMODE_{port}"] for port in "AB"}
+        assert modes == {"OUTREG"}, f"a slot block RAM with output register modes {modes}"
     flip_flops = _flip_flops_by_register(folder, "nf_controller")
     regions = [flip_flops[f"address_copy_{r}"] for r in range(params.regions)]
     sizes = [len(cells) for cells in regions]
