@@ -76,7 +76,7 @@ is one ``Mux`` or ``Cat``, a continuous assignment.
 import dataclasses
 
 from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal, unsigned
-from amaranth.lib import data, enum, fifo, stream, wiring
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -84,7 +84,7 @@ from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggrega
 
 from .bram import PRIMITIVES, RegisteredMemory
 from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
-from .pipeline import SkidBuffer
+from .pipeline import OutputQueue, SkidBuffer
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
            "write_back_layout", "slot_event_layout", "accumulate", "SlotPool"]
@@ -445,9 +445,8 @@ class SlotPool(wiring.Component):
                                                               user_width=side_layout.size)
         depth = self.STAGES + unit_params.latency + 1 + self.SPARE
         result_layout = slot_result_layout(params, u)
-        m.submodules.results = results = fifo.SyncFIFOBuffered(width=result_layout.size,
-                                                               depth=depth)
-        m.submodules.write_backs = write_backs = fifo.SyncFIFOBuffered(
+        m.submodules.results = results = OutputQueue(width=result_layout.size, depth=depth)
+        m.submodules.write_backs = write_backs = OutputQueue(
             width=write_back_layout(params).size, depth=depth)
         m.d.comb += [self.result.payload.eq(results.r_data), self.result.valid.eq(results.r_rdy),
                      results.r_en.eq(self.result.ready),
@@ -697,8 +696,6 @@ class SlotPool(wiring.Component):
         is drained."""
         params = self._params
         drained = ~p2_valid & (in_flight == 0)
-        # The queue's level, not its r_rdy: a write-back is in the buffered FIFO a clock
-        # before r_rdy shows it.
         writes_done = drained & (write_backs.level == 0) & ~self.writes_pending
         # Fills and writes (module docstring): a line left its slot since every write was last
         # done; and that, as it stood before this miss's own eviction.
