@@ -13,9 +13,12 @@ from unittest import mock
 from amaranth import Cat, Const, Mux
 
 import hdl.control
+import hdl.controller
 import hdl.csr
 import hdl.datapath
+from hdl.axi import AxiMemoryPort
 from hdl.control import ControlRegisters
+from hdl.controller import CxlMemController
 from hdl.csr import RegisterBlock
 from hdl.datapath import Add, Decode, Select
 from hdl.pipeline import PipelineRegister
@@ -132,6 +135,26 @@ def _responder_popping_unsent(self, platform):
     return m
 
 
+_route = CxlMemController._route
+
+
+def _route_invalidate_as_hint(request, decoded):
+    # A MemInv is dispatched as a MemSpecRd: taken, never answered.
+    route = _route(request, decoded)
+    return Mux(route == hdl.controller._Route.NO_ACCESS, hdl.controller._Route.IGNORE, route)
+
+
+class _MisaddressingPort(AxiMemoryPort):
+    """A memory port that writes the host's lines one line further on."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        job = self.write_command
+        with m.If(job.valid & job.ready & (job.payload.id == hdl.controller._HOST_ID)):
+            m.d.sync += self.axi.awaddr.eq(job.payload.address + len(self.axi.wdata) // 8)
+        return m
+
+
 #: The mutation of each property, by the property's harness class name.
 MUTATIONS = {
     "ContributionAddsItsLanes": Mutation(
@@ -168,4 +191,10 @@ MUTATIONS = {
         "response_lost_under_backpressure",
         "a completion leaves the queue when its response is offered, even if not taken",
         Responder, "elaborate", _responder_popping_unsent),
+    "EveryRequestAnsweredOnce": Mutation(
+        "invalidate_unanswered", "dispatch takes a MemInv for a MemSpecRd: it is never answered",
+        CxlMemController, "_route", staticmethod(_route_invalidate_as_hint)),
+    "IdentityWriteChangesOnlyItsLine": Mutation(
+        "host_write_to_next_line", "an identity write lands on the line after its own",
+        hdl.controller, "AxiMemoryPort", _MisaddressingPort),
 }

@@ -13,7 +13,10 @@ designs' own latencies:
   ``WRITE_LATENCY`` clocks after its strobe);
 - APPLY: bounded, ``apply_cycles`` plus ``APPLY_MARGIN`` clocks from reset: every trace in which
   up to about ``APPLY_MARGIN`` clocks of register writes are followed by a whole APPLY;
-- the controller's responder: bounded, ``RESPONDER_DEPTH`` clocks.
+- the controller's responder: bounded, ``RESPONDER_DEPTH`` clocks;
+- the whole controller at its ports (:mod:`formal.controller`): bounded, at the depths of
+  ``PORT_DEPTHS``: deep enough for its mutation's counterexample, shallow enough for the
+  solver (its time per clock roughly triples each clock beyond 15 on the whole controller).
 
 ``fast`` properties (and their mutations) run in ``make test``, a few minutes in all; the rest
 only in ``make formal``.
@@ -30,6 +33,7 @@ from hdl.control import ControlRegisters
 from hdl.csr import WRITE_LATENCY
 from spec.params import ControllerParams, DatapathParams
 
+from .controller import EveryRequestAnsweredOnce, IdentityWriteChangesOnlyItsLine
 from .datapath import DATAPATH_PROPERTIES
 from .mutations import MUTATIONS
 from .registers import (
@@ -42,6 +46,7 @@ from .responder import ResponsesOncePerCompletionInOrder
 from .sby import Check, run
 
 __all__ = ["DATAPATH_CONFIGS", "CONTROLLER_CONFIGS", "APPLY_MARGIN", "RESPONDER_DEPTH",
+           "PORT_CONFIG", "PORT_DEPTHS",
            "Property", "PROPERTIES",
            "check_property", "check_mutation"]
 
@@ -140,8 +145,36 @@ def _controller_properties():
                    fast=False)
 
 
+#: The whole controller's configuration at its ports: the shortest controller line, ``W`` = 2
+#: (three contributions per line), one region, two slots (the harnesses' region has
+#: ``formal.controller.REGION_LINES`` lines, so lines share slots), the shallowest ingress
+#: queues, and the two AXI IDs the controller uses.
+PORT_CONFIG = ControllerParams(DatapathParams(line_bits=32, counter_width=2, latency=1),
+                               regions=1, address_bits=16, slots=2, queue_depth=2,
+                               axi_id_bits=1)
+
+#: ``(depth, fast)`` of each port property: a bounded check of that many clocks from reset, of
+#: the property and of its mutation. A request needs about 8 clocks from M2S to dispatch
+#: (ingress, the decoder's 5 steps, the decoded queue) and at least 4 more to its response,
+#: so the first responses leave at clock 12: the mutations' counterexamples end at clock 13
+#: (a MemInv never answered while one taken after it is) and 16 (an identity read that sees
+#: a write to the line before it). The solver's time per clock roughly triples each clock
+#: beyond 15 on the whole controller, so these are the depths it finishes in a minute or two.
+PORT_DEPTHS = {
+    EveryRequestAnsweredOnce: (15, True),
+    IdentityWriteChangesOnlyItsLine: (18, False),
+}
+
+
+def _port_properties():
+    for harness, (depth, fast) in PORT_DEPTHS.items():
+        check = Check("bmc", depth, ENGINE)
+        yield Property(harness, PORT_CONFIG, check, check, fast=fast)
+
+
 #: Every property, in report order.
-PROPERTIES = (*_datapath_properties(), *_register_properties(), *_controller_properties())
+PROPERTIES = (*_datapath_properties(), *_register_properties(), *_controller_properties(),
+              *_port_properties())
 
 
 def check_property(prop, build):
