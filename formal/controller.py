@@ -13,8 +13,8 @@ responder or the memory port do inside. The environment, and every assumption it
   address, tag, poison, byte enables, data), and a request may be withdrawn before it is
   taken. Assumed: no RwD message addresses the register window (its registers are not
   modelled: a write there could APPLY or CLEAR), and the host never reuses a tag a harness
-  watches while a request with it is owed. The ``csr`` port is idle but for writes of ``CTRL.FLUSH`` on any clock, each of which starts a
-  flush.
+  watches while a request with it is owed. The ``csr`` port is idle but for writes of
+  ``CTRL.FLUSH`` on any clock, each of which starts a flush.
 - **Backpressure.** S2M NDR and DRS ``ready`` are free on every clock.
 - **Device memory** (:func:`axi_memory`): an AXI4 subordinate that takes AR and AW when it
   chooses (up to :data:`AXI_QUEUE` bursts each), takes a burst's W beats after its AW,
