@@ -264,7 +264,6 @@ class ControllerHarness(Elaboratable):
                                          | (req.payload.opcode == ReqOpcode.MEM_RD_DATA))
         self.rwd_writes = rwd_in_range & ~rwd.payload.poison & (
             (rwd.payload.opcode == RwDOpcode.MEM_WR) | (rwd.payload.opcode == RwDOpcode.MEM_WR_PTL))
-        self.rwd_full = (rwd.payload.opcode == RwDOpcode.MEM_WR) | rwd.payload.byte_enable.all()
         self.rwd_in_range = rwd_in_range
         shift = self.params.window_bytes.bit_length() - 1
         m.d.comb += Assume(~(rwd.valid & rwd_in_range
