@@ -82,7 +82,7 @@ from amaranth.lib.wiring import In, Out
 
 from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggregates
 
-from .bram import PRIMITIVES, RegisteredMemory
+from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory
 from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
 from .pipeline import OutputQueue, SkidBuffer
 
@@ -383,6 +383,7 @@ class SlotPool(wiring.Component):
             raise ValueError(f"user_width must be a positive integer, not {user_width!r}")
         if primitives not in PRIMITIVES:
             raise ValueError(f"primitives must be one of {PRIMITIVES}, not {primitives!r}")
+        assert READ_LATENCY == 2, "the pool's forwarding is built for a two-clock slot read"
         self._params = params
         self._user_width = user_width
         self._primitives = primitives
@@ -401,8 +402,10 @@ class SlotPool(wiring.Component):
             "events": Out(slot_event_layout()),
         })
 
-    #: Stages an op is in before the result unit: TA, T1, P2.
-    STAGES = 3
+    #: Stages an op is in before the result unit: one per clock of the slot read (TA, T1),
+    #: then P2. The forwarding (``W1``, ``W2``, ``ra_index``, ``rd_index``) is built for a
+    #: read of two clocks.
+    STAGES = READ_LATENCY + 1
 
     #: Entries of each output queue beyond the ops that can be in the stages, the result unit
     #: and the one that ``room_take``, a clock late, does not see.

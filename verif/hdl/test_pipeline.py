@@ -1,7 +1,7 @@
 """The stream stages of hdl.pipeline. The skid buffer: every payload through once, in order,
-under random backpressure on both sides; no clock of latency while empty; ``sink.ready`` a
-register. The output queue: every entry out once, in order; one clock from a write to an
-empty queue to its read; ``level`` exact."""
+under random backpressure on both sides; no clock of latency while empty. The output queue:
+every entry out once, in order; one clock from a write to an empty queue to its read;
+``level`` exact."""
 
 import numpy as np
 import pytest
@@ -37,8 +37,6 @@ def test_skid_buffer_passes_everything_in_order(seed):
             if valid and ready_before:
                 sent += 1
             await ctx.tick()
-            if ctx.get(dut.sink.ready) != (not ctx.get(dut.full)):
-                errors.append(f"clock {clock}: sink.ready is not the inverse of the register")
             if sent == len(payloads) and not ctx.get(dut.full):
                 break
 
