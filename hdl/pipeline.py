@@ -90,8 +90,12 @@ class SkidBuffer(wiring.Component):
             self.source.valid.eq(self.full | self.sink.valid),
             self.source.payload.eq(Mux(self.full, skid, self.sink.payload)),
         ]
+        # The skid takes every payload offered while it is empty, so that its enables do not
+        # wait for ``source.ready``; it is read only once ``full``.
+        with m.If(~self.full):
+            m.d.sync += skid.eq(self.sink.payload)
         with m.If(self.sink.valid & ~self.full & ~self.source.ready):
-            m.d.sync += [self.full.eq(1), skid.eq(self.sink.payload)]
+            m.d.sync += self.full.eq(1)
         with m.Elif(self.full & self.source.ready):
             m.d.sync += self.full.eq(0)
         return m

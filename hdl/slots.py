@@ -46,10 +46,11 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
   leaves after the ops ahead of it.
 - When a contribution makes ``n`` reach the region's ``EXPECTED``, the line is *complete*: its
   state and result line are written back at once and it stays resident, clean.
-- Scan ops (``FLUSH``, ``EVICT``, ``CLEAR``) name a slot rather than a line; the controller
-  sends them with nothing else in flight. After reset the pool scans every slot itself
-  (``DROP``) before it takes an op: a reset loses the state of dirty slots, and
-  ``events.dropped`` counts each.
+- Scan ops (``FLUSH``, ``EVICT``, ``CLEAR``) name a slot rather than a line. They may follow
+  any ops, but no op may follow them until the pool is ``idle`` (the controller waits for it):
+  an op right behind a scan of its slot would not see what the scan did to it. After reset
+  the pool scans every slot itself (``DROP``) before it takes an op: a reset loses the state
+  of dirty slots, and ``events.dropped`` counts each.
 
 *Fills and writes.* AXI orders neither a read after a write nor writes of two IDs, so a fill
 (or result read) of line ``X`` must not overtake a write of ``X``'s accumulator. A write-back
@@ -234,7 +235,8 @@ class FillReader(wiring.Component):
     first command is offered on ``fill_read`` on the clock it starts. ``done`` rises on
     the clock the last line arrives (the answer is then read from the arriving line) and
     stays high, with ``line``, ``image`` and ``error`` held, until the owner strobes
-    ``finish``; the reader is idle from the next clock.
+    ``finish``; the reader is idle from the next clock. ``held`` is ``done`` from the clock
+    after the last line, a register: the answer then comes from registers only.
 
     Parameters
     ----------
@@ -248,6 +250,7 @@ class FillReader(wiring.Component):
     fill_data : In(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
         The lines of ``fill_read``'s reads, in order.
     done : Out(1)
+    held : Out(1)
     finish : In(1)
     line : Out(line_bits)
         The result line (0 after an error).
@@ -269,6 +272,7 @@ class FillReader(wiring.Component):
                                                                   "error": 1}),
                                              always_ready=True)),
             "done": Out(1),
+            "held": Out(1),
             "finish": In(1),
             "line": Out(p.line_bits),
             "image": Out(p.state_lines * p.line_bits),
@@ -301,6 +305,7 @@ class FillReader(wiring.Component):
         m.d.comb += [
             self.start.ready.eq(idle),
             self.done.eq(done | last_first | last_plane),
+            self.held.eq(done),
             self.error.eq(Mux(done, error, arriving_error)),
             self.line.eq(Mux(self.error, 0, Mux(done, first, beat.data))),
             self.image.eq(Mux(done, Cat(planes, first),
@@ -534,13 +539,13 @@ class SlotPool(wiring.Component):
         reread = ~running | (t1_valid & ~t1_data_ok & ~t1_read_landing)
         m.d.comb += [read_addr.eq(Mux(reread, t1.index, t0.index)),
                      intake.source.ready.eq(take & ~scanning)]
-        with m.If(take):
-            m.d.sync += [ta.eq(t0), ta_valid.eq(1)]
-            with m.If(scanning):
-                m.d.sync += [scan_index.eq(scan_index + 1),
-                             scanning.eq(scan_index != params.slots - 1)]
-        with m.Elif(ta_moves):
-            m.d.sync += ta_valid.eq(0)
+        # TA loads T0 whenever it is free, taken or not (its enables then do not wait for
+        # the conditions of ``take``).
+        with m.If(~ta_valid | ta_moves):
+            m.d.sync += [ta.eq(t0), ta_valid.eq(take)]
+        with m.If(take & scanning):
+            m.d.sync += [scan_index.eq(scan_index + 1),
+                         scanning.eq(scan_index != params.slots - 1)]
         # An op that moves into T1 as T1's own moves to P2 with its fill (``install``), to the
         # same slot, hits if it is the same line: the fill is written on the next edge.
         filling_slot = install & (ta.index == t1.index)
@@ -566,17 +571,25 @@ class SlotPool(wiring.Component):
         fwd1 = Signal()
         filled = Signal(entry_layout)
         in_flight = Signal(range(depth + 1))    # ops in the result unit
+        word = Signal(entry_layout)
+        next_word = entry_layout(Mux(install, filled, current))
+        # A CLEAR's range check, made in T1 for both words P2 may start from (pipeline rule
+        # 3: a carry chain over the address stays out of P2's write enable). The word
+        # written on this edge keeps the tag of P2's ``word``: no op changes a slot's tag.
+        covered_read = Signal()
+        covered_w1 = Signal()
         m.d.sync += [
             p2_valid.eq(advance | evict | install), p2.eq(t1),
             p2.kind.eq(Mux(evict, SlotOp.EVICT, t1.kind)),
-            p2_word.eq(Mux(install, filled, current)), p2_install.eq(install),
+            p2_word.eq(next_word), p2_install.eq(install),
             fwd1.eq(write.en & (write.addr == t1.index)),
+            covered_read.eq((next_word.tag >= t1.tag) & (next_word.tag < t1.high)),
+            covered_w1.eq((word.tag >= t1.tag) & (word.tag < t1.high)),
         ]
-        word = Signal(entry_layout)
         m.d.comb += word.eq(Mux(fwd1, w1, p2_word))
         departure = Signal()        # P2 takes a line out of its slot
-        self._update(m, p2, p2_valid, p2_install, word, write, unit, side_layout, events,
-                     departure)
+        self._update(m, p2, p2_valid, p2_install, word, Mux(fwd1, covered_w1, covered_read),
+                     write, unit, side_layout, events, departure)
 
         # Room in the output queues for every op from TA on and one more: ``room`` now (the
         # miss handler's eviction); ``room_take`` a clock late, so it also leaves room for the
@@ -617,10 +630,12 @@ class SlotPool(wiring.Component):
                                  & (write_backs.level == 0) & ~self.writes_pending)
         return m
 
-    def _update(self, m, op, valid, install, word, write, unit, side_layout, events, departure):
+    def _update(self, m, op, valid, install, word, covered, write, unit, side_layout, events,
+                departure):
         """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``
-        (a fill's, to be written whatever the op does, while ``install``); drives the slot's
-        write port, the result unit's request and ``departure`` (a line leaves its slot)."""
+        (a fill's, to be written whatever the op does, while ``install``); ``covered``: the
+        word's tag is in a ``CLEAR``'s range. Drives the slot's write port, the result unit's
+        request and ``departure`` (a line leaves its slot)."""
         p = self._params.datapath
         n = word.state.n
         kind = op.kind
@@ -635,7 +650,6 @@ class SlotPool(wiring.Component):
         m.d.comb += new.eq(word)
         write_back = Signal()
         emit_result = contribute | (kind == SlotOp.READ)
-        in_range = (word.tag >= op.tag) & (word.tag < op.high)
         with m.If(~ResetSignal()), m.Switch(kind):  # see the module docstring, Icarus
             with m.Case(SlotOp.CONTRIBUTE):
                 with m.If(accepted):
@@ -652,7 +666,7 @@ class SlotPool(wiring.Component):
                              write_back.eq(word.valid & word.dirty),
                              events.evictions.eq(valid & word.valid)]
             with m.Case(SlotOp.CLEAR):
-                m.d.comb += [new.valid.eq(0), write.en.eq(valid & word.valid & in_range)]
+                m.d.comb += [new.valid.eq(0), write.en.eq(valid & word.valid & covered)]
             with m.Case(SlotOp.DROP):
                 m.d.comb += [new.valid.eq(0), write.en.eq(valid & word.valid),
                              events.dropped.eq(valid & word.valid & word.dirty)]
@@ -694,8 +708,9 @@ class SlotPool(wiring.Component):
         """The steps of a miss of T1's op (see the module docstring). Drives ``evict`` (P2
         takes the eviction of T1's slot's occupant, ``occupant``), ``install`` (P2 takes T1's
         op with the word ``filled``) and ``dropped`` (T1's op is answered here and leaves).
-        An eviction or install is made while P2 is empty and ``room`` (the output queues have
-        room for it and every op in flight) holds; an answer given here waits until the pool
+        An eviction is made while P2 is empty and ``room`` (the output queues have room for
+        it and every op in flight) holds, an install while P2 is empty; an answer given here
+        waits until the pool
         is drained."""
         params = self._params
         drained = ~p2_valid & (in_flight == 0)
@@ -735,8 +750,10 @@ class SlotPool(wiring.Component):
         with m.If(~ResetSignal()), m.Switch(state):  # see the module docstring, Icarus
             with m.Case(_Fsm.RUN):
                 # The line's read starts at once unless a write may be to its line; the ops
-                # ahead drain meanwhile, and a result read takes no slot.
-                read_now = ~departed & ~departure & ~self.host_writes_pending
+                # ahead drain meanwhile, and a result read takes no slot. No line leaves its
+                # slot in P2 on this clock (the miss handler evicts in DECIDE, and no op
+                # follows a scan), so ``departed`` says whether one has left.
+                read_now = ~departed & ~self.host_writes_pending
                 with m.If(miss):
                     m.d.comb += reader.start.valid.eq(read_now)
                     m.d.sync += [started.eq(read_now),
@@ -766,7 +783,10 @@ class SlotPool(wiring.Component):
                 with m.If(reader.done & reader.error & answer_room):
                     # The state is unknown: the contribution is answered, not counted.
                     answer_and_drop()
-                with m.Elif(reader.done & ~reader.error & ~p2_valid & room):
-                    # The op moves on with the filled word, which P2 writes to the slot.
+                with m.Elif(reader.held & ~reader.error & ~p2_valid):
+                    # The op moves on with the filled word, which P2 writes to the slot. It
+                    # has had room since it was taken, and the filled word comes from the
+                    # reader's registers (``held``): ``install`` moves TA and intake, so
+                    # it is decided from registers (pipeline rule 3).
                     m.d.comb += [install.eq(1), reader.finish.eq(1), events.fills.eq(1)]
                     m.d.sync += state.eq(_Fsm.RUN)

@@ -198,3 +198,69 @@ def test_slot_pool_against_golden(params, seed):
         assert not len(differ), (f"seed {seed}: line {k} ({Mode(modes[k]).name}, tag "
                                  f"{tag:#x}) after the flush: accumulator bytes "
                                  f"{differ[:8].tolist()} differ from golden")
+
+
+def _plain_memory(dut, p, written, land_after):
+    """A device memory for directed tests: takes every write-back at once and lands it
+    ``land_after`` clocks later (``writes_pending`` meanwhile), appending its address and
+    lines to ``written``; answers each fill read 2 clocks late, a line per clock, from what
+    has landed."""
+    async def memory(ctx):
+        lines = {}
+        pending = []            # (due clock, address, lines)
+        reads = []              # (due clock, address)
+        clock = 0
+        ctx.set(dut.fill_read.ready, 1)
+        ctx.set(dut.write_back.ready, 1)
+        async for _, _, wb_valid, wb, fr_valid, fr in ctx.tick().sample(
+                dut.write_back.valid, dut.write_back.payload,
+                dut.fill_read.valid, dut.fill_read.payload):
+            clock += 1
+            if wb_valid:
+                written.append((wb.address, wb.lines))
+                pending.append((clock + land_after, wb.address, wb.lines))
+            if fr_valid:
+                reads += [(clock + 2 + beat, fr.address + beat * p.line_bytes)
+                          for beat in range(fr.beats)]
+            for due, address, image in [x for x in pending if x[0] <= clock]:
+                for i in range(1 + p.state_lines):
+                    lines[address + i * p.line_bytes] = (image >> (i * p.line_bits)) & (
+                        (1 << p.line_bits) - 1)
+                pending.remove((due, address, image))
+            ctx.set(dut.writes_pending, bool(pending))
+            answer = bool(reads) and reads[0][0] <= clock
+            ctx.set(dut.fill_data.valid, answer)
+            ctx.set(dut.fill_data.payload.data, lines.get(reads.pop(0)[1], 0) if answer else 0)
+    return memory
+
+
+async def _contribute(ctx, dut, p, tag, user, data=1):
+    await send(ctx, dut.op, kind=SlotOp.CONTRIBUTE, index=0, tag=tag, data=data, full_line=1,
+               mode=Mode.GBINARY.value, threshold=1, expected=p.capacity, user=user)
+
+
+def test_clear_behind_a_fill_checks_the_filled_line():
+    """A CLEAR that reaches P2 on the clock after a fill of its slot is installed checks the
+    range against the filled line, not the line the fill evicted: with the evicted line Y in
+    the range and the filled line X outside it, X stays, and the flush behind writes it back
+    (Y once, at its eviction)."""
+    params = CONFIGS[0]
+    p = params.datapath
+    dut = SlotPool(params, user_width=16)
+    y, x = ACC_BASE, ACC_BASE + 4 * ACC_STRIDE        # both in slot 0
+    written = []
+
+    async def driver(ctx):
+        ctx.set(dut.result.ready, 1)
+        await _contribute(ctx, dut, p, y, 0)
+        await _contribute(ctx, dut, p, x, 1)
+        await send(ctx, dut.op, kind=SlotOp.CLEAR, index=0, tag=y, high=y + ACC_STRIDE)
+        await send(ctx, dut.op, kind=SlotOp.FLUSH, index=0)
+        await ctx.tick().repeat(60)
+
+    simulate(dut, driver, processes=[_plain_memory(dut, p, written, land_after=1)])
+    addresses = [address for address, _ in written]
+    assert addresses == [y, x], (f"write-backs to {[hex(a) for a in addresses]}: want line Y "
+                               f"{y:#x} at its eviction, then line X {x:#x} at the flush "
+                               f"(the CLEAR of Y's range must leave X resident)")
+
