@@ -150,7 +150,7 @@ class CxlMemController(wiring.Component):
         m.d.comb += pool.op.payload.eq(0)
 
         head, head_valid, pop = self._decode(m, ingress, decoder, control)
-        request, decoded = head.request, head.decoded
+        request, decoded, route = head.request, head.decoded, head.route
 
         # The register bus: the csr port first, the window when the port leaves it free.
         external = self.csr.r_stb | self.csr.w_stb
@@ -221,17 +221,21 @@ class CxlMemController(wiring.Component):
         # A fill or result read waits for both: it must not overtake a write-back, nor a
         # host's raw write of accumulator memory (AXI orders neither a read after a write nor
         # writes of two IDs), and a clear's zero writes must not either.
+        # Each count's ``!= 0`` is a register too, as dispatch and the pool steer by it.
         pool_writes = Signal(range(1 << 16))
         host_writes = Signal(range(1 << 16))
-        for count, taken, number in ((pool_writes, write.valid & write.ready, _POOL_ID),
-                                     (host_writes, host_write_taken, _HOST_ID)):
+        pool_writing, host_writing = Signal(), Signal()
+        for count, nonzero, taken, number in (
+                (pool_writes, pool_writing, write.valid & write.ready, _POOL_ID),
+                (host_writes, host_writing, host_write_taken, _HOST_ID)):
             taken = taken & (write.payload.id == number)
             done = response.valid & (response.payload.id == number)
-            m.d.sync += count.eq(count + taken - done)
-        writes_pending = (pool_writes != 0) | (host_writes != 0)
+            following = (count + taken - done)[:len(count)]
+            m.d.sync += [count.eq(following), nonzero.eq(following != 0)]
+        writes_pending = pool_writing | host_writing
         m.d.comb += [
             pool.writes_pending.eq(writes_pending),
-            pool.host_writes_pending.eq(host_writes != 0),
+            pool.host_writes_pending.eq(host_writing),
             responder.memory_written.eq(response.valid & (response.payload.id == _HOST_ID)),
             events.mem_error.eq((returned.valid & returned.payload.error)
                                 | (response.valid & response.payload.error)
@@ -280,7 +284,6 @@ class CxlMemController(wiring.Component):
 
         # Dispatch: the head request goes where its route says once everything it needs has
         # room, and its response is queued with the responder on the same clock.
-        route = self._route(request, decoded)
         completion = responder.completion
         is_read = request.operation == Operation.READ
         is_write = request.operation == Operation.WRITE
@@ -358,15 +361,17 @@ class CxlMemController(wiring.Component):
 
     def _decode(self, m, ingress, decoder, control):
         """Requests from ``ingress`` through the address decoder, into a queue of decoded
-        requests; returns its head (``request`` and ``decoded``), whether there is one, and the
-        signal that pops it. The decoder is a pipeline of ``LATENCY`` steps; the request
+        requests; returns its head (``request``, ``decoded``, and its ``route``, chosen as it
+        enters the queue so that dispatch starts from registers), whether there is one, and
+        the signal that pops it. The decoder is a pipeline of ``LATENCY`` steps; the request
         travels beside it in registers. A request enters only while the queue has room for
         it and every request in the decoder, and while the region table is applied
         (``table_ready``, through a register: it falls clocks before the table changes,
         more than a request needs to leave the decoder)."""
         latency = AddressDecoder.LATENCY
         entry = data.StructLayout({"request": request_layout(self._params),
-                                   "decoded": decoded_layout(self._params)})
+                                   "decoded": decoded_layout(self._params),
+                                   "route": _Route})
         m.submodules.decoded = queue = fifo.SyncFIFOBuffered(width=entry.size,
                                                              depth=latency + 3)
         table_ready = Signal()
@@ -386,7 +391,9 @@ class CxlMemController(wiring.Component):
         m.d.sync += in_decoder.eq(in_decoder + (request.valid & request.ready) - valid)
         head = entry(queue.r_data)
         pop = Signal()
-        m.d.comb += [queue.w_en.eq(valid), queue.w_data.eq(Cat(payload, decoder.decoded)),
+        m.d.comb += [queue.w_en.eq(valid),
+                     queue.w_data.eq(Cat(payload, decoder.decoded,
+                                         self._route(payload, decoder.decoded))),
                      queue.r_en.eq(pop)]
         return head, queue.r_rdy, pop
 
@@ -448,6 +455,7 @@ class CxlMemController(wiring.Component):
         low = Signal(params.address_bits)
         high = Signal(params.address_bits + 1)
         zero_address = Signal(params.address_bits + 1)
+        zero_left = Signal()                 # zero_address < high (a register: it is a valid)
         running = phase != 0
         busy = running | flush_pending | clear_pending | evict_pending
         m.d.comb += [
@@ -502,19 +510,20 @@ class CxlMemController(wiring.Component):
             with m.Case(2):
                 with m.If(pool.idle):
                     with m.If(task == _Task.CLEAR):
-                        m.d.sync += [phase.eq(3), zero_address.eq(low)]
+                        m.d.sync += [phase.eq(3), zero_address.eq(low), zero_left.eq(low < high)]
                     with m.Else():
                         finish()
             with m.Case(3):
                 m.d.comb += [
-                    zero_write_valid.eq(zero_address < high),
+                    zero_write_valid.eq(zero_left),
                     zero_write.id.eq(_POOL_ID), zero_write.address.eq(zero_address),
                     zero_write.beats.eq(1 + p.state_lines), zero_write.strobe.eq(-1),
                     zero_write.lines.eq(0),
                 ]
+                following = zero_address + params.accumulator_bytes_per_line
                 with m.If(zero_write_taken):
-                    m.d.sync += zero_address.eq(zero_address + params.accumulator_bytes_per_line)
-                with m.If(zero_address >= high):
+                    m.d.sync += [zero_address.eq(following), zero_left.eq(following < high)]
+                with m.If(~zero_left):
                     m.d.sync += phase.eq(4)
             with m.Case(4):
                 with m.If(~writes_pending):
