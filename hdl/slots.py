@@ -19,8 +19,8 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
 
 - The slots are block RAM whose data comes two clocks after its address, from the RAM's
   output register (:class:`hdl.bram.RegisteredMemory`: a block RAM's data straight from its
-  array would use most of a clock period). The slots' valid bits and tags are kept again in
-  small memories read without a clock (:class:`TagCheck`, ``tags``), for the hit check.
+  array would use most of a clock period). The slots' valid bits and tags are kept again in a
+  small memory read without a clock (``tags``), for the hit check.
 - Ops enter through ``intake``, a skid buffer (:class:`hdl.pipeline.SkidBuffer`), so that
   ``op.ready`` is a register.
 - **TA** holds an op whose slot is being read, and checks its tag in ``tags``. **T1** holds
@@ -88,7 +88,7 @@ from .datapath import AggregationDatapath, planes_of_state, state_layout, state_
 from .pipeline import OutputQueue, SkidBuffer
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
-           "write_back_layout", "slot_event_layout", "accumulate", "TagCheck", "SlotPool"]
+           "write_back_layout", "slot_event_layout", "accumulate", "SlotPool"]
 
 
 class SlotOp(enum.Enum, shape=3):
@@ -345,68 +345,6 @@ class FillReader(wiring.Component):
         return m
 
 
-class TagCheck(wiring.Component):
-    """Which line each slot holds, for the hit check: the valid bit and tag of every slot,
-    kept in memories read without a clock, and whether slot ``index`` holds line ``tag``
-    (``hit``, combinational, from the memories as they stand before this clock's write).
-
-    The slots are kept in banks of ``BANK_DEPTH``; every bank is read at the low bits of
-    ``index`` and compared with ``tag`` on its own, and the high bits then select one hit bit.
-    A single memory would select a whole tag through a multiplexer as deep as the slot count
-    before comparing it, and the hit check is on the path that steers the pool.
-
-    Parameters
-    ----------
-    slots : int
-        A power of two.
-    tag_bits : int
-
-    Members
-    -------
-    index : In(range(slots))
-    tag : In(tag_bits)
-    hit : Out(1)
-    write : In(StructLayout({"en", "index", "valid", "tag"}))
-        Slot ``write.index`` holds ``tag`` (if ``valid``) from the next clock.
-    """
-
-    #: Slots per bank: the depth of one ECP5 LUT RAM (TRELLIS_DPR16X4), read in one LUT.
-    BANK_DEPTH = 16
-
-    def __init__(self, *, slots, tag_bits):
-        self._slots = slots
-        self._tag_bits = tag_bits
-        index = unsigned(max(1, (slots - 1).bit_length()))
-        super().__init__({
-            "index": In(index),
-            "tag": In(tag_bits),
-            "hit": Out(1),
-            "write": In(data.StructLayout({"en": 1, "index": index, "valid": 1,
-                                            "tag": unsigned(tag_bits)})),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        depth = min(self._slots, self.BANK_DEPTH)
-        low = depth.bit_length() - 1
-        entry = data.StructLayout({"valid": 1, "tag": unsigned(self._tag_bits)})
-        hits = []
-        for number in range(self._slots // depth):
-            bank = Memory(shape=entry, depth=depth, init=[])
-            m.submodules[f"bank{number}"] = bank
-            read, write = bank.read_port(domain="comb"), bank.write_port()
-            m.d.comb += [
-                read.addr.eq(self.index[:low]),
-                write.en.eq(self.write.en & (self.write.index[low:] == number)),
-                write.addr.eq(self.write.index[:low]),
-                write.data.valid.eq(self.write.valid), write.data.tag.eq(self.write.tag),
-            ]
-            hits.append(read.data.valid & (read.data.tag == self.tag))
-        m.d.comb += self.hit.eq(Cat(hits).bit_select(self.index[low:], 1)
-                                if len(hits) > 1 else hits[0])
-        return m
-
-
 class SlotPool(wiring.Component):
     """On-chip accumulator slots with a one-clock read-modify-write (see the module docstring).
 
@@ -497,13 +435,17 @@ class SlotPool(wiring.Component):
         # valid bits again in a memory read without a clock, for the hit check.
         m.submodules.slots = slots = RegisteredMemory(
             width=entry_layout.size, depth=params.slots, primitives=self._primitives)
-        m.submodules.tags = tags = TagCheck(slots=params.slots, tag_bits=params.address_bits)
+        tag_layout = data.StructLayout({"valid": 1, "tag": unsigned(params.address_bits)})
+        m.submodules.tags = tags = Memory(shape=tag_layout, depth=params.slots, init=[])
+        tag_read = tags.read_port(domain="comb")
+        tag_write = tags.write_port()
         write = Signal(data.StructLayout({"en": 1, "addr": unsigned(index_bits),
                                           "data": entry_layout}))
         m.d.comb += [slots.write_en.eq(write.en), slots.write_addr.eq(write.addr),
                      slots.write_data.eq(write.data),
-                     tags.write.en.eq(write.en), tags.write.index.eq(write.addr),
-                     tags.write.valid.eq(write.data.valid), tags.write.tag.eq(write.data.tag)]
+                     tag_write.en.eq(write.en), tag_write.addr.eq(write.addr),
+                     tag_write.data.valid.eq(write.data.valid),
+                     tag_write.data.tag.eq(write.data.tag)]
         rdata = entry_layout(slots.read_data)
 
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
@@ -570,8 +512,8 @@ class SlotPool(wiring.Component):
         # was free: ``reread``); its hit check, on the tag memory as it stands.
         ta = Signal(op_layout)
         ta_valid = Signal()
-        m.d.comb += [tags.index.eq(ta.index), tags.tag.eq(ta.tag)]
-        ta_hit = tags.hit
+        m.d.comb += tag_read.addr.eq(ta.index)
+        ta_hit = tag_read.data.valid & (tag_read.data.tag == ta.tag)
         # T1: the op whose slot word is ``current`` while ``t1_data_ok``. Its hit check was
         # made in TA and is kept exact by every write since (registers: it steers the pipeline
         # without logic in front of it, pipeline rule 3).

@@ -8,7 +8,7 @@ import pytest
 
 from bench.sim import send, simulate
 from golden.datapath import DatapathRequests, run_datapath
-from hdl.slots import SlotOp, SlotPool, TagCheck
+from hdl.slots import SlotOp, SlotPool
 from spec.formats import state_to_memory, ternary_to_lines
 from spec.params import ControllerParams, DatapathParams, Mode, Reason
 
@@ -264,38 +264,3 @@ def test_clear_behind_a_fill_checks_the_filled_line():
                                f"{y:#x} at its eviction, then line X {x:#x} at the flush "
                                f"(the CLEAR of Y's range must leave X resident)")
 
-
-
-@pytest.mark.parametrize("slots", [2, 16, 64])
-def test_tag_check_matches_a_model(slots):
-    """Random writes of valid bits and tags, and a lookup every clock: ``hit`` says whether the
-    slot holds the tag as the writes before this clock left it (one bank and several)."""
-    rng = np.random.default_rng(slots)
-    dut = TagCheck(slots=slots, tag_bits=6)
-    held = {}                   # slot -> tag of a valid slot
-    errors = []
-
-    async def bench(ctx):
-        for clock in range(600):
-            index = int(rng.integers(0, slots))
-            # Look up a held tag half the time, so that hits are as common as misses.
-            tag = held.get(index, 0) if rng.random() < 0.5 else int(rng.integers(0, 64))
-            ctx.set(dut.index, index)
-            ctx.set(dut.tag, tag)
-            write = dict(en=int(rng.random() < 0.5), index=int(rng.integers(0, slots)),
-                         valid=int(rng.random() < 0.8), tag=int(rng.integers(0, 64)))
-            for name, value in write.items():
-                ctx.set(getattr(dut.write, name), value)
-            want = held.get(index) == tag
-            if ctx.get(dut.hit) != want:
-                errors.append(f"clock {clock}: slot {index}, tag {tag}: hit "
-                              f"{ctx.get(dut.hit)}, model {int(want)} (holds {held.get(index)})")
-            await ctx.tick()
-            if write["en"]:
-                if write["valid"]:
-                    held[write["index"]] = write["tag"]
-                else:
-                    held.pop(write["index"], None)
-
-    simulate(dut, bench)
-    assert not errors, "\n".join(errors[:10])
