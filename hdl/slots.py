@@ -508,16 +508,31 @@ class SlotPool(wiring.Component):
             return (((op.kind == SlotOp.CONTRIBUTE) & aggregates(op.mode) & op.full_line)
                     | (op.kind == SlotOp.READ))
 
+        # An op's line of data does not wait in TA and T1 with it (pipeline rule 1): it is
+        # written to ``op_data`` on every clock at ``data_slot``, which moves on when the op
+        # is taken, and the stages carry the op's ``data_slot`` instead. P2 reads it there.
+        stage_fields = [name for name in op_layout.members if name != "data"]
+        stage_layout = data.StructLayout({**{name: op_layout.members[name]
+                                             for name in stage_fields},
+                                          "data_slot": unsigned(2)})
+        # Taken ops before P2: TA's, T1's, and the one written now.
+        m.submodules.op_data = op_data = Memory(shape=p.line_bits, depth=4, init=[])
+        data_write = op_data.write_port()
+        data_read = op_data.read_port(domain="comb")
+        data_slot = Signal(2)
+        m.d.comb += [data_write.en.eq(1), data_write.addr.eq(data_slot),
+                     data_write.data.eq(t0.data)]
+
         # TA: the op whose slot was read on the last edge (if it was taken while the read port
         # was free: ``reread``); its hit check, on the tag memory as it stands.
-        ta = Signal(op_layout)
+        ta = Signal(stage_layout)
         ta_valid = Signal()
         m.d.comb += tag_read.addr.eq(ta.index)
         ta_hit = tag_read.data.valid & (tag_read.data.tag == ta.tag)
         # T1: the op whose slot word is ``current`` while ``t1_data_ok``. Its hit check was
         # made in TA and is kept exact by every write since (registers: it steers the pipeline
         # without logic in front of it, pipeline rule 3).
-        t1 = Signal(op_layout)
+        t1 = Signal(stage_layout)
         t1_valid = Signal()
         t1_hit = Signal()
         t1_data_ok = Signal()
@@ -542,7 +557,10 @@ class SlotPool(wiring.Component):
         # TA loads T0 whenever it is free, taken or not (its enables then do not wait for
         # the conditions of ``take``).
         with m.If(~ta_valid | ta_moves):
-            m.d.sync += [ta.eq(t0), ta_valid.eq(take)]
+            m.d.sync += [ta.eq(Cat(*(t0[name] for name in stage_fields), data_slot)),
+                         ta_valid.eq(take)]
+        with m.If(take):
+            m.d.sync += data_slot.eq(data_slot + 1)
         with m.If(take & scanning):
             m.d.sync += [scan_index.eq(scan_index + 1),
                          scanning.eq(scan_index != params.slots - 1)]
@@ -579,14 +597,16 @@ class SlotPool(wiring.Component):
         covered_read = Signal()
         covered_w1 = Signal()
         m.d.sync += [
-            p2_valid.eq(advance | evict | install), p2.eq(t1),
+            p2_valid.eq(advance | evict | install),
+            *(p2[name].eq(t1[name]) for name in stage_fields),
+            p2.data.eq(data_read.data),
             p2.kind.eq(Mux(evict, SlotOp.EVICT, t1.kind)),
             p2_word.eq(next_word), p2_install.eq(install),
             fwd1.eq(write.en & (write.addr == t1.index)),
             covered_read.eq((next_word.tag >= t1.tag) & (next_word.tag < t1.high)),
             covered_w1.eq((word.tag >= t1.tag) & (word.tag < t1.high)),
         ]
-        m.d.comb += word.eq(Mux(fwd1, w1, p2_word))
+        m.d.comb += [word.eq(Mux(fwd1, w1, p2_word)), data_read.addr.eq(t1.data_slot)]
         departure = Signal()        # P2 takes a line out of its slot
         self._update(m, p2, p2_valid, p2_install, word, Mux(fwd1, covered_w1, covered_read),
                      write, unit, side_layout, events, departure)
