@@ -22,7 +22,9 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
   array would use most of a clock period). The slots' valid bits and tags are kept again in a
   small memory read without a clock (``tags``), for the hit check.
 - Ops enter through ``intake``, a skid buffer (:class:`hdl.pipeline.SkidBuffer`), so that
-  ``op.ready`` is a register.
+  ``op.ready`` is a register. An op's line of data does not stall with it in TA and T1
+  (pipeline rule 1): it waits in ``op_data``, a small memory written every clock, and P2
+  reads it there.
 - **TA** holds an op whose slot is being read, and checks its tag in ``tags``. **T1** holds
   the op with the result of that check, a register kept exact by every write to the slot
   since (``hit_after_edge``): the decision to move on or to miss has no logic in front of it
