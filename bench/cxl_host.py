@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from cocotb.triggers import Event, SimTimeoutError, with_timeout
 
 from bench.payload import pack_fields, unpack_fields
-from bench.streams import StreamSink, StreamSource
+from bench.streams import StreamSink, StreamSource, run_clocked
 from spec.cxl import (
     DRSOpcode,
     MetaField,
@@ -60,6 +60,7 @@ class CxlHost:
     """
 
     def __init__(self, dut, clock, line_bits, *, idle=(None, None), stall=(None, None)):
+        self.clock = clock
         self.line_bytes = line_bits // 8
         self.req_layout = m2s_req_layout()
         self.rwd_layout = m2s_rwd_layout(line_bits)
@@ -77,9 +78,10 @@ class CxlHost:
         self.errors = []
         self._next_tag = 0
 
-    def start(self, start_soon):
-        for part in (self.req, self.rwd, self.ndr, self.drs):
-            start_soon(part.run())
+    def start(self, start_soon, extra=()):
+        """Start the four channel drivers, and the ``extra`` parts (see
+        :func:`bench.streams.run_clocked`), with ``start_soon`` as one coroutine."""
+        start_soon(run_clocked(self.clock, [self.req, self.rwd, self.ndr, self.drs, *extra]))
 
     def _tag(self):
         for _ in range(1 << 16):

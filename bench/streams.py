@@ -4,7 +4,9 @@ an ``always_ready`` stream has no ``__ready`` port), with idle and backpressure 
 Both classes act once per clock: after the rising edge they set their outputs for the coming
 cycle, then sample the settled handshake in the read-only phase, so a transfer is recorded exactly
 when ``valid`` and ``ready`` are both high before a rising edge (``valid`` alone on an
-always-ready stream), on any simulator.
+always-ready stream), on any simulator. Each has its own ``run()`` coroutine, or
+:func:`run_clocked` clocks several of them from one (the scheduler's wake-ups per clock, not the
+simulator, set the pace of a long cocotb run).
 """
 
 import itertools
@@ -15,7 +17,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
-__all__ = ["StreamSource", "StreamSink", "always", "never", "randomly", "clock_and_reset"]
+__all__ = ["StreamSource", "StreamSink", "run_clocked", "always", "never", "randomly",
+           "clock_and_reset"]
 
 
 async def clock_and_reset(dut, period_ns, cycles=2):
@@ -36,18 +39,51 @@ def never():
     return itertools.repeat(False)
 
 
-def randomly(rng, probability):
-    """A pattern that is true with ``probability`` each cycle, from ``numpy`` generator ``rng``."""
-    return iter(lambda: bool(rng.random() < probability), None)
+def randomly(rng, probability, block=4096):
+    """A pattern that is true with ``probability`` each cycle, from ``numpy`` generator ``rng``
+    (drawn ``block`` cycles at a time: one call into numpy per block, not per cycle)."""
+    while True:
+        yield from (rng.random(block) < probability).tolist()
 
 
 class _Port:
+    """The ports of one stream, and the once-per-clock protocol of :func:`run_clocked`:
+    ``drive(now)`` right after the rising edge at ``now`` ns, then ``sample()`` in the
+    read-only phase of the same step."""
+
     def __init__(self, dut, prefix, clock):
         self.clock = clock
         self.valid = getattr(dut, f"{prefix}__valid")
         # None for an always-ready stream, which has no port
         self.ready = getattr(dut, f"{prefix}__ready", None)
         self.payload = getattr(dut, f"{prefix}__payload")
+
+    async def run(self):
+        """This stream alone, clocked by its own coroutine."""
+        await run_clocked(self.clock, [self])
+
+
+async def run_clocked(clock, parts):
+    """Act for every one of ``parts`` on every rising edge of ``clock``: each one's
+    ``drive(now)``, then, in the read-only phase, each one's ``sample()``. One coroutine for
+    many parts costs the scheduler two wake-ups per clock in all."""
+    edge, settled = RisingEdge(clock), ReadOnly()
+    while True:
+        await edge
+        now = get_sim_time("ns")
+        for part in parts:
+            part.drive(now)
+        await settled
+        for part in parts:
+            part.sample()
+
+
+def _write(signal, value, last):
+    """Write ``value`` to ``signal`` unless ``last`` (what was written before) is the same; the
+    value written."""
+    if value != last:
+        signal.value = value
+    return value
 
 
 class StreamSource(_Port):
@@ -63,7 +99,8 @@ class StreamSource(_Port):
         self.idle = idle or never()
         self.queue = deque()
         self.fire_times = []
-        self.valid.value = 0
+        self.valid.value = self._valid = 0
+        self._offering = self._fired = False
 
     def send(self, words):
         self.queue.extend(words)
@@ -72,22 +109,19 @@ class StreamSource(_Port):
     def busy(self):
         return bool(self.queue)
 
-    async def run(self):
-        offering = False
-        while True:
-            await RisingEdge(self.clock)
-            if offering and self._fired:
-                self.queue.popleft()
-                self.fire_times.append(get_sim_time("ns"))
-                offering = False
-            if self.queue and (offering or not next(self.idle)):
+    def drive(self, now):
+        if self._fired:
+            self.queue.popleft()
+            self.fire_times.append(now)
+            self._offering = False
+        if self.queue and (self._offering or not next(self.idle)):
+            if not self._offering:
                 self.payload.value = self.queue[0]
-                self.valid.value = 1
-                offering = True
-            else:
-                self.valid.value = 0
-            await ReadOnly()
-            self._fired = offering and (self.ready is None or bool(self.ready.value))
+            self._offering = True
+        self._valid = _write(self.valid, int(self._offering), self._valid)
+
+    def sample(self):
+        self._fired = self._offering and (self.ready is None or bool(self.ready.value))
 
 
 class StreamSink(_Port):
@@ -107,20 +141,23 @@ class StreamSink(_Port):
         self.on_receive = on_receive
         self.received = []
         self.times = []
+        self._ready = 0
         if self.ready is not None:
             self.ready.value = 0
+        self._taken = None
 
-    async def run(self):
-        taken = None
-        while True:
-            await RisingEdge(self.clock)
-            if taken is not None:
-                self.received.append(taken)
-                self.times.append(get_sim_time("ns"))
-                if self.on_receive:
-                    self.on_receive(taken)
-            ready = not next(self.stall)
-            if self.ready is not None:
-                self.ready.value = int(ready)
-            await ReadOnly()
-            taken = self.payload.value.to_unsigned() if ready and self.valid.value else None
+    def drive(self, now):
+        if self._taken is not None:
+            self.received.append(self._taken)
+            self.times.append(now)
+            if self.on_receive:
+                self.on_receive(self._taken)
+        ready = int(not next(self.stall))
+        if self.ready is not None:
+            self._ready = _write(self.ready, ready, self._ready)
+        else:
+            self._ready = ready
+
+    def sample(self):
+        self._taken = (self.payload.value.to_unsigned()
+                       if self._ready and self.valid.value else None)
