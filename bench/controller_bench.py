@@ -3,6 +3,7 @@ driver, shared by the system regression (:mod:`verif.hdl.cocotb_controller`) and
 experiments (:mod:`scripts.cocotb_paper`)."""
 
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -42,8 +43,11 @@ TRAFFIC = {   # host idle, host response stall, pause on every AXI channel
 class ControllerBench:
     """Clock, reset, device memory, the CXL.mem host and the driver.
 
-    ``memory``, if given, makes the device-memory model from the DUT after reset (default:
-    cocotbext-axi's ``AxiRam``, paused at random on every channel per ``traffic``).
+    ``memory``, if given, makes the device-memory model after reset from the DUT and
+    ``pause=``, the per-channel pause pattern of ``traffic`` (``None``: never): a
+    :func:`bench.streams.run_clocked` part, which the host's coroutine clocks, such as
+    :class:`bench.axi_memory.TimedMemory`. Default: cocotbext-axi's ``AxiRam``, paused at
+    random on every channel per ``traffic``.
     """
 
     def __init__(self, dut, rng, traffic="full_rate", memory=None):
@@ -74,17 +78,20 @@ class ControllerBench:
         # The memory model samples every handshake from its first clock; outputs decoded from
         # the engine state are defined from the second clock after reset (see hdl.controller).
         await ClockCycles(self.dut.clk, 2)
+        pause = randomly(self._rng, self._memory_pause) if self._memory_pause else None
         if self._memory:
-            self.ram = self._memory(self.dut)
+            self.ram = self._memory(self.dut, pause=pause)
+            parts = [self.ram]
         else:
             self.ram = AxiRam(AxiBus.from_prefix(self.dut, "axi", bus_separator="__"),
                               self.dut.clk, self.dut.rst, size=1 << self.params.address_bits)
-        if self._memory_pause:
-            for channel in (self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
-                            self.ram.write_if.b_channel, self.ram.read_if.ar_channel,
-                            self.ram.read_if.r_channel):
-                channel.set_pause_generator(randomly(self._rng, self._memory_pause))
-        self.host.start(cocotb.start_soon)
+            for side in (self.ram.write_if, self.ram.read_if):
+                side.log.setLevel(logging.WARNING)      # not a line per burst
+            parts = [] if pause is None else [_Pauses(
+                [self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
+                 self.ram.write_if.b_channel, self.ram.read_if.ar_channel,
+                 self.ram.read_if.r_channel], pause)]
+        self.host.start(cocotb.start_soon, parts)
         await self.device.identify()
 
     async def csr_write(self, name, value):
@@ -140,6 +147,8 @@ class ControllerBench:
         await ClockCycles(self.dut.clk, 20)
         assert self.host.idle, f"{self.where}: requests still unanswered: {self.host.pending}"
         assert not self.host.errors, f"{self.where}: " + "; ".join(self.host.errors)
+        memory_errors = getattr(self.ram, "errors", [])     # TimedMemory's; AxiRam keeps none
+        assert not memory_errors, f"{self.where}: memory model: " + "; ".join(memory_errors)
         if model is None:
             return
         counters = await self.device.counters()
@@ -180,6 +189,22 @@ def contribution(rng, params, mode):
     if mode == Mode.GBINARY.value:
         return rng.integers(0, 256, p.line_bytes, dtype=np.uint8)
     return ternary_to_lines(rng.integers(-1, 2, (1, p.gternary_lanes)))[0]
+
+
+class _Pauses:
+    """Random pauses of cocotbext-axi ``channels``, one ``pattern`` value per channel set after
+    every rising edge: a :func:`bench.streams.run_clocked` part doing what each channel's own
+    pause generator would, without a coroutine per channel."""
+
+    def __init__(self, channels, pattern):
+        self.channels, self.pattern = channels, pattern
+
+    def drive(self, now):
+        for channel in self.channels:
+            channel.pause = next(self.pattern)
+
+    def sample(self):
+        pass
 
 
 class AxiCounter:

@@ -65,9 +65,8 @@ async def paper_experiments(dut):
     rng = np.random.default_rng(cocotb.RANDOM_SEED)
     memory = {}
 
-    def make_memory(dut):
-        memory["model"] = TimedMemory(dut)
-        cocotb.start_soon(memory["model"].run())
+    def make_memory(dut, pause):
+        memory["model"] = TimedMemory(dut, pause=pause)
         return memory["model"]
 
     bench = ControllerBench(dut, rng, memory=make_memory)
