@@ -7,7 +7,9 @@ Run through :mod:`verif.hdl.test_cocotb` (pytest), which builds the Verilog and 
   ``NF_SYSTEM_CONTRIBUTIONS``: as many lines as that many contributions need over every traffic
   pattern (``make soak``); ``NF_IDENTITY_OPS``: identity operations per worker (default 12).
 
-Device memory is cocotbext-axi's ``AxiRam``; the host is :class:`bench.cxl_host.CxlHost`, and
+Device memory is cocotbext-axi's ``AxiRam``, except in the system test: there it is
+:class:`bench.axi_memory.TimedMemory`, clocked in one coroutine with the host, which sets the pace
+of ``make soak``'s million contributions. The host is :class:`bench.cxl_host.CxlHost`, and
 registers are reached through the register window with :class:`driver.NeuronFabric`. The seed
 is cocotb's ``COCOTB_RANDOM_SEED`` and is logged by every test.
 """
@@ -22,6 +24,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles, gather
 from cocotb.utils import get_sim_time
 
+from bench.axi_memory import TimedMemory
 from bench.controller_bench import CLOCK_NS, TRAFFIC, AxiCounter, ControllerBench, contribution
 from bench.streams import never
 from driver import ConfigurationError
@@ -62,6 +65,40 @@ def _mask(enables):
     return int.from_bytes(np.packbits(enables, bitorder="little").tobytes(), "little")
 
 
+async def _concurrently(width, checks):
+    """Await every coroutine that the iterable ``checks`` yields, ``width`` at a time (each of
+    ``width`` runners takes the next one when it is done with its last)."""
+    checks = iter(checks)
+
+    async def runner():
+        for check in checks:
+            await check
+
+    await gather(*[runner() for _ in range(width)])
+
+
+async def _check_aggregated(bench, model, region, line, workers):
+    """Line ``line`` of the aggregating ``region`` after ``workers`` contributions each: its
+    result line and its raw state lane by lane against golden, and its count."""
+    address = region.base + line * bench.line_bytes
+    bench.check_line(f"{Mode(region.mode).name} result", address, await bench.read_ok(address),
+                     model.read(address)[0])
+    lanes, n = await bench.device.read_state(region, line)
+    state_address = region.acc + line * bench.params.accumulator_bytes_per_line
+    want, want_n = unpack_state(bench.params.datapath, Mode(region.mode),
+                                model.state(state_address).reshape(1, -1))
+    assert n == want_n[0] == workers, \
+        f"{bench.where}: {address:#x}: n = {n}, golden {want_n[0]}, workers {workers}"
+    differ = np.flatnonzero(lanes != want[0])
+    assert not len(differ), f"{bench.where}: {address:#x}: state lanes {differ[:8].tolist()} differ"
+
+
+async def _check_identity(bench, model, address):
+    """An identity line read back against golden."""
+    bench.check_line("identity read-back", address, await bench.read_ok(address),
+                     model.line(address))
+
+
 def _system_lines(workers):
     """Lines per aggregating region of :func:`system_vs_golden`: ``NF_SYSTEM_LINES``, or enough
     for ``NF_SYSTEM_CONTRIBUTIONS`` contributions over every traffic pattern (``workers`` per
@@ -79,7 +116,7 @@ async def system_vs_golden(dut, traffic):
     random interleaving, while others do identity writes and reads; then every result line and
     raw state is read and compared with golden, with the counters and flags."""
     rng = np.random.default_rng([cocotb.RANDOM_SEED, list(TRAFFIC).index(traffic)])
-    bench = ControllerBench(dut, rng, traffic)
+    bench = ControllerBench(dut, rng, traffic, memory=TimedMemory)
     await bench.start()
     workers = bench.params.datapath.capacity
     lines = _system_lines(workers)
@@ -94,24 +131,10 @@ async def system_vs_golden(dut, traffic):
         *[_worker_identity(bench, model, np.random.default_rng([cocotb.RANDOM_SEED, 100 + k]),
                            identity[k::2], operations, k) for k in range(2)])
 
-    for region in regions[:2]:
-        for line in range(lines):
-            address = region.base + line * bench.line_bytes
-            got = await bench.read_ok(address)
-            bench.check_line(f"{Mode(region.mode).name} result", address, got,
-                             model.read(address)[0])
-            lanes, n = await bench.device.read_state(region, line)
-            state_address = region.acc + line * bench.params.accumulator_bytes_per_line
-            want, want_n = unpack_state(bench.params.datapath, Mode(region.mode),
-                                        model.state(state_address).reshape(1, -1))
-            assert n == want_n[0] == workers, \
-                f"{bench.where}: {address:#x}: n = {n}, golden {want_n[0]}, workers {workers}"
-            differ = np.flatnonzero(lanes != want[0])
-            assert not len(differ), (f"{bench.where}: {address:#x}: state lanes "
-                                     f"{differ[:8].tolist()} differ")
-    for address in identity:
-        bench.check_line("identity read-back", address, await bench.read_ok(address),
-                         model.line(address))
+    await _concurrently(workers, (_check_aggregated(bench, model, region, line, workers)
+                                  for region in regions[:2] for line in range(lines)))
+    await _concurrently(workers, (_check_identity(bench, model, address)
+                                  for address in identity))
     await bench.finish(model)
     dut._log.info("%s: %d contributions and %d identity operations matched golden",
                   traffic, workers * 2 * lines, 2 * operations)
