@@ -418,6 +418,10 @@ class SlotPool(wiring.Component):
     #: and the one that ``room_take``, a clock late, does not see.
     SPARE = 2
 
+    #: Entries of ``op_data``, where an op's line waits until P2 (a power of two, so that
+    #: ``data_slot`` wraps): TA's, T1's, and the one being written.
+    DATA_SLOTS = 4
+
     #: Pipeline registers of the result unit (at most the datapath's ``latency``): it only
     #: reads states back (majority, gate), so it needs fewer than a datapath that adds, and
     #: each one is a clock on every result read.
@@ -516,12 +520,12 @@ class SlotPool(wiring.Component):
         stage_fields = [name for name in op_layout.members if name != "data"]
         stage_layout = data.StructLayout({**{name: op_layout.members[name]
                                              for name in stage_fields},
-                                          "data_slot": unsigned(2)})
-        # Taken ops before P2: TA's, T1's, and the one written now.
-        m.submodules.op_data = op_data = Memory(shape=p.line_bits, depth=4, init=[])
+                                          "data_slot": range(self.DATA_SLOTS)})
+        m.submodules.op_data = op_data = Memory(shape=p.line_bits, depth=self.DATA_SLOTS,
+                                                init=[])
         data_write = op_data.write_port()
         data_read = op_data.read_port(domain="comb")
-        data_slot = Signal(2)
+        data_slot = Signal(range(self.DATA_SLOTS))
         m.d.comb += [data_write.en.eq(1), data_write.addr.eq(data_slot),
                      data_write.data.eq(t0.data)]
 
