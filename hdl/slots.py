@@ -602,6 +602,10 @@ class SlotPool(wiring.Component):
         # written on this edge keeps the tag of P2's ``word``: no op changes a slot's tag.
         covered_read = Signal()
         covered_w1 = Signal()
+
+        def in_clear_range(entry):
+            return (entry.tag >= t1.tag) & (entry.tag < t1.high)
+
         m.d.sync += [
             p2_valid.eq(advance | evict | install),
             *(p2[name].eq(t1[name]) for name in stage_fields),
@@ -609,8 +613,7 @@ class SlotPool(wiring.Component):
             p2.kind.eq(Mux(evict, SlotOp.EVICT, t1.kind)),
             p2_word.eq(next_word), p2_install.eq(install),
             fwd1.eq(write.en & (write.addr == t1.index)),
-            covered_read.eq((next_word.tag >= t1.tag) & (next_word.tag < t1.high)),
-            covered_w1.eq((word.tag >= t1.tag) & (word.tag < t1.high)),
+            covered_read.eq(in_clear_range(next_word)), covered_w1.eq(in_clear_range(word)),
         ]
         m.d.comb += [word.eq(Mux(fwd1, w1, p2_word)), data_read.addr.eq(t1.data_slot)]
         departure = Signal()        # P2 takes a line out of its slot

@@ -200,9 +200,9 @@ def test_slot_pool_against_golden(params, seed):
                                  f"{differ[:8].tolist()} differ from golden")
 
 
-def _plain_memory(dut, p, written, land_after):
-    """A device memory for directed tests: takes every write-back at once and lands it
-    ``land_after`` clocks later (``writes_pending`` meanwhile), appending its address and
+def _plain_memory(dut, p, written):
+    """A device memory for directed tests: takes every write-back at once and lands it on the
+    next clock (``writes_pending`` meanwhile), appending its address and
     lines to ``written``; answers each fill read 2 clocks late, a line per clock, from what
     has landed."""
     async def memory(ctx):
@@ -218,7 +218,7 @@ def _plain_memory(dut, p, written, land_after):
             clock += 1
             if wb_valid:
                 written.append((wb.address, wb.lines))
-                pending.append((clock + land_after, wb.address, wb.lines))
+                pending.append((clock + 1, wb.address, wb.lines))
             if fr_valid:
                 reads += [(clock + 2 + beat, fr.address + beat * p.line_bytes)
                           for beat in range(fr.beats)]
@@ -258,7 +258,7 @@ def test_clear_behind_a_fill_checks_the_filled_line():
         await send(ctx, dut.op, kind=SlotOp.FLUSH, index=0)
         await ctx.tick().repeat(60)
 
-    simulate(dut, driver, processes=[_plain_memory(dut, p, written, land_after=1)])
+    simulate(dut, driver, processes=[_plain_memory(dut, p, written)])
     addresses = [address for address, _ in written]
     assert addresses == [y, x], (f"write-backs to {[hex(a) for a in addresses]}: want line Y "
                                f"{y:#x} at its eviction, then line X {x:#x} at the flush "
