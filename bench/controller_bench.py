@@ -164,12 +164,31 @@ class ControllerBench:
                     f"{self.where}: STATUS.{flag.name} is {status[flag.name]}, golden has "
                     f"{model.events[flag.golden]} {flag.golden} events")
 
-    def check_line(self, what, address, got, expected):
+    def check_line(self, what, address, got, expected, mode=None):
+        """Assert that line ``got`` (bytes) read at ``address`` is golden's ``expected``; the
+        message names the first bytes that differ, or, for a result line of an aggregating
+        ``mode``, the first lanes that differ and their codes."""
         got, expected = np.frombuffer(bytes(got), np.uint8), np.asarray(expected, np.uint8)
-        differ = np.flatnonzero(got != expected)
-        assert not len(differ), (
-            f"{self.where}: {what} at {address:#x}: bytes {differ[:8].tolist()} differ; "
-            f"got {got[differ[:8]].tolist()}, golden {expected[differ[:8]].tolist()}")
+        if (got == expected).all():
+            return
+        where = f"{self.where}: {what} at {address:#x}"
+        if mode is None:
+            differ = np.flatnonzero(got != expected)
+            raise AssertionError(f"{where}: bytes {differ[:8].tolist()} differ; got "
+                                 f"{got[differ[:8]].tolist()}, golden "
+                                 f"{expected[differ[:8]].tolist()}")
+        p = self.params.datapath
+        lanes = p.gbinary_lanes if Mode(mode) == Mode.GBINARY else p.gternary_lanes
+
+        def codes(line):
+            bits = np.unpackbits(line, bitorder="little").reshape(lanes, -1)
+            return bits @ (1 << np.arange(bits.shape[1]))
+
+        got_codes, golden_codes = codes(got), codes(expected)
+        differ = np.flatnonzero(got_codes != golden_codes)
+        raise AssertionError(f"{where}: {Mode(mode).name} lanes {differ[:8].tolist()} differ; "
+                             f"got {got_codes[differ[:8]].tolist()}, golden "
+                             f"{golden_codes[differ[:8]].tolist()}")
 
     async def read_ok(self, address):
         response = await self.host.read(address)

@@ -81,8 +81,8 @@ async def _check_aggregated(bench, model, region, line, workers):
     """Line ``line`` of the aggregating ``region`` after ``workers`` contributions each: its
     result line and its raw state lane by lane against golden, and its count."""
     address = region.base + line * bench.line_bytes
-    bench.check_line(f"{Mode(region.mode).name} result", address, await bench.read_ok(address),
-                     model.read(address)[0])
+    bench.check_line("result", address, await bench.read_ok(address), model.read(address)[0],
+                     region.mode)
     lanes, n = await bench.device.read_state(region, line)
     state_address = region.acc + line * bench.params.accumulator_bytes_per_line
     want, want_n = unpack_state(bench.params.datapath, Mode(region.mode),
@@ -177,7 +177,8 @@ async def hammer_one_line(dut, traffic):
             region.acc + line * bench.params.accumulator_bytes_per_line).reshape(1, -1))
         differ = np.flatnonzero(after[0] != golden_lanes[0])
         assert not len(differ), f"{bench.where}: {address:#x}: lanes {differ[:8].tolist()} differ"
-        bench.check_line("result", address, await bench.read_ok(address), model.read(address)[0])
+        bench.check_line("result", address, await bench.read_ok(address), model.read(address)[0],
+                         region.mode)
     await bench.finish(model)
     dut._log.info("%s: %d contributions to each of 2 lines counted exactly once; the next one "
                   "rejected", traffic, cap)
@@ -318,7 +319,7 @@ async def clear_engine(dut):
             assert n == want, f"{bench.where}: {Mode(region.mode).name} line {line}: n = {n}"
             address = region.base + line * bench.line_bytes
             bench.check_line("after clear", address, await bench.read_ok(address),
-                             model.read(address)[0])
+                             model.read(address)[0], region.mode)
     bench.check_line("identity after clear", ident.base, await bench.read_ok(ident.base), keep)
     await bench.finish()
 
@@ -392,7 +393,7 @@ async def checkpoint_restore_of_resident_lines(dut):
             f"{bench.where}: line {line} after the restore: n = {n}, golden {want_n[0]}"
         address = gb.base + line * bench.line_bytes
         bench.check_line("result after the restore", address, await bench.read_ok(address),
-                         model.read(address)[0])
+                         model.read(address)[0], Mode.GBINARY)
     await bench.finish(model)
 
 
@@ -428,7 +429,7 @@ async def reset_drops_resident_lines(dut):
     await bench.configure(regions)
     address = gb.base
     bench.check_line("result after the reset", address, await bench.read_ok(address),
-                     flushed[0][1][:bench.line_bytes])
+                     flushed[0][1][:bench.line_bytes], Mode.GBINARY)
     await bench.finish()
 
 
