@@ -8,9 +8,9 @@
 #   make report     synthesis and place-and-route reports in build/reports/ (synth.md)
 #   make soak       the controller's system regression against the golden model with
 #                   SOAK_CONTRIBUTIONS contributions (default a million), on Verilator
-#   make formal     SymbiYosys proofs of the datapath, the control registers and the
-#                   controller's ports, and a broken variant of the design for each that must
-#                   fail; build/reports/formal.md
+#   make formal     SymbiYosys proofs of the datapath, the control registers, the
+#                   controller's ports and the slot pool's, and a broken variant of the design
+#                   for each that must fail; build/reports/formal.md
 #                   (FORMAL_ARGS=, e.g. "-k Apply" or "--fast")
 #   make lint       ruff on the Python, verilator --lint-only -Wall on the generated Verilog
 #   make train      the host runtime on real data (digits, 4 worker processes): accuracy,

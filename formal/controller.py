@@ -43,9 +43,10 @@ from spec.cxl import TAG_BITS, DRSOpcode, ReqOpcode, RwDOpcode
 from spec.params import Mode
 from spec.regmap import REGISTER_BYTES
 
+from .history import queue, starting_at
+
 __all__ = ["REGION_LINES", "AXI_QUEUE", "formal_table", "ConfiguredControl", "axi_memory",
-           "ControllerHarness", "EveryRequestAnsweredOnce", "IdentityWriteChangesOnlyItsLine",
-           "CONTROLLER_PROPERTIES"]
+           "ControllerHarness", "EveryRequestAnsweredOnce", "IdentityWriteChangesOnlyItsLine"]
 
 #: Lines of the harnesses' one region: more than the slots, so that lines share slots.
 REGION_LINES = 4
@@ -110,32 +111,6 @@ class ConfiguredControl(wiring.Component):
         return m
 
 
-def _queue(m, depth, width, push, push_data, pop, name):
-    """A queue of up to ``depth`` entries of ``width`` bits, in registers: returns
-    ``(level, head)``. ``push`` (with ``push_data``) and ``pop`` may come on one clock;
-    the caller pushes only below ``depth`` and pops only above 0."""
-    entries = [Signal(width, name=f"{name}_{k}") for k in range(depth)]
-    level = Signal(range(depth + 1), name=f"{name}_level")
-    m.d.sync += level.eq(level + push - pop)
-    for k in range(depth):
-        after = entries[k + 1] if k + 1 < depth else Const(0, width)
-        kept = Mux(pop, after, entries[k])
-        m.d.sync += entries[k].eq(Mux(push & (level - pop == k), push_data, kept))
-    return level, entries[0]
-
-
-def _starting_at(m, init, name):
-    """``(value, kept)``: ``value`` reads ``init`` (any value, even a free constant) on the
-    first clock and the register ``kept`` after; ``kept`` holds ``value`` unless the caller
-    assigns it (in the sync domain)."""
-    value = Signal(len(init), name=name)
-    kept = Signal(len(init), name=f"{name}_kept")
-    loaded = Signal(name=f"{name}_loaded")
-    m.d.sync += [loaded.eq(1), kept.eq(value)]
-    m.d.comb += value.eq(Mux(loaded, kept, init))
-    return value, kept
-
-
 def axi_memory(m, axi, params, words):
     """Drive the subordinate side of ``axi`` (the controller's AXI4 port) as the module
     docstring's device memory, which holds the words of ``words`` (pairs of a byte address
@@ -147,7 +122,7 @@ def axi_memory(m, axi, params, words):
     line_bits = params.datapath.line_bits
     ids = 1 << len(axi.arid)
     addr_bits, len_bits = len(axi.araddr), len(axi.arlen)
-    cells = [_starting_at(m, init, f"memory_word_{k}") for k, (_, init) in enumerate(words)]
+    cells = [starting_at(m, init, f"memory_word_{k}") for k, (_, init) in enumerate(words)]
 
     def beat_data(address):
         value = AnySeq(line_bits)
@@ -163,7 +138,7 @@ def axi_memory(m, axi, params, words):
         beat = Signal(len_bits, name=f"read_{number}_beat")
         push = axi.arvalid & axi.arready & (axi.arid == number)
         pop = axi.rvalid & (axi.rid == number) & axi.rlast
-        level, head = _queue(m, AXI_QUEUE, addr_bits + len_bits, push,
+        level, head = queue(m, AXI_QUEUE, addr_bits + len_bits, push,
                              Cat(axi.araddr, axi.arlen), pop, f"read_{number}")
         with m.If(axi.rvalid & (axi.rid == number)):
             m.d.sync += beat.eq(Mux(axi.rlast, 0, beat + 1))
@@ -187,7 +162,7 @@ def axi_memory(m, axi, params, words):
     # Writes: AW bursts queued in order; W beats of the head burst; one B per burst.
     w_taken = axi.wvalid & axi.wready
     w_done = w_taken & axi.wlast
-    aw_level, aw_head = _queue(m, AXI_QUEUE, addr_bits + len_bits + len(axi.awid),
+    aw_level, aw_head = queue(m, AXI_QUEUE, addr_bits + len_bits + len(axi.awid),
                                axi.awvalid & axi.awready, Cat(axi.awaddr, axi.awlen, axi.awid),
                                w_done, "write")
     w_beat = Signal(len_bits, name="write_beat")
@@ -424,7 +399,7 @@ class IdentityWriteChangesOnlyItsLine(_CheckedReadHarness):
 
     def reference(self, m, dut):
         rwd = dut.m2s_rwd.payload
-        self.stored, kept = _starting_at(m, self.initial, "reference_line")
+        self.stored, kept = starting_at(m, self.initial, "reference_line")
         enables = Mux(rwd.opcode == RwDOpcode.MEM_WR, -1, rwd.byte_enable)
         bits = Cat(bit.replicate(8) for bit in enables[:len(rwd.byte_enable)])
         with m.If(self.rwd_taken & self.rwd_writes & (self.rwd_address == self.line)):
@@ -438,7 +413,3 @@ class IdentityWriteChangesOnlyItsLine(_CheckedReadHarness):
 
     def disturbs(self, address):
         return address == self.line
-
-
-#: Every controller property, in report order.
-CONTROLLER_PROPERTIES = (EveryRequestAnsweredOnce, IdentityWriteChangesOnlyItsLine)

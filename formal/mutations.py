@@ -23,6 +23,7 @@ from hdl.csr import RegisterBlock
 from hdl.datapath import Add, Decode, Select
 from hdl.pipeline import PipelineRegister
 from hdl.responder import Responder
+from hdl.slots import SlotOp, SlotPool
 from spec.params import TERNARY_MINUS
 from spec.regmap import Access
 
@@ -155,6 +156,24 @@ class _MisaddressingPort(AxiMemoryPort):
         return m
 
 
+_pool_update = SlotPool._update
+
+
+def _update_leaving_slots_clean(self, m, op, valid, install, word, covered, write, unit, *rest):
+    # Every slot write marks the slot clean: a line that was contributed to and not yet
+    # complete is never written back when it is evicted or flushed.
+    _pool_update(self, m, op, valid, install, word, covered, write, unit, *rest)
+    m.d.comb += write.data.dirty.eq(0)
+
+
+def _update_keeping_old_lanes(self, m, op, valid, install, word, covered, write, unit, *rest):
+    # A contribution's slot write counts it in n but keeps the lane counts it had: the
+    # contribution's own answer is right, and every later read of the line is not.
+    _pool_update(self, m, op, valid, install, word, covered, write, unit, *rest)
+    with m.If(op.kind == SlotOp.CONTRIBUTE):
+        m.d.comb += write.data.state.lanes.eq(word.state.lanes)
+
+
 #: The mutation of each property, by the property's harness class name.
 MUTATIONS = {
     "ContributionAddsItsLanes": Mutation(
@@ -197,4 +216,12 @@ MUTATIONS = {
     "IdentityWriteChangesOnlyItsLine": Mutation(
         "host_write_to_next_line", "an identity write lands on the line after its own",
         hdl.controller, "AxiMemoryPort", _MisaddressingPort),
+    "LineCountExactThroughEvictions": Mutation(
+        "slots_never_dirty", "every slot write marks the slot clean: an evicted or flushed "
+        "line's contributions are never written back",
+        SlotPool, "_update", _update_leaving_slots_clean),
+    "ReadReflectsEveryContribution": Mutation(
+        "lanes_not_written", "a contribution's slot write counts it in n but keeps the lane "
+        "counts from before it",
+        SlotPool, "_update", _update_keeping_old_lanes),
 }

@@ -16,7 +16,9 @@ designs' own latencies:
 - the controller's responder: bounded, ``RESPONDER_DEPTH`` clocks;
 - the whole controller at its ports (:mod:`formal.controller`): bounded, at the depths of
   ``PORT_DEPTHS``: deep enough for its mutation's counterexample, shallow enough for the
-  solver (its time per clock roughly triples each clock beyond 15 on the whole controller).
+  solver (its time per clock roughly triples each clock beyond 15 on the whole controller);
+- the slot pool at its ports (:mod:`formal.slots`): bounded, at the depths of
+  ``POOL_DEPTHS``.
 
 ``fast`` properties (and their mutations) run in ``make test``, a few minutes in all; the rest
 only in ``make formal``.
@@ -44,9 +46,10 @@ from .registers import (
 )
 from .responder import ResponsesOncePerCompletionInOrder
 from .sby import Check, run
+from .slots import LineCountExactThroughEvictions, ReadReflectsEveryContribution
 
 __all__ = ["DATAPATH_CONFIGS", "CONTROLLER_CONFIGS", "APPLY_MARGIN", "RESPONDER_DEPTH",
-           "PORT_CONFIG", "PORT_DEPTHS",
+           "PORT_CONFIG", "PORT_DEPTHS", "POOL_DEPTHS",
            "Property", "PROPERTIES",
            "check_property", "check_mutation"]
 
@@ -166,8 +169,22 @@ PORT_DEPTHS = {
 }
 
 
+#: ``(depth, fast)`` of each slot pool property (:mod:`formal.slots`), at ``PORT_CONFIG``: a
+#: bounded check of that many clocks from reset, of the property and of its mutation. The
+#: pool takes its first op at clock 7 (after its scan of the slots), a miss fills and
+#: installs it by about clock 13, a read right behind it is answered at clock 16, and an
+#: eviction of it is in memory with the pool idle by clock 17. The solver's time per clock
+#: roughly triples beyond 17 (a read's answer, 32 lanes against the reference, costs it more
+#: than a count): 20 clocks took 8 minutes for the count, 19 over 20 minutes for the read.
+#: A second miss of the same line (about 10 clocks more) is out of reach.
+POOL_DEPTHS = {
+    LineCountExactThroughEvictions: (20, False),
+    ReadReflectsEveryContribution: (18, False),
+}
+
+
 def _port_properties():
-    for harness, (depth, fast) in PORT_DEPTHS.items():
+    for harness, (depth, fast) in (*PORT_DEPTHS.items(), *POOL_DEPTHS.items()):
         check = Check("bmc", depth, ENGINE)
         yield Property(harness, PORT_CONFIG, check, check, fast=fast)
 
