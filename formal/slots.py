@@ -85,13 +85,12 @@ class _PoolHarness(Elaboratable):
         width = p.counter_width
         marks = _marks_layout(params)
         m.submodules.dut = dut = self.design(params, user_width=marks.size)
-        self.dut = dut
         m.d.comb += Assume(~ResetSignal())
 
         # The watched line and its reference, from any state a line can have.
         acc_bytes = params.accumulator_bytes_per_line
         acc_lsb = acc_bytes.bit_length() - 1
-        self.line = line = Cat(Const(0, acc_lsb), AnyConst(LINES.bit_length() - 1))
+        line = Cat(Const(0, acc_lsb), AnyConst(LINES.bit_length() - 1))
         initial_n, initial_lanes = AnyConst(width), AnyConst(p.gbinary_lanes * width)
         m.d.comb += Assume(Cat(initial_lanes[k * width:(k + 1) * width] <= initial_n
                                for k in range(p.gbinary_lanes)).all())
@@ -111,9 +110,9 @@ class _PoolHarness(Elaboratable):
                      op.threshold.eq(1), op.expected.eq(expected)]
         scan = (op.kind == SlotOp.FLUSH) | (op.kind == SlotOp.EVICT)
         m.d.comb += Assume((op.kind == SlotOp.CONTRIBUTE) | (op.kind == SlotOp.READ) | scan)
-        self.taken = dut.op.valid & dut.op.ready
+        taken = dut.op.valid & dut.op.ready
         scan_open = Signal()
-        with m.If(self.taken & scan):
+        with m.If(taken & scan):
             m.d.sync += scan_open.eq(1)
         with m.Elif(dut.idle):
             m.d.sync += scan_open.eq(0)
@@ -131,12 +130,12 @@ class _PoolHarness(Elaboratable):
                                         Mux(~op.full_line, Reason.PARTIAL,
                                             Mux(full, Reason.CAPACITY, Reason.NONE)))),
                      mark.line.eq(self.reference[:p.line_bits])]
-        self.contributed = self.taken & mark.watched & contribute
+        self.contributed = taken & mark.watched & contribute
         with m.If(self.contributed & mark.accepted):
             m.d.sync += [n_kept.eq(n + 1), lanes_kept.eq(Cat(
                 (lanes[k * width:(k + 1) * width] + op.data[k])[:width]
                 for k in range(p.gbinary_lanes)))]
-        self.scan_of_line = self.taken & scan & (op.index == line[acc_lsb:][:len(op.index)])
+        self.scan_of_line = taken & scan & (op.index == line[acc_lsb:][:len(op.index)])
 
         m.d.comb += [dut.result.ready.eq(AnySeq(1)), dut.host_writes_pending.eq(0)]
         self.memory = self._memory(m, dut, line, acc_lsb)
@@ -177,14 +176,14 @@ class _PoolHarness(Elaboratable):
 
         # Write-backs: queued, applied in order when the memory chooses.
         write = dut.write_back.payload
-        self.apply = Signal(name="write_back_apply")
+        apply = Signal(name="write_back_apply")
         level, head = queue(m, WRITES, 1 + len(write.lines),
                             dut.write_back.valid & dut.write_back.ready,
-                            Cat(watched(write.address), write.lines), self.apply, "write_back")
+                            Cat(watched(write.address), write.lines), apply, "write_back")
         m.d.comb += [dut.write_back.ready.eq(AnySeq(1) & (level < WRITES)),
-                     self.apply.eq(AnySeq(1) & (level != 0)),
+                     apply.eq(AnySeq(1) & (level != 0)),
                      dut.writes_pending.eq(level != 0)]
-        with m.If(self.apply & head[0]):
+        with m.If(apply & head[0]):
             m.d.sync += stored_kept.eq(head[1:])
         return stored
 
