@@ -174,9 +174,9 @@ PORT_DEPTHS = {
 #: pool takes its first op at clock 7 (after its scan of the slots), a miss fills and
 #: installs it by about clock 13, a read right behind it is answered at clock 16, and an
 #: eviction of it is in memory with the pool idle by clock 17. The solver's time per clock
-#: roughly triples beyond 17 (a read's answer, 32 lanes against the reference, costs it more
-#: than a count): 20 clocks took 8 minutes for the count, 19 over 20 minutes for the read.
-#: A second miss of the same line (about 10 clocks more) is out of reach.
+#: roughly triples beyond 17, and a read's answer (every lane against the reference) costs it
+#: more than a count, so the read stops a clock or two earlier: these are the depths each
+#: finishes in minutes. A second miss of the same line (about 10 clocks more) is out of reach.
 POOL_DEPTHS = {
     LineCountExactThroughEvictions: (20, False),
     ReadReflectsEveryContribution: (18, False),
