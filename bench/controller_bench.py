@@ -20,7 +20,7 @@ from golden.device import DeviceModel
 from hdl.csr import READ_LATENCY
 from hdl.generate import controller_params
 from spec.cxl import DRSOpcode, NDROpcode
-from spec.formats import ternary_to_lines
+from spec.formats import lines_to_small_fields, ternary_to_lines
 from spec.params import Mode
 from spec.regmap import COUNTERS, STATUS_FLAGS, Region
 
@@ -179,12 +179,8 @@ class ControllerBench:
                                  f"{expected[differ[:8]].tolist()}")
         p = self.params.datapath
         lanes = p.gbinary_lanes if Mode(mode) == Mode.GBINARY else p.gternary_lanes
-
-        def codes(line):
-            bits = np.unpackbits(line, bitorder="little").reshape(lanes, -1)
-            return bits @ (1 << np.arange(bits.shape[1]))
-
-        got_codes, golden_codes = codes(got), codes(expected)
+        got_codes, golden_codes = (lines_to_small_fields(line[None], p.line_bits // lanes)[0]
+                                   for line in (got, expected))
         differ = np.flatnonzero(got_codes != golden_codes)
         raise AssertionError(f"{where}: {Mode(mode).name} lanes {differ[:8].tolist()} differ; "
                              f"got {got_codes[differ[:8]].tolist()}, golden "
