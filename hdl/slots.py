@@ -35,6 +35,12 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
 - **P2** adds a contribution in one clock. It starts from T1's ``current``, or from ``W1``
   if the op ahead wrote the same slot on the edge P2 took it. This is how contributions to
   one line are accepted on consecutive clocks and each counted once.
+- **Column groups** (pipeline rule 2). The lanes of each ``control_copy_bits`` line bits are
+  a group, and the selects of ``current`` and of P2's word are registered in one copy per
+  group, plus one for the word's other fields. So is what steers P2's lanes: whether the op
+  may add, whether it is G-Ternary, and whether the word it starts from is full, each made
+  from the same terms as P2's own decision, a clock early. The one-clock loop of a group
+  (its select, its adders, ``W1``) has no net that spans the line.
 - Room in the output queues is taken when an op leaves ``intake`` (``room_take``), so no op
   ever waits in T1 for room: only a miss stops it.
 - A miss waits in T1. The line's read starts at once (:class:`FillReader`: its ``n`` line,
@@ -78,7 +84,7 @@ is one ``Mux`` or ``Cat``, a continuous assignment.
 
 import dataclasses
 
-from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal, unsigned
+from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal, Value, unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -87,7 +93,7 @@ from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggrega
 
 from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory
 from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
-from .pipeline import OutputQueue, SkidBuffer
+from .pipeline import OutputQueue, SkidBuffer, register_copies
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
            "write_back_layout", "slot_event_layout", "accumulate", "SlotPool"]
@@ -177,16 +183,42 @@ def accumulate(params, lanes, line, ternary):
     """The lanes after adding contribution ``line`` (combinational, one adder per lane pair):
     G-Binary adds line bit ``k`` to the ``W``-bit count of lane ``k``; G-Ternary (``ternary``)
     adds lane ``k``'s code (``01`` +1, ``11`` -1, ``00`` and the invalid ``10`` 0) to its
-    ``2W``-bit sum, which sits where G-Binary lanes ``2k`` and ``2k + 1`` do."""
+    ``2W``-bit sum, which sits where G-Binary lanes ``2k`` and ``2k + 1`` do. ``line`` may be
+    any even number of a line's bits, and ``lanes`` their lanes."""
     width = params.counter_width
-    pairs = data.ArrayLayout(unsigned(2 * width), params.gternary_lanes)(lanes)
+    count = len(line) // 2
+    pairs = data.ArrayLayout(unsigned(2 * width), count)(lanes)
     out = []
-    for k in range(params.gternary_lanes):
+    for k in range(count):
         low, high = line[2 * k], line[2 * k + 1]
         binary = Cat((pairs[k][:width] + low)[:width], (pairs[k][width:] + high)[:width])
         signed_sum = (pairs[k] + Cat(low, (low & high).replicate(2 * width - 1)))[:2 * width]
         out.append(Mux(ternary, signed_sum, binary))
     return Cat(out)
+
+
+def _lane_groups(params, value, size=None):
+    """``value`` cut into the column groups of pipeline rule 2, each ``size`` bits (by default
+    the lanes of ``control_copy_bits`` line bits: a state's lanes are cut into groups)."""
+    size = params.control_copy_bits * params.counter_width if size is None else size
+    return [value[k * size:(k + 1) * size] for k in range(params.control_copies)]
+
+
+def _by_group(params, layout, selects, if_one, if_zero):
+    """A word of ``layout`` (:func:`slot_entry_layout`): ``if_one`` where the select that
+    steers a bit is 1, ``if_zero`` elsewhere. ``selects`` are copies of one select
+    (:func:`hdl.pipeline.register_copies`): copy ``k`` steers column group ``k`` of the
+    state's lanes, the last copy every other field. One ``Cat`` of ``Mux`` es, a continuous
+    assignment (module docstring, Icarus)."""
+    one, zero = Value.cast(if_one), Value.cast(if_zero)
+    start = layout["state"].offset + state_layout(params)["lanes"].offset
+    end = start + params.state_lanes_bits
+    rest = selects[-1]
+    return Cat(Mux(rest, one[:start], zero[:start]),
+               *(Mux(select, a, b) for select, a, b in zip(
+                   selects, _lane_groups(params, one[start:end]),
+                   _lane_groups(params, zero[start:end]))),
+               Mux(rest, one[end:], zero[end:]))
 
 
 def invalid_codes(params, line):
@@ -493,16 +525,18 @@ class SlotPool(wiring.Component):
         rd_index = Signal(index_bits)       # the slot read on the edge before: its data is in
         ra_valid = Signal()
         collided = Signal()      # the write on the edge of ra's read was to its slot
-        sel_w1 = Signal()
-        sel_w2 = Signal()
         w1 = Signal(entry_layout)
         w2 = Signal(entry_layout)
         m.d.comb += slots.read_addr.eq(read_addr)
         m.d.sync += [ra_index.eq(read_addr), ra_valid.eq(1), rd_index.eq(ra_index),
-                     collided.eq(write.en & (write.addr == read_addr)), sel_w2.eq(collided),
-                     sel_w1.eq(write.en & (write.addr == ra_index)),
+                     collided.eq(write.en & (write.addr == read_addr)),
                      w2.eq(w1), w1.eq(write.data)]
-        current = entry_layout(Mux(sel_w1, w1, Mux(sel_w2, w2, rdata)))
+        # The selects of a slot's word, one copy per column group (pipeline rule 2).
+        copies = p.control_copies + 1
+        sel_w1 = register_copies(m, write.en & (write.addr == ra_index), copies, "sel_w1")
+        sel_w2 = register_copies(m, collided, copies, "sel_w2")
+        current = entry_layout(_by_group(p, entry_layout, sel_w1, w1,
+                                         _by_group(p, entry_layout, sel_w2, w2, rdata)))
 
         def hit_after_edge(index, tag, before):
             """Whether slot ``index`` holds line ``tag`` after this clock edge, given that it
@@ -592,7 +626,6 @@ class SlotPool(wiring.Component):
         p2_valid = Signal()
         p2_word = Signal(entry_layout)
         p2_install = Signal()                   # p2_word is a fill: write it in any case
-        fwd1 = Signal()
         filled = Signal(entry_layout)
         in_flight = Signal(range(depth + 1))    # ops in the result unit
         word = Signal(entry_layout)
@@ -612,13 +645,27 @@ class SlotPool(wiring.Component):
             p2.data.eq(data_read.data),
             p2.kind.eq(Mux(evict, SlotOp.EVICT, t1.kind)),
             p2_word.eq(next_word), p2_install.eq(install),
-            fwd1.eq(write.en & (write.addr == t1.index)),
             covered_read.eq(in_clear_range(next_word)), covered_w1.eq(in_clear_range(word)),
         ]
-        m.d.comb += [word.eq(Mux(fwd1, w1, p2_word)), data_read.addr.eq(t1.data_slot)]
+        fwd1 = register_copies(m, write.en & (write.addr == t1.index), copies, "fwd1")
+        m.d.comb += [word.eq(_by_group(p, entry_layout, fwd1, w1, p2_word)),
+                     data_read.addr.eq(t1.data_slot)]
+        # What steers P2's lanes, registered in one copy per column group (pipeline rule 2),
+        # from the same terms as P2's own decision: whether the op is a contribution that may
+        # be accepted, whether it is G-Ternary, and whether the word it starts from (W1 or the
+        # one taken) is at capacity.
+        may_add = register_copies(
+            m, ((Mux(evict, SlotOp.EVICT, t1.kind) == SlotOp.CONTRIBUTE)
+                & aggregates(t1.mode) & t1.full_line), copies - 1, "may_add")
+        ternary = register_copies(m, t1.mode == Mode.GTERNARY, copies - 1, "ternary")
+        full_taken = register_copies(m, next_word.state.n == p.capacity, copies - 1,
+                                     "full_taken")
+        full_w1 = register_copies(m, write.data.state.n == p.capacity, copies - 1, "full_w1")
+        adds = [add & ~Mux(fwd, at_w1, taken)
+                for add, fwd, at_w1, taken in zip(may_add, fwd1, full_w1, full_taken)]
         departure = Signal()        # P2 takes a line out of its slot
-        self._update(m, p2, p2_valid, p2_install, word, Mux(fwd1, covered_w1, covered_read),
-                     write, unit, side_layout, events, departure)
+        self._update(m, p2, p2_valid, p2_install, word, Mux(fwd1[-1], covered_w1, covered_read),
+                     write, unit, side_layout, events, departure, adds, ternary)
 
         # Room in the output queues for every op from TA on and one more: ``room`` now (the
         # miss handler's eviction); ``room_take`` a clock late, so it also leaves room for the
@@ -660,11 +707,13 @@ class SlotPool(wiring.Component):
         return m
 
     def _update(self, m, op, valid, install, word, covered, write, unit, side_layout, events,
-                departure):
+                departure, adds, ternary_copies):
         """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``
         (a fill's, to be written whatever the op does, while ``install``); ``covered``: the
         word's tag is in a ``CLEAR``'s range. Drives the slot's write port, the result unit's
-        request and ``departure`` (a line leaves its slot)."""
+        request and ``departure`` (a line leaves its slot). Column group ``k`` of the lanes
+        takes the op's line while ``adds[k]`` (equal to the op's ``accepted`` whenever the
+        slot is written), G-Ternary while ``ternary_copies[k]``."""
         p = self._params.datapath
         n = word.state.n
         kind = op.kind
@@ -685,7 +734,6 @@ class SlotPool(wiring.Component):
                     m.d.comb += [
                         new.dirty.eq(~complete), new.mode.eq(op.mode),
                         new.threshold.eq(op.threshold), new.state.n.eq(n + 1),
-                        new.state.lanes.eq(accumulate(p, word.state.lanes, op.data, ternary)),
                         write.en.eq(valid), write_back.eq(complete)]
             with m.Case(SlotOp.FLUSH):
                 m.d.comb += [new.dirty.eq(0), write.en.eq(valid & word.valid & word.dirty),
@@ -701,6 +749,11 @@ class SlotPool(wiring.Component):
                              events.dropped.eq(valid & word.valid & word.dirty)]
         with m.If(install):
             m.d.comb += write.en.eq(valid)
+        groups = zip(adds, ternary_copies, _lane_groups(p, word.state.lanes),
+                     _lane_groups(p, op.data, p.control_copy_bits))
+        m.d.comb += new.state.lanes.eq(Cat(
+            Mux(add, accumulate(p, lanes, line, is_ternary), lanes)
+            for add, is_ternary, lanes, line in groups))
         m.d.comb += [write.addr.eq(op.index), write.data.eq(new),
                      departure.eq(write.en & word.valid & ~new.valid)]
 
