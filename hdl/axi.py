@@ -4,9 +4,12 @@ The port uses the AXI4 signal names (``awaddr``, ``wdata``, ``rready``, ...), so
 or cocotbext-axi's ``AxiBus.from_prefix(dut, "axi", bus_separator="__")`` binds it directly.
 """
 
-from amaranth import Module, Signal, unsigned
+from amaranth import Array, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+
+from .pipeline import register_copies
 
 __all__ = ["axi4_signature", "read_command_layout", "write_command_layout", "AxiMemoryPort"]
 
@@ -54,12 +57,16 @@ class AxiMemoryPort(wiring.Component):
       the memory answered anything but OKAY. ``RREADY`` is always high: an owner issues a read
       only when it will take every line of it. Lines of one ID come back in order.
     - ``write_command`` takes a whole burst (address, lines, first line's strobe): its AW into
-      the AW register, its lines into the W burst register, which shifts them out beat by beat
-      (``WLAST`` on the last). Behind the W burst waits at most one one-line write whose AW has
-      gone ahead, so that one-line writes go at one per clock even to a memory that takes a
+      the AW register, its lines into the *W buffer*, where ``W_BURSTS`` bursts wait in
+      order, so that one-line writes go at one per clock even to a memory that takes a
       burst's W only after its AW. A command is taken when the AW register is free (or moves
-      on that clock) and its lines have room.
+      on that clock) and the W buffer has room for a burst.
       ``write_response`` is valid for a clock per B response, with its ID and ``error``.
+    - The W buffer keeps line ``b`` of every burst in bank ``b``, so that a command writes
+      all its lines on one clock and no register spans a burst. Each bank is cut into the
+      column groups of pipeline rule 2, with their own copies of the read address and of
+      the beat number that selects the bank: ``WDATA`` is a bank's line read without a
+      clock, through one mux per group (it and ``WSTRB`` and ``WLAST`` are not registers).
 
     A burst must not cross a 4 KiB boundary (AXI4): the controller's bursts are single lines
     or an accumulator aligned to its power-of-two size.
@@ -78,6 +85,14 @@ class AxiMemoryPort(wiring.Component):
     write_command : In(stream.Signature(write_command_layout(...)))
     write_response : Out(stream.Signature({"id", "error"}, always_ready=True))
     """
+
+    #: Bursts the W buffer holds (a power of two): the one being sent, and those whose AW
+    #: went ahead of their W.
+    W_BURSTS = 4
+
+    #: Line bits of each column group of the W buffer (pipeline rule 2; as
+    #: ``spec.params.CONTROL_COPY_BITS``, the lines here need not be a datapath's).
+    GROUP_BITS = 16
 
     def __init__(self, *, line_bits, address_bits, id_bits, max_beats):
         for name, value, low in (("line_bits", line_bits, 8), ("address_bits", address_bits, 8),
@@ -129,40 +144,62 @@ class AxiMemoryPort(wiring.Component):
                      self.write_response.payload.id.eq(axi.bid),
                      self.write_response.payload.error.eq(axi.bresp != RESP_OKAY)]
 
-        # AW in a register; W: the current burst in a register, its lines shifting out beat by
-        # beat, and behind it at most one one-line write (``next_*``), whose AW may go ahead.
+        # AW in a register, refilled on the clock it moves; W from the W buffer.
         job = self.write_command
-        lines = Signal.like(job.payload.lines)
-        strobe = Signal.like(job.payload.strobe)
-        left = Signal.like(job.payload.beats)       # W beats of the current burst still to send
-        next_valid = Signal()
-        next_line = Signal(line_bits)
-        next_strobe = Signal.like(job.payload.strobe)
         aw_moves = axi.awvalid & axi.awready
-        w_moves = axi.wvalid & axi.wready
         aw_free = ~axi.awvalid | aw_moves
-        current_free = (left == 0) | ((left == 1) & w_moves)   # empty after this clock
-        next_moves = current_free & next_valid                 # next becomes the current burst
-        to_current = current_free & ~next_valid
-        to_next = (job.payload.beats == 1) & (~next_valid | next_moves) & ~to_current
-        m.d.comb += [job.ready.eq(aw_free & (to_current | to_next)),
-                     axi.wvalid.eq(left != 0), axi.wlast.eq(left == 1),
-                     axi.wdata.eq(lines[:line_bits]), axi.wstrb.eq(strobe)]
         with m.If(aw_moves):
             m.d.sync += axi.awvalid.eq(0)
-        with m.If(w_moves):
-            m.d.sync += [lines.eq(lines >> line_bits), strobe.eq(-1), left.eq(left - 1)]
-        with m.If(next_moves):
-            m.d.sync += [lines.eq(next_line), strobe.eq(next_strobe), left.eq(1),
-                         next_valid.eq(0)]
-        with m.If(job.valid & job.ready):
+        queued = Signal(range(self.W_BURSTS + 1))     # bursts in the W buffer
+        produce = Signal(range(self.W_BURSTS))
+        m.d.comb += job.ready.eq(aw_free & (queued != self.W_BURSTS))
+        take = job.valid & job.ready
+        with m.If(take):
             m.d.sync += [axi.awvalid.eq(1), axi.awid.eq(job.payload.id),
                          axi.awaddr.eq(job.payload.address),
-                         axi.awlen.eq(job.payload.beats - 1)]
-            with m.If(to_current):
-                m.d.sync += [lines.eq(job.payload.lines), strobe.eq(job.payload.strobe),
-                             left.eq(job.payload.beats)]
-            with m.Else():
-                m.d.sync += [next_valid.eq(1), next_line.eq(job.payload.lines[:line_bits]),
-                             next_strobe.eq(job.payload.strobe)]
+                         axi.awlen.eq(job.payload.beats - 1), produce.eq(produce + 1)]
+
+        # The W buffer's read side: the burst at ``consume``, its beat ``beat``. Each column
+        # group reads with copies of their next values (registers equal to ``consume`` and
+        # ``beat``; while the buffer is empty after a reset, they may differ for a clock).
+        consume = Signal(range(self.W_BURSTS))
+        beat = Signal(range(len(job.payload.lines) // line_bits))
+        head_layout = data.StructLayout({"strobe": len(job.payload.strobe),
+                                         "beats": len(job.payload.beats)})
+        m.submodules.heads = heads = Memory(shape=head_layout, depth=self.W_BURSTS, init=[])
+        head_write, head_read = heads.write_port(), heads.read_port(domain="comb")
+        head = head_read.data
+        w_moves = axi.wvalid & axi.wready
+        last_moves = w_moves & axi.wlast
+        next_consume = Signal.like(consume)
+        next_beat = Signal.like(beat)
+        m.d.comb += [next_consume.eq(consume + last_moves),
+                     next_beat.eq(Mux(w_moves, Mux(axi.wlast, 0, beat + 1), beat)),
+                     head_write.en.eq(take), head_write.addr.eq(produce),
+                     head_write.data.eq(Cat(job.payload.strobe, job.payload.beats)),
+                     head_read.addr.eq(consume),
+                     axi.wvalid.eq(queued != 0), axi.wlast.eq(beat == head.beats - 1),
+                     axi.wstrb.eq(Mux(beat == 0, head.strobe, -1))]
+        m.d.sync += [consume.eq(next_consume), beat.eq(next_beat),
+                     queued.eq(queued + take - last_moves)]
+        groups = max(1, line_bits // self.GROUP_BITS)
+        group_bits = line_bits // groups
+        beats = len(job.payload.lines) // line_bits
+        consume_copies = register_copies(m, next_consume, groups, "w_consume")
+        beat_copies = register_copies(m, next_beat, groups, "w_beat")
+        wdata = []
+        for g in range(groups):
+            lines = []
+            for b in range(beats):
+                m.submodules[f"w_bank{b}_group{g}"] = bank = Memory(
+                    shape=group_bits, depth=self.W_BURSTS, init=[])
+                write, read = bank.write_port(), bank.read_port(domain="comb")
+                start = b * line_bits + g * group_bits
+                m.d.comb += [write.en.eq(take & (job.payload.beats > b)),
+                             write.addr.eq(produce),
+                             write.data.eq(job.payload.lines[start:start + group_bits]),
+                             read.addr.eq(consume_copies[g])]
+                lines.append(read.data)
+            wdata.append(Array(lines)[beat_copies[g]])
+        m.d.comb += axi.wdata.eq(Cat(wdata))
         return m
