@@ -85,7 +85,7 @@ is one ``Mux`` or ``Cat``, a continuous assignment.
 import dataclasses
 
 from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal, Value, unsigned
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -492,7 +492,9 @@ class SlotPool(wiring.Component):
         depth = self.STAGES + unit_params.latency + 1 + self.SPARE
         result_layout = slot_result_layout(params, u)
         m.submodules.results = results = OutputQueue(width=result_layout.size, depth=depth)
-        m.submodules.write_backs = write_backs = OutputQueue(
+        # Write-backs are read without a clock from the queue's memory: a head register as
+        # wide as an accumulator would be enabled by the AXI port's ``ready`` (rule 1).
+        m.submodules.write_backs = write_backs = fifo.SyncFIFO(
             width=write_back_layout(params).size, depth=depth)
         m.d.comb += [self.result.payload.eq(results.r_data), self.result.valid.eq(results.r_rdy),
                      results.r_en.eq(self.result.ready),
