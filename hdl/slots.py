@@ -36,11 +36,12 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
   if the op ahead wrote the same slot on the edge P2 took it. This is how contributions to
   one line are accepted on consecutive clocks and each counted once.
 - **Column groups** (pipeline rule 2). The lanes of each ``control_copy_bits`` line bits are
-  a group, and the selects of ``current`` and of P2's word are registered in one copy per
-  group, plus one for the word's other fields. So is what steers P2's lanes: whether the op
-  may add, whether it is G-Ternary, and whether the word it starts from is full, each made
-  from the same terms as P2's own decision, a clock early. The one-clock loop of a group
-  (its select, its adders, ``W1``) has no net that spans the line.
+  a group. The selects of ``current``, of the word P2 takes (the fill's, in INSTALL) and of
+  P2's word are registered in one copy per group, plus one for the word's other fields. So
+  is what steers P2's lanes: whether the op may add, whether it is G-Ternary, and whether the
+  word it starts from is full, each made from the same terms as P2's own decision, a clock
+  early. The one-clock loop of a group (its select, its adders, ``W1``) has no net that
+  spans the line.
 - Room in the output queues is taken when an op leaves ``intake`` (``room_take``), so no op
   ever waits in T1 for room: only a miss stops it.
 - A miss waits in T1. The line's read starts at once (:class:`FillReader`: its ``n`` line,
@@ -204,21 +205,24 @@ def _lane_groups(params, value, size=None):
     return [value[k * size:(k + 1) * size] for k in range(params.control_copies)]
 
 
-def _by_group(params, layout, selects, if_one, if_zero):
-    """A word of ``layout`` (:func:`slot_entry_layout`): ``if_one`` where the select that
-    steers a bit is 1, ``if_zero`` elsewhere. ``selects`` are copies of one select
+def _by_group(m, params, layout, selects, if_one, if_zero, name):
+    """A signal ``name`` of ``layout`` (:func:`slot_entry_layout`): ``if_one`` where the
+    select that steers a bit is 1, ``if_zero`` elsewhere. ``selects`` are copies of one select
     (:func:`hdl.pipeline.register_copies`): copy ``k`` steers column group ``k`` of the
     state's lanes, the last copy every other field. One ``Cat`` of ``Mux`` es, a continuous
-    assignment (module docstring, Icarus)."""
+    assignment (module docstring, Icarus), into a signal: Amaranth's simulator would repeat
+    the whole expression for each slice that reads it."""
     one, zero = Value.cast(if_one), Value.cast(if_zero)
     start = layout["state"].offset + state_layout(params)["lanes"].offset
     end = start + params.state_lanes_bits
     rest = selects[-1]
-    return Cat(Mux(rest, one[:start], zero[:start]),
-               *(Mux(select, a, b) for select, a, b in zip(
-                   selects, _lane_groups(params, one[start:end]),
-                   _lane_groups(params, zero[start:end]))),
-               Mux(rest, one[end:], zero[end:]))
+    out = Signal(layout, name=name)
+    m.d.comb += out.eq(Cat(Mux(rest, one[:start], zero[:start]),
+                           *(Mux(select, a, b) for select, a, b in zip(
+                               selects, _lane_groups(params, one[start:end]),
+                               _lane_groups(params, zero[start:end]))),
+                           Mux(rest, one[end:], zero[end:])))
+    return out
 
 
 def invalid_codes(params, line):
@@ -537,8 +541,9 @@ class SlotPool(wiring.Component):
         copies = p.control_copies + 1
         sel_w1 = register_copies(m, write.en & (write.addr == ra_index), copies, "sel_w1")
         sel_w2 = register_copies(m, collided, copies, "sel_w2")
-        current = entry_layout(_by_group(p, entry_layout, sel_w1, w1,
-                                         _by_group(p, entry_layout, sel_w2, w2, rdata)))
+        current = _by_group(m, p, entry_layout, sel_w1, w1,
+                            _by_group(m, p, entry_layout, sel_w2, w2, rdata, "w2_or_read"),
+                            "current")
 
         def hit_after_edge(index, tag, before):
             """Whether slot ``index`` holds line ``tag`` after this clock edge, given that it
@@ -580,6 +585,7 @@ class SlotPool(wiring.Component):
         t1_data_ok = Signal()
         t1_needs_slot = Signal()
         state = Signal(_Fsm)
+        next_state = Signal(_Fsm)           # the miss handler's state after this clock
         running = state == _Fsm.RUN
         miss = t1_valid & running & t1_needs_slot & ~t1_hit
         advance = t1_valid & running & t1_data_ok & (t1_hit | ~t1_needs_slot)
@@ -630,8 +636,13 @@ class SlotPool(wiring.Component):
         p2_install = Signal()                   # p2_word is a fill: write it in any case
         filled = Signal(entry_layout)
         in_flight = Signal(range(depth + 1))    # ops in the result unit
-        word = Signal(entry_layout)
-        next_word = entry_layout(Mux(install, filled, current))
+        fwd1 = register_copies(m, write.en & (write.addr == t1.index), copies, "fwd1")
+        word = _by_group(m, p, entry_layout, fwd1, w1, p2_word, "word")
+        # P2 takes a fill only in INSTALL, and nothing else then: the word it takes is the
+        # filled one throughout INSTALL, chosen by copies of the state (pipeline rule 2).
+        installing = register_copies(m, (next_state == _Fsm.INSTALL) & ~ResetSignal(), copies,
+                                     "installing")
+        next_word = _by_group(m, p, entry_layout, installing, filled, current, "next_word")
         # A CLEAR's range check, made in T1 for both words P2 may start from (pipeline rule
         # 3: a carry chain over the address stays out of P2's write enable). The word
         # written on this edge keeps the tag of P2's ``word``: no op changes a slot's tag.
@@ -649,9 +660,7 @@ class SlotPool(wiring.Component):
             p2_word.eq(next_word), p2_install.eq(install),
             covered_read.eq(in_clear_range(next_word)), covered_w1.eq(in_clear_range(word)),
         ]
-        fwd1 = register_copies(m, write.en & (write.addr == t1.index), copies, "fwd1")
-        m.d.comb += [word.eq(_by_group(p, entry_layout, fwd1, w1, p2_word)),
-                     data_read.addr.eq(t1.data_slot)]
+        m.d.comb += data_read.addr.eq(t1.data_slot)
         # What steers P2's lanes, registered in one copy per column group (pipeline rule 2),
         # from the same terms as P2's own decision: whether the op is a contribution that may
         # be accepted, whether it is G-Ternary, and whether the word it starts from (W1 or the
@@ -698,9 +707,9 @@ class SlotPool(wiring.Component):
         m.submodules.fill_reader = reader = FillReader(params)
         wiring.connect(m, reader.fill_read, wiring.flipped(self.fill_read))
         wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
-        self._miss_handler(m, state, t1, miss, t1_data_ok, current, p2_valid, in_flight, room,
-                           results, result_layout, write_backs, events, departure, reader,
-                           evict, install, filled, dropped)
+        self._miss_handler(m, state, next_state, t1, miss, t1_data_ok, current, p2_valid,
+                           in_flight, room, results, result_layout, write_backs, events,
+                           departure, reader, evict, install, filled, dropped)
         with m.If(~scanning & ~ta_valid & ~t1_valid & ~p2_valid):
             m.d.sync += settling.eq(0)
         m.d.comb += self.idle.eq(~settling & ~intake.full & ~ta_valid & ~t1_valid
@@ -786,12 +795,14 @@ class SlotPool(wiring.Component):
             unit.request.payload.user.eq(side),
         ]
 
-    def _miss_handler(self, m, state, t1, miss, t1_data_ok, occupant, p2_valid, in_flight,
-                      room, results, result_layout, write_backs, events, departure, reader,
-                      evict, install, filled, dropped):
-        """The steps of a miss of T1's op (see the module docstring). Drives ``evict`` (P2
-        takes the eviction of T1's slot's occupant, ``occupant``), ``install`` (P2 takes T1's
-        op with the word ``filled``) and ``dropped`` (T1's op is answered here and leaves).
+    def _miss_handler(self, m, state, next_state, t1, miss, t1_data_ok, occupant, p2_valid,
+                      in_flight, room, results, result_layout, write_backs, events, departure,
+                      reader, evict, install, filled, dropped):
+        """The steps of a miss of T1's op (see the module docstring), from ``state`` to
+        ``next_state``, which the handler drives and ``state`` takes on the clock edge. Drives
+        ``evict`` (P2 takes the eviction of T1's slot's occupant, ``occupant``), ``install``
+        (P2 takes T1's op with the word ``filled``) and ``dropped`` (T1's op is answered here
+        and leaves).
         An eviction is made while P2 is empty and ``room`` (the output queues have room for
         it and every op in flight) holds, an install while P2 is empty; an answer given here
         waits until the pool
@@ -829,8 +840,10 @@ class SlotPool(wiring.Component):
             """Answer T1's op with ``answer`` (there is room) and drop it."""
             m.d.comb += [results.w_data.eq(answer), results.w_en.eq(1), reader.finish.eq(1),
                          events.mem_error.eq(reader.error), dropped.eq(1)]
-            m.d.sync += state.eq(_Fsm.RUN)
+            m.d.comb += next_state.eq(_Fsm.RUN)
 
+        m.d.comb += next_state.eq(state)
+        m.d.sync += state.eq(next_state)
         with m.If(~ResetSignal()), m.Switch(state):  # see the module docstring, Icarus
             with m.Case(_Fsm.RUN):
                 # The line's read starts at once unless a write may be to its line; the ops
@@ -840,26 +853,26 @@ class SlotPool(wiring.Component):
                 read_now = ~departed & ~self.host_writes_pending
                 with m.If(miss):
                     m.d.comb += reader.start.valid.eq(read_now)
-                    m.d.sync += [started.eq(read_now),
-                                 state.eq(Mux(read_now & is_read, _Fsm.READ_ANSWER,
-                                              _Fsm.DRAIN))]
+                    m.d.sync += started.eq(read_now)
+                    m.d.comb += next_state.eq(Mux(read_now & is_read, _Fsm.READ_ANSWER,
+                                                  _Fsm.DRAIN))
             with m.Case(_Fsm.DRAIN):
                 # Only P2 writes slots; the ops in the result unit go on meanwhile. An
                 # eviction will need room in the output queues.
                 with m.If(~p2_valid & room):
-                    m.d.sync += state.eq(_Fsm.DECIDE)
+                    m.d.comb += next_state.eq(_Fsm.DECIDE)
             with m.Case(_Fsm.DECIDE):
                 # The slot is read while the pool misses: once its word is in, ``occupant``
                 # is the slot as it stands. Nothing is in P2, so departed is final until the
                 # eviction below.
                 with m.If(t1_data_ok):
                     m.d.comb += evict.eq(~is_read & occupant.valid)
-                    m.d.sync += [wait_for_writes.eq(departed),
-                                 state.eq(Mux(started, _Fsm.INSTALL, _Fsm.WAIT_WRITES))]
+                    m.d.sync += wait_for_writes.eq(departed)
+                    m.d.comb += next_state.eq(Mux(started, _Fsm.INSTALL, _Fsm.WAIT_WRITES))
             with m.Case(_Fsm.WAIT_WRITES):
                 with m.If(may_read):
                     m.d.comb += reader.start.valid.eq(1)
-                    m.d.sync += state.eq(Mux(is_read, _Fsm.READ_ANSWER, _Fsm.INSTALL))
+                    m.d.comb += next_state.eq(Mux(is_read, _Fsm.READ_ANSWER, _Fsm.INSTALL))
             with m.Case(_Fsm.READ_ANSWER):
                 with m.If(reader.done & answer_room):
                     answer_and_drop()
@@ -873,4 +886,4 @@ class SlotPool(wiring.Component):
                     # reader's registers (``held``): ``install`` moves TA and intake, so
                     # it is decided from registers (pipeline rule 3).
                     m.d.comb += [install.eq(1), reader.finish.eq(1), events.fills.eq(1)]
-                    m.d.sync += state.eq(_Fsm.RUN)
+                    m.d.comb += next_state.eq(_Fsm.RUN)
