@@ -9,6 +9,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from spec.params import CONTROL_COPY_BITS
+
 from .pipeline import register_copies
 
 __all__ = ["axi4_signature", "read_command_layout", "write_command_layout", "AxiMemoryPort"]
@@ -64,9 +66,10 @@ class AxiMemoryPort(wiring.Component):
       ``write_response`` is valid for a clock per B response, with its ID and ``error``.
     - The W buffer keeps line ``b`` of every burst in bank ``b``, so that a command writes
       all its lines on one clock and no register spans a burst. Each bank is cut into the
-      column groups of pipeline rule 2, with their own copies of the read address and of
-      the beat number that selects the bank: ``WDATA`` is a bank's line read without a
-      clock, through one mux per group (it and ``WSTRB`` and ``WLAST`` are not registers).
+      column groups of pipeline rule 2 (``CONTROL_COPY_BITS`` line bits each), with their own
+      copies of the read address and of the beat number that selects the bank: ``WDATA`` is
+      a bank's line read without a clock, through one mux per group (it and ``WSTRB`` and
+      ``WLAST`` are not registers).
 
     A burst must not cross a 4 KiB boundary (AXI4): the controller's bursts are single lines
     or an accumulator aligned to its power-of-two size.
@@ -89,10 +92,6 @@ class AxiMemoryPort(wiring.Component):
     #: Bursts the W buffer holds (a power of two): the one being sent, and those whose AW
     #: went ahead of their W.
     W_BURSTS = 4
-
-    #: Line bits of each column group of the W buffer (pipeline rule 2; as
-    #: ``spec.params.CONTROL_COPY_BITS``, the lines here need not be a datapath's).
-    GROUP_BITS = 16
 
     def __init__(self, *, line_bits, address_bits, id_bits, max_beats):
         for name, value, low in (("line_bits", line_bits, 8), ("address_bits", address_bits, 8),
@@ -162,8 +161,9 @@ class AxiMemoryPort(wiring.Component):
         # The W buffer's read side: the burst at ``consume``, its beat ``beat``. Each column
         # group reads with copies of their next values (registers equal to ``consume`` and
         # ``beat``; while the buffer is empty after a reset, they may differ for a clock).
+        beats = len(job.payload.lines) // line_bits
         consume = Signal(range(self.W_BURSTS))
-        beat = Signal(range(len(job.payload.lines) // line_bits))
+        beat = Signal(range(beats))
         head_layout = data.StructLayout({"strobe": len(job.payload.strobe),
                                          "beats": len(job.payload.beats)})
         m.submodules.heads = heads = Memory(shape=head_layout, depth=self.W_BURSTS, init=[])
@@ -182,9 +182,8 @@ class AxiMemoryPort(wiring.Component):
                      axi.wstrb.eq(Mux(beat == 0, head.strobe, -1))]
         m.d.sync += [consume.eq(next_consume), beat.eq(next_beat),
                      queued.eq(queued + take - last_moves)]
-        groups = max(1, line_bits // self.GROUP_BITS)
+        groups = max(1, line_bits // CONTROL_COPY_BITS)
         group_bits = line_bits // groups
-        beats = len(job.payload.lines) // line_bits
         consume_copies = register_copies(m, next_consume, groups, "w_consume")
         beat_copies = register_copies(m, next_beat, groups, "w_beat")
         wdata = []
