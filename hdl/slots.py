@@ -538,7 +538,8 @@ class SlotPool(wiring.Component):
                      collided.eq(write.en & (write.addr == read_addr)),
                      w2.eq(w1), w1.eq(write.data)]
         # The selects of a slot's word, one copy per column group (pipeline rule 2).
-        copies = p.control_copies + 1
+        groups = p.control_copies
+        copies = groups + 1                 # and one for the word's other fields
         sel_w1 = register_copies(m, write.en & (write.addr == ra_index), copies, "sel_w1")
         sel_w2 = register_copies(m, collided, copies, "sel_w2")
         current = _by_group(m, p, entry_layout, sel_w1, w1,
@@ -667,11 +668,11 @@ class SlotPool(wiring.Component):
         # one taken) is at capacity.
         may_add = register_copies(
             m, ((Mux(evict, SlotOp.EVICT, t1.kind) == SlotOp.CONTRIBUTE)
-                & aggregates(t1.mode) & t1.full_line), copies - 1, "may_add")
-        ternary = register_copies(m, t1.mode == Mode.GTERNARY, copies - 1, "ternary")
-        full_taken = register_copies(m, next_word.state.n == p.capacity, copies - 1,
+                & aggregates(t1.mode) & t1.full_line), groups, "may_add")
+        ternary = register_copies(m, t1.mode == Mode.GTERNARY, groups, "ternary")
+        full_taken = register_copies(m, next_word.state.n == p.capacity, groups,
                                      "full_taken")
-        full_w1 = register_copies(m, write.data.state.n == p.capacity, copies - 1, "full_w1")
+        full_w1 = register_copies(m, write.data.state.n == p.capacity, groups, "full_w1")
         adds = [add & ~Mux(fwd, at_w1, taken)
                 for add, fwd, at_w1, taken in zip(may_add, fwd1, full_w1, full_taken)]
         departure = Signal()        # P2 takes a line out of its slot
