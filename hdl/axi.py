@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 
 from spec.params import CONTROL_COPY_BITS
 
-from .pipeline import register_copies
+from .pipeline import SkidBuffer, register_copies
 
 __all__ = ["axi4_signature", "read_command_layout", "write_command_layout", "AxiMemoryPort"]
 
@@ -59,10 +59,12 @@ class AxiMemoryPort(wiring.Component):
       the memory answered anything but OKAY. ``RREADY`` is always high: an owner issues a read
       only when it will take every line of it. Lines of one ID come back in order.
     - ``write_command`` takes a whole burst (address, lines, first line's strobe): its AW into
-      the AW register, its lines into the *W buffer*, where ``W_BURSTS`` bursts wait in
-      order, so that one-line writes go at one per clock even to a memory that takes a
-      burst's W only after its AW. A command is taken when the AW register is free (or moves
-      on that clock) and the W buffer has room for a burst.
+      the AW register (through a skid buffer), its lines into the *W buffer*, where
+      ``W_BURSTS`` bursts wait in order, so that one-line writes go at one per clock even to
+      a memory that takes a burst's W only after its AW. A command is taken when the skid
+      buffer is empty and the W buffer has room for a burst. The AR side has a skid buffer
+      too: the command streams' ``ready`` come from registers, and ``ARREADY`` and
+      ``AWREADY`` reach no logic of the owner.
       ``write_response`` is valid for a clock per B response, with its ID and ``error``.
     - The W buffer keeps line ``b`` of every burst in bank ``b``, so that a command writes
       all its lines on one clock and no register spans a burst. Each bank is cut into the
@@ -128,8 +130,12 @@ class AxiMemoryPort(wiring.Component):
         m.d.comb += [axi.awsize.eq(size), axi.arsize.eq(size), axi.awburst.eq(BURST_INCR),
                      axi.arburst.eq(BURST_INCR), axi.rready.eq(1), axi.bready.eq(1)]
 
-        # AR: a register in front of the channel, refilled on the clock it moves.
-        command = self.read_command
+        # AR: a register in front of the channel, refilled on the clock it moves, behind a
+        # skid buffer: ``read_command.ready`` is a register, and ``ARREADY`` reaches no logic
+        # of the owner.
+        m.submodules.ar_skid = ar_skid = SkidBuffer(self.read_command.payload.shape())
+        wiring.connect(m, wiring.flipped(self.read_command), ar_skid.sink)
+        command = ar_skid.source
         m.d.comb += command.ready.eq(~axi.arvalid | axi.arready)
         with m.If(command.ready):
             m.d.sync += [axi.arvalid.eq(command.valid), axi.arid.eq(command.payload.id),
@@ -143,20 +149,29 @@ class AxiMemoryPort(wiring.Component):
                      self.write_response.payload.id.eq(axi.bid),
                      self.write_response.payload.error.eq(axi.bresp != RESP_OKAY)]
 
-        # AW in a register, refilled on the clock it moves; W from the W buffer.
+        # A command's lines go into the W buffer as it is taken, its AW through a skid
+        # buffer into the AW register (refilled on the clock it moves): ``AWREADY`` reaches
+        # no logic of the owner.
         job = self.write_command
-        aw_moves = axi.awvalid & axi.awready
-        aw_free = ~axi.awvalid | aw_moves
-        with m.If(aw_moves):
-            m.d.sync += axi.awvalid.eq(0)
+        aw_layout = data.StructLayout({"id": len(job.payload.id),
+                                       "address": len(job.payload.address),
+                                       "beats": len(job.payload.beats)})
+        m.submodules.aw_skid = aw_skid = SkidBuffer(aw_layout)
+        aw = aw_skid.source
+        m.d.comb += aw.ready.eq(~axi.awvalid | axi.awready)
+        with m.If(aw.ready):
+            m.d.sync += [axi.awvalid.eq(aw.valid), axi.awid.eq(aw.payload.id),
+                         axi.awaddr.eq(aw.payload.address),
+                         axi.awlen.eq(aw.payload.beats - 1)]
         queued = Signal(range(self.W_BURSTS + 1))     # bursts in the W buffer
         produce = Signal(range(self.W_BURSTS))
-        m.d.comb += job.ready.eq(aw_free & (queued != self.W_BURSTS))
+        m.d.comb += job.ready.eq(aw_skid.sink.ready & (queued != self.W_BURSTS))
         take = job.valid & job.ready
+        m.d.comb += [aw_skid.sink.valid.eq(take), aw_skid.sink.payload.id.eq(job.payload.id),
+                     aw_skid.sink.payload.address.eq(job.payload.address),
+                     aw_skid.sink.payload.beats.eq(job.payload.beats)]
         with m.If(take):
-            m.d.sync += [axi.awvalid.eq(1), axi.awid.eq(job.payload.id),
-                         axi.awaddr.eq(job.payload.address),
-                         axi.awlen.eq(job.payload.beats - 1), produce.eq(produce + 1)]
+            m.d.sync += produce.eq(produce + 1)
 
         # The W buffer's read side: the burst at ``consume``, its beat ``beat``. Each column
         # group reads with copies of their next values (registers equal to ``consume`` and
