@@ -63,9 +63,12 @@ class RegisterWindow(wiring.Component):
         line = Signal(p.line_bits)
 
         m.d.comb += self.request.ready.eq(~busy & ~self.result.valid)
+        # ``current`` takes every payload offered while the window is free, so that its
+        # enable (a line wide) does not wait for ``request.valid`` (pipeline rule 1).
+        with m.If(self.request.ready):
+            m.d.sync += current.eq(self.request.payload)
         with m.If(self.request.valid & self.request.ready):
-            m.d.sync += [current.eq(self.request.payload), busy.eq(1), issued.eq(0),
-                         captured.eq(0), settle.eq(0)]
+            m.d.sync += [busy.eq(1), issued.eq(0), captured.eq(0), settle.eq(0)]
 
         index = issued[:max(1, (words - 1).bit_length())]
         word_enables = current.byte_enable.word_select(index, REGISTER_BYTES)
