@@ -202,16 +202,21 @@ class CxlMemController(wiring.Component):
         zero_write = Signal(write.payload.shape())
         zero_write_valid = Signal()
         write_back = pool.write_back
+        # Only write-backs have lines after the first (host and zero writes are one line):
+        # those go to the port from the write-back without a mux (the assignment after the
+        # If, which overrides it), and the mux of the first line is one line wide.
+        first = slice(0, p.line_bits)
         with m.If(write_back.valid):
             m.d.comb += [write.payload.id.eq(_POOL_ID),
                          write.payload.address.eq(write_back.payload.address),
                          write.payload.beats.eq(1 + p.state_lines),
-                         write.payload.lines.eq(write_back.payload.lines),
+                         write.payload.lines[first].eq(write_back.payload.lines[first]),
                          write.payload.strobe.eq(-1)]
         with m.Elif(zero_write_valid):
             m.d.comb += write.payload.eq(zero_write)
         with m.Else():
             m.d.comb += write.payload.eq(host_write)
+        m.d.comb += write.payload.lines[p.line_bits:].eq(write_back.payload.lines[p.line_bits:])
         m.d.comb += [write.valid.eq(write_back.valid | zero_write_valid | host_write_valid),
                      write_back.ready.eq(write.ready)]
         zero_write_taken = zero_write_valid & write.ready & ~write_back.valid
@@ -428,9 +433,9 @@ class CxlMemController(wiring.Component):
         slot after an APPLY has copied its table (a slot may hold a line of a region the new
         table drops or moves, whose old accumulators are now ordinary memory). Each sends one
         scan op per slot to the pool and waits until the pool is idle (every write-back
-        acknowledged); a clear then writes zeros over the region's accumulators
-        (``zero_write``) and waits for their write responses. Returns whether a task runs or
-        waits to (dispatch holds the next request meanwhile)."""
+        acknowledged); a clear then writes zeros over the region's accumulators, a line per
+        write (``zero_write``), and waits for their write responses. Returns whether a task
+        runs or waits to (dispatch holds the next request meanwhile)."""
         params = self._params
         p = params.datapath
         flush_pending, clear_pending = Signal(), Signal()
@@ -517,10 +522,9 @@ class CxlMemController(wiring.Component):
                 m.d.comb += [
                     zero_write_valid.eq(zero_left),
                     zero_write.id.eq(_POOL_ID), zero_write.address.eq(zero_address),
-                    zero_write.beats.eq(1 + p.state_lines), zero_write.strobe.eq(-1),
-                    zero_write.lines.eq(0),
+                    zero_write.beats.eq(1), zero_write.strobe.eq(-1), zero_write.lines.eq(0),
                 ]
-                following = zero_address + params.accumulator_bytes_per_line
+                following = zero_address + p.line_bytes
                 with m.If(zero_write_taken):
                     m.d.sync += [zero_address.eq(following), zero_left.eq(following < high)]
                 with m.If(~zero_left):
