@@ -180,14 +180,20 @@ class CxlMemController(wiring.Component):
         host_read_taken = host_read_valid & memory.read_command.ready & ~pool.fill_read.valid
 
         returned = memory.read_data
-        m.submodules.host_lines = host_lines = fifo.SyncFIFOBuffered(
+        # The host's lines: a register stage without an enable (rule 1), then a queue read
+        # without a clock, whose read moves only its pointer (a head register would be
+        # enabled by the responder's decision).
+        host_line = Signal(p.line_bits + 1)
+        host_line_valid = Signal()
+        m.d.sync += [host_line_valid.eq(returned.valid & (returned.payload.id == _HOST_ID)),
+                     host_line.eq(returned.payload.as_value()[len(returned.payload.id):])]
+        m.submodules.host_lines = host_lines = fifo.SyncFIFO(
             width=p.line_bits + 1, depth=_READS_IN_FLIGHT)
         m.d.comb += [
             pool.fill_data.valid.eq(returned.valid & (returned.payload.id == _POOL_ID)),
             pool.fill_data.payload.data.eq(returned.payload.data),
             pool.fill_data.payload.error.eq(returned.payload.error),
-            host_lines.w_en.eq(returned.valid & (returned.payload.id == _HOST_ID)),
-            host_lines.w_data.eq(returned.payload.as_value()[len(returned.payload.id):]),
+            host_lines.w_en.eq(host_line_valid), host_lines.w_data.eq(host_line),
             responder.memory_data.valid.eq(host_lines.r_rdy),
             responder.memory_data.payload.eq(host_lines.r_data),
             host_lines.r_en.eq(responder.memory_data.ready),

@@ -21,11 +21,10 @@ Every component follows these rules; a comment elsewhere names the rule rather t
 from contextlib import nullcontext
 
 from amaranth import Module, Mux, Signal, Value
-from amaranth.lib import fifo, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["PipelineRegister", "SkidBuffer", "OutputQueue", "register_selected",
-           "register_copies"]
+__all__ = ["PipelineRegister", "SkidBuffer", "register_selected", "register_copies"]
 
 
 class PipelineRegister(wiring.Component):
@@ -98,59 +97,6 @@ class SkidBuffer(wiring.Component):
             m.d.sync += self.full.eq(1)
         with m.Elif(self.full & self.source.ready):
             m.d.sync += self.full.eq(0)
-        return m
-
-
-class OutputQueue(wiring.Component):
-    """A first-in first-out queue whose head is a register, one clock from a write to an empty
-    queue to its read (Amaranth's ``SyncFIFOBuffered`` takes two): a write goes straight to
-    the head register when the head is free and nothing waits behind it, and otherwise to the
-    entries behind the head (a ``SyncFIFO``, read without a clock into the head).
-
-    Members (as Amaranth's FIFOs name them)
-    -------
-    w_data : In(width)
-    w_en : In(1)
-    w_rdy : Out(1)
-        Room behind the head (a write is never taken into a full queue).
-    r_data : Out(width)
-        The head register.
-    r_rdy : Out(1)
-    r_en : In(1)
-    level : Out(range(depth + 1))
-        Entries in the queue.
-
-    Parameters
-    ----------
-    width : int
-    depth : int
-        At least 2: the head and the entries behind it.
-    """
-
-    def __init__(self, *, width, depth):
-        if not isinstance(depth, int) or depth < 2:
-            raise ValueError(f"depth must be an integer of at least 2, not {depth!r}")
-        self.depth = depth
-        super().__init__({"w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
-                          "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
-                          "level": Out(range(depth + 1))})
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.behind = behind = fifo.SyncFIFO(width=len(self.w_data),
-                                                     depth=self.depth - 1)
-        head_free = ~self.r_rdy | self.r_en        # the head is empty or leaves on this clock
-        bypass = head_free & ~behind.r_rdy
-        m.d.comb += [
-            self.w_rdy.eq(behind.w_rdy),
-            self.level.eq(self.r_rdy + behind.level),
-            behind.w_data.eq(self.w_data),
-            behind.w_en.eq(self.w_en & ~bypass),
-            behind.r_en.eq(head_free),
-        ]
-        with m.If(head_free):
-            m.d.sync += [self.r_rdy.eq(behind.r_rdy | self.w_en),
-                         self.r_data.eq(Mux(behind.r_rdy, behind.r_data, self.w_data))]
         return m
 
 

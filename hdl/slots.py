@@ -94,7 +94,7 @@ from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggrega
 
 from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory
 from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
-from .pipeline import OutputQueue, SkidBuffer, register_copies
+from .pipeline import SkidBuffer, register_copies
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
            "write_back_layout", "slot_event_layout", "accumulate", "SlotPool"]
@@ -271,10 +271,15 @@ class FillReader(wiring.Component):
 
     One read at a time: ``start`` is ready only while the reader is idle, and the read's
     first command is offered on ``fill_read`` on the clock it starts. ``done`` rises on
-    the clock the last line arrives (the answer is then read from the arriving line) and
-    stays high, with ``line``, ``image`` and ``error`` held, until the owner strobes
+    the clock the last line arrives (``line`` and ``error`` are then read from the arriving
+    line) and stays high, with ``line``, ``image`` and ``error`` held, until the owner strobes
     ``finish``; the reader is idle from the next clock. ``held`` is ``done`` from the clock
-    after the last line, a register: the answer then comes from registers only.
+    after the last line, a register: ``image`` is valid only then, and the answer comes from
+    registers only.
+
+    The lines are captured by column group (pipeline rule 2): each group of ``first`` and of
+    the planes has its own copy of the reader's step, so the capture enables and ``line``'s
+    select have no net that spans the line.
 
     Parameters
     ----------
@@ -291,10 +296,10 @@ class FillReader(wiring.Component):
     held : Out(1)
     finish : In(1)
     line : Out(line_bits)
-        The result line (0 after an error).
+        The result line of a result read (0 after an error).
     image : Out(state_lines * line_bits)
-        The state's memory image: the bit planes, then the ``n`` line (planes 0 when ``n`` is
-        0 or memory failed).
+        While ``held``: the state's memory image, the bit planes, then the ``n`` line (planes
+        0 when ``n`` is 0; unspecified after an error).
     error : Out(1)
         Device memory answered a line of this read with an error.
     """
@@ -322,12 +327,13 @@ class FillReader(wiring.Component):
         p = self._params.datapath
         width = p.counter_width
         step = Signal(_Step)
+        next_step = Signal(_Step)
         tag = Signal.like(self.start.payload.tag)
         state = Signal()
         beats = Signal(range(width + 1))
         error = Signal()
         planes = Signal(width * p.line_bits)
-        first = Signal(p.line_bits)             # the result line, or the n line
+        first = Signal(p.line_bits)             # the result line, or the n line (0 on error)
         beat = self.fill_data.payload
         arriving = self.fill_data.valid
         done = step == _Step.DONE
@@ -339,16 +345,12 @@ class FillReader(wiring.Component):
         last_first = (step == _Step.FIRST) & arriving & (
             ~state | beat.error | (beat.data[:width] == 0))
         last_plane = (step == _Step.PLANES) & arriving & (beats == width - 1)
-        arriving_error = error | beat.error
         m.d.comb += [
             self.start.ready.eq(idle),
             self.done.eq(done | last_first | last_plane),
             self.held.eq(done),
-            self.error.eq(Mux(done, error, arriving_error)),
-            self.line.eq(Mux(self.error, 0, Mux(done, first, beat.data))),
-            self.image.eq(Mux(done, Cat(planes, first),
-                              Mux(last_plane, Cat(planes[p.line_bits:], beat.data, first),
-                                  Cat(Const(0, width * p.line_bits), beat.data)))),
+            self.error.eq(Mux(done, error, error | beat.error)),
+            self.image.eq(Cat(planes, first)),
             self.fill_read.valid.eq((idle & self.start.valid) | (step == _Step.ISSUE_FIRST)
                                     | (step == _Step.ISSUE_PLANES)),
             self.fill_read.payload.address.eq(Mux(
@@ -356,30 +358,51 @@ class FillReader(wiring.Component):
                 Mux(first_state, first_tag + p.state_lines * p.line_bytes, first_tag))),
             self.fill_read.payload.beats.eq(Mux(step == _Step.ISSUE_PLANES, width, 1)),
         ]
+        m.d.comb += next_step.eq(step)
+        m.d.sync += step.eq(next_step)
         with m.If(~ResetSignal()), m.Switch(step):  # see the module docstring, Icarus
             with m.Case(_Step.IDLE):
                 with m.If(self.start.valid):
                     m.d.sync += [tag.eq(self.start.payload.tag),
-                                 state.eq(self.start.payload.state), error.eq(0), beats.eq(0),
-                                 planes.eq(0),
-                                 step.eq(Mux(self.fill_read.ready, _Step.FIRST,
-                                             _Step.ISSUE_FIRST))]
+                                 state.eq(self.start.payload.state), error.eq(0), beats.eq(0)]
+                    m.d.comb += next_step.eq(Mux(self.fill_read.ready, _Step.FIRST,
+                                                 _Step.ISSUE_FIRST))
             with m.Case(_Step.ISSUE_FIRST, _Step.ISSUE_PLANES):
                 with m.If(self.fill_read.ready):
-                    m.d.sync += step.eq(Mux(step == _Step.ISSUE_FIRST, _Step.FIRST,
-                                            _Step.PLANES))
+                    m.d.comb += next_step.eq(Mux(step == _Step.ISSUE_FIRST, _Step.FIRST,
+                                                 _Step.PLANES))
             with m.Case(_Step.FIRST):
                 with m.If(arriving):
-                    m.d.sync += [first.eq(beat.data), error.eq(beat.error),
-                                 step.eq(Mux(last_first, _Step.DONE, _Step.ISSUE_PLANES))]
+                    m.d.sync += error.eq(beat.error)
+                    m.d.comb += next_step.eq(Mux(last_first, _Step.DONE, _Step.ISSUE_PLANES))
             with m.Case(_Step.PLANES):
                 with m.If(arriving):
-                    m.d.sync += [planes.eq(Cat(planes[p.line_bits:], beat.data)),
-                                 beats.eq(beats + 1), error.eq(arriving_error)]
+                    m.d.sync += [beats.eq(beats + 1), error.eq(self.error)]
                     with m.If(last_plane):
-                        m.d.sync += step.eq(_Step.DONE)
+                        m.d.comb += next_step.eq(_Step.DONE)
         with m.If(self.done & self.finish):
-            m.d.sync += step.eq(_Step.IDLE)
+            m.d.comb += next_step.eq(_Step.IDLE)
+
+        # The lines, by column group, each with its own copy of the step: ``first`` takes
+        # the line of FIRST (zero on an error), the planes shift one in per line of PLANES and
+        # are zero while the reader is idle (a read of ``n`` = 0 reads no plane).
+        group_bits = p.control_copy_bits
+        steps = register_copies(m, next_step, p.control_copies, "reader_step")
+        masked = Signal.like(beat.data)
+        m.d.comb += masked.eq(Mux(beat.error, 0, beat.data))
+        line = []
+        for g, copy in enumerate(steps):
+            bits = slice(g * group_bits, (g + 1) * group_bits)
+            with m.If(arriving & (copy == _Step.FIRST)):
+                m.d.sync += first[bits].eq(masked[bits])
+            plane = [planes[k * p.line_bits:(k + 1) * p.line_bits][bits] for k in range(width)]
+            with m.If(copy == _Step.IDLE):
+                m.d.sync += [bits_of_plane.eq(0) for bits_of_plane in plane]
+            with m.Elif(arriving & (copy == _Step.PLANES)):
+                m.d.sync += [into.eq(source) for into, source
+                             in zip(plane, plane[1:] + [beat.data[bits]])]
+            line.append(Mux(copy == _Step.DONE, first[bits], masked[bits]))
+        m.d.comb += self.line.eq(Cat(line))
         return m
 
 
@@ -495,9 +518,10 @@ class SlotPool(wiring.Component):
                                                               user_width=side_layout.size)
         depth = self.STAGES + unit_params.latency + 1 + self.SPARE
         result_layout = slot_result_layout(params, u)
-        m.submodules.results = results = OutputQueue(width=result_layout.size, depth=depth)
-        # Write-backs are read without a clock from the queue's memory: a head register as
-        # wide as an accumulator would be enabled by the AXI port's ``ready`` (rule 1).
+        # Results and write-backs are read without a clock from their queue's memory (one
+        # clock from a write to its read): a head register as wide as a line would be
+        # enabled by the taker's ``ready`` (rule 1).
+        m.submodules.results = results = fifo.SyncFIFO(width=result_layout.size, depth=depth)
         m.submodules.write_backs = write_backs = fifo.SyncFIFO(
             width=write_back_layout(params).size, depth=depth)
         m.d.comb += [self.result.payload.eq(results.r_data), self.result.valid.eq(results.r_rdy),
@@ -693,11 +717,14 @@ class SlotPool(wiring.Component):
         side = side_layout(unit.response.payload.user)
         response = unit.response
         result = Signal(result_layout)
+        answer = Signal(result_layout)      # from the miss handler, when the unit is empty
+        answering = Signal()
         m.d.comb += [
             result.user.eq(side.user), result.line.eq(response.payload.line),
             result.accepted.eq(side.accepted), result.reason.eq(side.reason),
             result.invalid.eq(side.invalid),
-            results.w_data.eq(result), results.w_en.eq(response.valid & side.result),
+            results.w_data.eq(Mux(response.valid, result, answer)),
+            results.w_en.eq((response.valid & side.result) | answering),
             write_backs.w_data.eq(Cat(side.address, response.payload.line,
                                       planes_of_state(p, response.payload.state))),
             write_backs.w_en.eq(response.valid & side.write_back),
@@ -709,7 +736,7 @@ class SlotPool(wiring.Component):
         wiring.connect(m, reader.fill_read, wiring.flipped(self.fill_read))
         wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
         self._miss_handler(m, state, next_state, t1, miss, t1_data_ok, current, p2_valid,
-                           in_flight, room, results, result_layout, write_backs, events,
+                           in_flight, room, results, answer, answering, write_backs, events,
                            departure, reader, evict, install, filled, dropped)
         with m.If(~scanning & ~ta_valid & ~t1_valid & ~p2_valid):
             m.d.sync += settling.eq(0)
@@ -797,17 +824,17 @@ class SlotPool(wiring.Component):
         ]
 
     def _miss_handler(self, m, state, next_state, t1, miss, t1_data_ok, occupant, p2_valid,
-                      in_flight, room, results, result_layout, write_backs, events, departure,
-                      reader, evict, install, filled, dropped):
+                      in_flight, room, results, answer, answering, write_backs, events,
+                      departure, reader, evict, install, filled, dropped):
         """The steps of a miss of T1's op (see the module docstring), from ``state`` to
         ``next_state``, which the handler drives and ``state`` takes on the clock edge. Drives
         ``evict`` (P2 takes the eviction of T1's slot's occupant, ``occupant``), ``install``
-        (P2 takes T1's op with the word ``filled``) and ``dropped`` (T1's op is answered here
-        and leaves).
+        (P2 takes T1's op with the word ``filled``), ``dropped`` (T1's op is answered here
+        and leaves), ``answer`` and ``answering`` (the result queue takes ``answer``).
         An eviction is made while P2 is empty and ``room`` (the output queues have room for
         it and every op in flight) holds, an install while P2 is empty; an answer given here
-        waits until the pool
-        is drained."""
+        waits until the pool is drained (the result unit gives nothing on that clock, so the
+        result queue's data is chosen by the unit's valid alone)."""
         params = self._params
         drained = ~p2_valid & (in_flight == 0)
         writes_done = drained & (write_backs.level == 0) & ~self.writes_pending
@@ -829,7 +856,6 @@ class SlotPool(wiring.Component):
         # The answer to T1's op when the pool gives it itself: the line of a result read, and
         # whether memory failed; a continuous assignment (a Verilog block that only sets the
         # constant fields would never run in Icarus Verilog: module docstring).
-        answer = Signal(result_layout)
         m.d.comb += answer.eq(Cat(t1.user, reader.line, is_read,
                                   Const(Reason.NONE.value, Reason.as_shape()), Const(0, 1),
                                   reader.error))
@@ -839,7 +865,7 @@ class SlotPool(wiring.Component):
 
         def answer_and_drop():
             """Answer T1's op with ``answer`` (there is room) and drop it."""
-            m.d.comb += [results.w_data.eq(answer), results.w_en.eq(1), reader.finish.eq(1),
+            m.d.comb += [answering.eq(1), reader.finish.eq(1),
                          events.mem_error.eq(reader.error), dropped.eq(1)]
             m.d.comb += next_state.eq(_Fsm.RUN)
 
