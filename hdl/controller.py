@@ -374,17 +374,25 @@ class CxlMemController(wiring.Component):
         """Requests from ``ingress`` through the address decoder, into a queue of decoded
         requests; returns its head (``request``, ``decoded``, and its ``route``, chosen as it
         enters the queue so that dispatch starts from registers), whether there is one, and
-        the signal that pops it. The decoder is a pipeline of ``LATENCY`` steps; the request
-        travels beside it in registers. A request enters only while the queue has room for
-        it and every request in the decoder, and while the region table is applied
-        (``table_ready``, through a register: it falls clocks before the table changes,
-        more than a request needs to leave the decoder)."""
+        the signal that pops it. A request's line and byte enables wait in a queue of their
+        own, read without a clock, so that a pop moves only its pointer (rule 1: a head
+        register of them would be enabled by dispatch's decision). The decoder is a pipeline
+        of ``LATENCY`` steps; the request travels beside it in registers. A request enters
+        only while the queue has room for it and every request in the decoder, and while the
+        region table is applied (``table_ready``, through a register: it falls clocks before
+        the table changes, more than a request needs to leave the decoder)."""
         latency = AddressDecoder.LATENCY
-        entry = data.StructLayout({"request": request_layout(self._params),
-                                   "decoded": decoded_layout(self._params),
+        p = self._params.datapath
+        full = request_layout(self._params)
+        lines = ("byte_enable", "data")
+        narrow = data.StructLayout({name: field.shape for name, field in full
+                                    if name not in lines})
+        entry = data.StructLayout({"request": narrow, "decoded": decoded_layout(self._params),
                                    "route": _Route})
         m.submodules.decoded = queue = fifo.SyncFIFOBuffered(width=entry.size,
                                                              depth=latency + 3)
+        m.submodules.decoded_lines = line_queue = fifo.SyncFIFO(
+            width=p.line_bytes + p.line_bits, depth=queue.depth)
         table_ready = Signal()
         m.d.sync += table_ready.eq(control.table_ready)
         in_decoder = Signal(range(latency + 1))
@@ -400,12 +408,27 @@ class CxlMemController(wiring.Component):
             m.d.sync += [next_valid.eq(valid), next_payload.eq(payload)]
             valid, payload = next_valid, next_payload
         m.d.sync += in_decoder.eq(in_decoder + (request.valid & request.ready) - valid)
-        head = entry(queue.r_data)
         pop = Signal()
         m.d.comb += [queue.w_en.eq(valid),
-                     queue.w_data.eq(Cat(payload, decoder.decoded,
+                     queue.w_data.eq(Cat(*(payload[name] for name in narrow.members),
+                                         decoder.decoded,
                                          self._route(payload, decoder.decoded))),
-                     queue.r_en.eq(pop)]
+                     queue.r_en.eq(pop),
+                     line_queue.w_en.eq(valid),
+                     line_queue.w_data.eq(Cat(*(payload[name] for name in lines))),
+                     line_queue.r_en.eq(pop)]
+        # The head: the narrow queue's register, and the line queue's entry of the same
+        # request (the two take and lose entries together, and the line queue's are readable
+        # a clock earlier).
+        narrow_head = entry(queue.r_data)
+        head = Signal(data.StructLayout({"request": full, "decoded": entry["decoded"].shape,
+                                         "route": _Route}))
+        line_head = Signal(data.StructLayout({name: full[name].shape for name in lines}))
+        m.d.comb += [*(head.request[name].eq(narrow_head.request[name])
+                       for name in narrow.members),
+                     line_head.eq(line_queue.r_data),
+                     *(head.request[name].eq(line_head[name]) for name in lines),
+                     head.decoded.eq(narrow_head.decoded), head.route.eq(narrow_head.route)]
         return head, queue.r_rdy, pop
 
     @staticmethod
