@@ -183,7 +183,7 @@ class CxlMemController(wiring.Component):
         # The host's lines: a register stage without an enable (rule 1), then a queue read
         # without a clock, whose read moves only its pointer (a head register would be
         # enabled by the responder's decision).
-        host_line = Signal(p.line_bits + 1)
+        host_line = Signal(p.line_bits + 1, reset_less=True)
         host_line_valid = Signal()
         m.d.sync += [host_line_valid.eq(returned.valid & (returned.payload.id == _HOST_ID)),
                      host_line.eq(returned.payload.as_value()[len(returned.payload.id):])]
@@ -404,7 +404,7 @@ class CxlMemController(wiring.Component):
         payload = request.payload
         for step in range(latency):
             next_valid = Signal(name=f"decoding_valid_{step}")
-            next_payload = Signal.like(payload, name=f"decoding_{step}")
+            next_payload = Signal.like(payload, name=f"decoding_{step}", reset_less=True)
             m.d.sync += [next_valid.eq(valid), next_payload.eq(payload)]
             valid, payload = next_valid, next_payload
         m.d.sync += in_decoder.eq(in_decoder + (request.valid & request.ready) - valid)

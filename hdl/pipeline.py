@@ -5,7 +5,10 @@ Every component follows these rules; a comment elsewhere names the rule rather t
 1. **Wide pipelines never stall.** A register stage of line-wide data has no enable
    (:class:`PipelineRegister`): a stall computed from a pipeline's output would reach every
    flip-flop of the line. Backpressure is taken before a wide pipeline (credits for what is in
-   flight) and after it (a FIFO with room for everything in flight).
+   flight) and after it (a FIFO with room for everything in flight, read without a clock, so
+   that a read moves only its pointers). Line-wide data registers have no reset either
+   (``reset_less``): only the valid beside them is reset, and a reset net reaching every
+   flip-flop of the design would be the widest net of all.
 2. **No control net spans the line.** A decision that steers line-wide logic is made once and
    registered in one copy per group of lanes (:func:`register_copies`; a group is
    ``CONTROL_COPY_BITS`` line bits, :mod:`spec.params`), each copy placed beside its lanes.
@@ -31,7 +34,8 @@ class PipelineRegister(wiring.Component):
     """One register stage of a pipeline that never stalls: ``source`` is ``sink`` (valid and
     payload) one clock later.
 
-    Both streams are ``always_ready``: there is no enable (rule 1).
+    Both streams are ``always_ready``: there is no enable, and the payload has no reset
+    (rule 1).
 
     Parameters
     ----------
@@ -50,10 +54,9 @@ class PipelineRegister(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.d.sync += [
-            self.source.valid.eq(self.sink.valid),
-            self.source.payload.eq(self.sink.payload),
-        ]
+        payload = Signal.like(self.sink.payload, reset_less=True)
+        m.d.sync += [self.source.valid.eq(self.sink.valid), payload.eq(self.sink.payload)]
+        m.d.comb += self.source.payload.eq(payload)
         return m
 
 
@@ -83,7 +86,7 @@ class SkidBuffer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        skid = Signal.like(self.sink.payload)
+        skid = Signal.like(self.sink.payload, reset_less=True)
         m.d.comb += [
             self.sink.ready.eq(~self.full),
             self.source.valid.eq(self.full | self.sink.valid),

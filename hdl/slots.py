@@ -332,8 +332,8 @@ class FillReader(wiring.Component):
         state = Signal()
         beats = Signal(range(width + 1))
         error = Signal()
-        planes = Signal(width * p.line_bits)
-        first = Signal(p.line_bits)             # the result line, or the n line (0 on error)
+        planes = Signal(width * p.line_bits, reset_less=True)
+        first = Signal(p.line_bits, reset_less=True)    # the result line, or the n line
         beat = self.fill_data.payload
         arriving = self.fill_data.valid
         done = step == _Step.DONE
@@ -555,8 +555,8 @@ class SlotPool(wiring.Component):
         rd_index = Signal(index_bits)       # the slot read on the edge before: its data is in
         ra_valid = Signal()
         collided = Signal()      # the write on the edge of ra's read was to its slot
-        w1 = Signal(entry_layout)
-        w2 = Signal(entry_layout)
+        w1 = Signal(entry_layout, reset_less=True)
+        w2 = Signal(entry_layout, reset_less=True)
         m.d.comb += slots.read_addr.eq(read_addr)
         m.d.sync += [ra_index.eq(read_addr), ra_valid.eq(1), rd_index.eq(ra_index),
                      collided.eq(write.en & (write.addr == read_addr)),
@@ -655,9 +655,9 @@ class SlotPool(wiring.Component):
         # P2: the op of T1 with its slot's word (or the op with its fill, or the eviction of
         # T1's slot's occupant); the word starts from W1 if the slot was written on the edge P2
         # took it.
-        p2 = Signal(op_layout)
+        p2 = Signal(op_layout, reset_less=True)
         p2_valid = Signal()
-        p2_word = Signal(entry_layout)
+        p2_word = Signal(entry_layout, reset_less=True)
         p2_install = Signal()                   # p2_word is a fill: write it in any case
         filled = Signal(entry_layout)
         in_flight = Signal(range(depth + 1))    # ops in the result unit

@@ -54,13 +54,13 @@ class RegisterWindow(wiring.Component):
         m = Module()
         p = self._params.datapath
         words = p.line_bytes // REGISTER_BYTES
-        current = Signal.like(self.request.payload)
+        current = Signal.like(self.request.payload, reset_less=True)
         busy = Signal()
         issued = Signal(range(words + 1))
         captured = Signal(range(words + 1))
         settle = Signal(range(WRITE_LATENCY + 2))
         capture = Signal(READ_LATENCY)          # reads in flight, by age
-        line = Signal(p.line_bits)
+        line = Signal(p.line_bits, reset_less=True)
 
         m.d.comb += self.request.ready.eq(~busy & ~self.result.valid)
         # ``current`` takes every payload offered while the window is free, so that its
