@@ -112,7 +112,11 @@ class SlotOp(enum.Enum, shape=3):
 
 def slot_op_layout(params, user_width):
     """An op. ``tag`` is the byte address of the line's accumulator (for ``CLEAR``, the first
-    accumulator byte of the range ``[tag, high)``); ``index`` the slot the controller chose."""
+    accumulator byte of the range ``[tag, high)``); ``index`` the slot the controller chose,
+    the same for every op on a line. Two lines given the same slot must differ in ``tag`` at
+    or above bit ``log2(accumulator_bytes_per_line * slots)``: the hit check compares no
+    lower bit. The controller's do: it takes the index from the tag's bits just above the
+    accumulator, which is aligned to its size."""
     p = params.datapath
     return data.StructLayout({
         "kind": SlotOp,
@@ -497,10 +501,19 @@ class SlotPool(wiring.Component):
         events = self.events
 
         # The slots: block RAM, read two clocks after its address (hdl.bram); their tags and
-        # valid bits again in a memory read without a clock, for the hit check.
+        # valid bits again in a memory read without a clock, for the hit check. A tag is
+        # checked above the slot index only: a slot only holds lines whose index is its own,
+        # and accumulators are aligned to their size, so the bits below are the same for
+        # every line a slot can hold.
         m.submodules.slots = slots = RegisteredMemory(
             width=entry_layout.size, depth=params.slots, primitives=self._primitives)
-        tag_layout = data.StructLayout({"valid": 1, "tag": unsigned(params.address_bits)})
+        tag_lsb = params.accumulator_bytes_per_line.bit_length() - 1 + index_bits
+        tag_layout = data.StructLayout({"valid": 1,
+                                        "tag": unsigned(params.address_bits - tag_lsb)})
+
+        def same_line(tag, other):
+            return tag[tag_lsb:] == other[tag_lsb:]
+
         m.submodules.tags = tags = Memory(shape=tag_layout, depth=params.slots, init=[])
         tag_read = tags.read_port(domain="comb")
         tag_write = tags.write_port()
@@ -510,7 +523,7 @@ class SlotPool(wiring.Component):
                      slots.write_data.eq(write.data),
                      tag_write.en.eq(write.en), tag_write.addr.eq(write.addr),
                      tag_write.data.valid.eq(write.data.valid),
-                     tag_write.data.tag.eq(write.data.tag)]
+                     tag_write.data.tag.eq(write.data.tag[tag_lsb:])]
         rdata = entry_layout(slots.read_data)
 
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
@@ -574,7 +587,7 @@ class SlotPool(wiring.Component):
             """Whether slot ``index`` holds line ``tag`` after this clock edge, given that it
             did (``before``) until it: the write on this edge decides, if it is to the slot."""
             written = write.en & (write.addr == index)
-            return Mux(written, write.data.valid & (write.data.tag == tag), before)
+            return Mux(written, write.data.valid & same_line(write.data.tag, tag), before)
 
         def needs_slot(op):
             return (((op.kind == SlotOp.CONTRIBUTE) & aggregates(op.mode) & op.full_line)
@@ -600,7 +613,7 @@ class SlotPool(wiring.Component):
         ta = Signal(stage_layout)
         ta_valid = Signal()
         m.d.comb += tag_read.addr.eq(ta.index)
-        ta_hit = tag_read.data.valid & (tag_read.data.tag == ta.tag)
+        ta_hit = tag_read.data.valid & (tag_read.data.tag == ta.tag[tag_lsb:])
         # T1: the op whose slot word is ``current`` while ``t1_data_ok``. Its hit check was
         # made in TA and is kept exact by every write since (registers: it steers the pipeline
         # without logic in front of it, pipeline rule 3).
@@ -643,7 +656,7 @@ class SlotPool(wiring.Component):
         with m.If(ta_moves):
             m.d.sync += [t1.eq(ta), t1_valid.eq(1), t1_needs_slot.eq(needs_slot(ta)),
                          t1_data_ok.eq(ra_valid & (ra_index == ta.index)),
-                         t1_hit.eq(Mux(filling_slot, ta.tag == t1.tag,
+                         t1_hit.eq(Mux(filling_slot, same_line(ta.tag, t1.tag),
                                        hit_after_edge(ta.index, ta.tag, ta_hit)))]
         with m.Else():
             m.d.sync += [t1_data_ok.eq(t1_read_landing),
