@@ -46,7 +46,9 @@ def region_layout(params):
 
 def event_layout():
     """One strobe per event the controller reports (:func:`spec.regmap.controller_events`);
-    each sets its flag or counts."""
+    each sets its flag or counts, one clock after its strobe (the strobes are registered
+    first: they are made where the pipeline's handshakes meet, and a counter's enable and
+    carry chain stay out of those paths)."""
     return data.StructLayout({name: 1 for name in controller_events()})
 
 
@@ -216,14 +218,16 @@ class ControlRegisters(wiring.Component):
                                                             | block.field("CTRL", command)),
                 block.set_strobe("STATUS", f"{command}_DONE").eq(getattr(self, f"{lower}_done")),
             ]
+        events = Signal.like(self.events)
+        m.d.sync += events.eq(self.events)
         for flag in STATUS_FLAGS:
             if flag.from_controller:
-                m.d.comb += block.set_strobe("STATUS", flag.name).eq(self.events[flag.name.lower()])
+                m.d.comb += block.set_strobe("STATUS", flag.name).eq(events[flag.name.lower()])
         cfg_error_event = Signal()
         own_strobes = {"CFG_ERRORS": cfg_error_event}       # the counters this block strobes
         for counter in COUNTERS:
             count = block.field(f"CNT_{counter.name}", "COUNT")
-            with m.If(self.events[counter.name.lower()] if counter.from_controller
+            with m.If(events[counter.name.lower()] if counter.from_controller
                       else own_strobes[counter.name]):
                 m.d.sync += count.eq(count + 1)
 

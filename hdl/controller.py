@@ -254,13 +254,20 @@ class CxlMemController(wiring.Component):
         ]
 
         # Responses. DevLoad follows the requests the device holds: taken from the host and
-        # not yet answered (a MemSpecRd, which gets no answer, until dispatch drops it).
+        # not yet answered (a MemSpecRd, which gets no answer, until dispatch drops it), a
+        # clock late: the handshakes are registered before the count adds them.
         light, optimal, moderate = params.devload_limits
         held = Signal(range(1 << 8))
-        taken = sum(channel.valid & channel.ready for channel in (self.m2s_req, self.m2s_rwd))
-        answered = sum(channel.valid & channel.ready for channel in (self.s2m_ndr, self.s2m_drs))
-        ignored = Signal()
-        m.d.sync += held.eq(held + taken - answered - ignored)
+        taken, answered = Signal(range(3)), Signal(range(3))
+        ignored, was_ignored = Signal(), Signal()
+        m.d.sync += [
+            taken.eq(sum(channel.valid & channel.ready
+                         for channel in (self.m2s_req, self.m2s_rwd))),
+            answered.eq(sum(channel.valid & channel.ready
+                            for channel in (self.s2m_ndr, self.s2m_drs))),
+            was_ignored.eq(ignored),
+            held.eq(held + taken - answered - was_ignored),
+        ]
         m.d.comb += [
             responder.dev_load.eq(Mux(held <= light, DevLoad.LIGHT,
                                       Mux(held <= optimal, DevLoad.OPTIMAL,
