@@ -70,6 +70,9 @@ _HOST_ID, _POOL_ID = 0, 1
 #: Identity reads in flight at once: the responder's queue of their lines.
 _READS_IN_FLIGHT = 8
 
+#: Identity reads (and writes) dispatched and not yet taken by the AXI port: the queue between.
+_HOST_QUEUE = 2
+
 
 class CxlMemController(wiring.Component):
     """A CXL.mem Type-3 memory expander that aggregates low-bit gradient lines on chip.
@@ -165,19 +168,26 @@ class CxlMemController(wiring.Component):
         ]
 
         # Device memory: reads and writes of the host (ID _HOST_ID) and of the slot pool
-        # (_POOL_ID), the pool's first.
-        host_read = Signal(memory.read_command.payload.shape())
+        # (_POOL_ID), the pool's first. Dispatch hands the host's to two small queues read
+        # without a clock, whose ``w_rdy`` come from registers: its decision does not wait for
+        # the port or the pool, and the port's command muxes read the queues' heads.
+        read_layout = memory.read_command.payload.shape()
+        m.submodules.host_read_queue = host_read_queue = fifo.SyncFIFO(
+            width=read_layout.size, depth=_HOST_QUEUE)
+        host_read = Signal(read_layout)
         host_read_valid = Signal()
+        host_read_taken = host_read_valid & host_read_queue.w_rdy
         m.d.comb += [
-            memory.read_command.valid.eq(pool.fill_read.valid | host_read_valid),
-            memory.read_command.payload.eq(host_read),
+            host_read_queue.w_en.eq(host_read_taken), host_read_queue.w_data.eq(host_read),
+            memory.read_command.valid.eq(pool.fill_read.valid | host_read_queue.r_rdy),
+            memory.read_command.payload.eq(host_read_queue.r_data),
             pool.fill_read.ready.eq(memory.read_command.ready),
+            host_read_queue.r_en.eq(memory.read_command.ready & ~pool.fill_read.valid),
         ]
         with m.If(pool.fill_read.valid):
             m.d.comb += [memory.read_command.payload.id.eq(_POOL_ID),
                          memory.read_command.payload.address.eq(pool.fill_read.payload.address),
                          memory.read_command.payload.beats.eq(pool.fill_read.payload.beats)]
-        host_read_taken = host_read_valid & memory.read_command.ready & ~pool.fill_read.valid
 
         returned = memory.read_data
         # The host's lines: a register stage without an enable (rule 1), then a queue read
@@ -203,8 +213,16 @@ class CxlMemController(wiring.Component):
                                        - (host_lines.r_rdy & host_lines.r_en))
 
         write = memory.write_command
-        host_write = Signal(write.payload.shape())
+        host_write_layout = data.StructLayout({"address": params.address_bits,
+                                               "line": p.line_bits, "strobe": p.line_bytes})
+        m.submodules.host_write_queue = host_write_queue = fifo.SyncFIFO(
+            width=host_write_layout.size, depth=_HOST_QUEUE)
+        host_write = Signal(host_write_layout)
         host_write_valid = Signal()
+        host_write_taken = host_write_valid & host_write_queue.w_rdy
+        host_write_head = host_write_layout(host_write_queue.r_data)
+        m.d.comb += [host_write_queue.w_en.eq(host_write_taken),
+                     host_write_queue.w_data.eq(host_write)]
         zero_write = Signal(write.payload.shape())
         zero_write_valid = Signal()
         write_back = pool.write_back
@@ -221,14 +239,21 @@ class CxlMemController(wiring.Component):
         with m.Elif(zero_write_valid):
             m.d.comb += write.payload.eq(zero_write)
         with m.Else():
-            m.d.comb += write.payload.eq(host_write)
+            m.d.comb += [write.payload.id.eq(_HOST_ID),
+                         write.payload.address.eq(host_write_head.address),
+                         write.payload.beats.eq(1),
+                         write.payload.lines[first].eq(host_write_head.line),
+                         write.payload.strobe.eq(host_write_head.strobe)]
         m.d.comb += write.payload.lines[p.line_bits:].eq(write_back.payload.lines[p.line_bits:])
-        m.d.comb += [write.valid.eq(write_back.valid | zero_write_valid | host_write_valid),
-                     write_back.ready.eq(write.ready)]
+        m.d.comb += [write.valid.eq(write_back.valid | zero_write_valid
+                                    | host_write_queue.r_rdy),
+                     write_back.ready.eq(write.ready),
+                     host_write_queue.r_en.eq(write.ready & ~write_back.valid
+                                              & ~zero_write_valid)]
         zero_write_taken = zero_write_valid & write.ready & ~write_back.valid
-        host_write_taken = host_write_valid & write.ready & ~write_back.valid & ~zero_write_valid
         response = memory.write_response
-        # Writes not yet acknowledged: the pool's (write-backs, zero writes), and the host's.
+        # Writes not yet acknowledged: the pool's (write-backs, zero writes), and the host's
+        # (from dispatch on: queued ones too).
         # A fill or result read waits for both: it must not overtake a write-back, nor a
         # host's raw write of accumulator memory (AXI orders neither a read after a write nor
         # writes of two IDs), and a clear's zero writes must not either.
@@ -236,10 +261,10 @@ class CxlMemController(wiring.Component):
         pool_writes = Signal(range(1 << 16))
         host_writes = Signal(range(1 << 16))
         pool_writing, host_writing = Signal(), Signal()
+        pool_taken = write.valid & write.ready & (write.payload.id == _POOL_ID)
         for count, nonzero, taken, number in (
-                (pool_writes, pool_writing, write.valid & write.ready, _POOL_ID),
+                (pool_writes, pool_writing, pool_taken, _POOL_ID),
                 (host_writes, host_writing, host_write_taken, _HOST_ID)):
-            taken = taken & (write.payload.id == number)
             done = response.valid & (response.payload.id == number)
             following = (count + taken - done)[:len(count)]
             m.d.sync += [count.eq(following), nonzero.eq(following != 0)]
@@ -367,8 +392,7 @@ class CxlMemController(wiring.Component):
                     host_read.id.eq(_HOST_ID), host_read.address.eq(request.address),
                     host_read.beats.eq(1),
                     host_write_valid.eq(go & ~raw_wait & ~reads),
-                    host_write.id.eq(_HOST_ID), host_write.address.eq(request.address),
-                    host_write.beats.eq(1), host_write.lines.eq(request.data),
+                    host_write.address.eq(request.address), host_write.line.eq(request.data),
                     host_write.strobe.eq(request.byte_enable),
                     fire.eq(host_read_taken | host_write_taken),
                     completion.payload.source.eq(Source.MEMORY),
