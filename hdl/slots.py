@@ -274,9 +274,10 @@ class FillReader(wiring.Component):
     ``W`` bit-plane lines only if ``n`` is not 0 (a fresh or cleared line costs one line).
 
     One read at a time: ``start`` is ready only while the reader is idle, and the read's
-    first command is offered on ``fill_read`` on the clock it starts. ``done`` rises on
-    the clock the last line arrives (``line`` and ``error`` are then read from the arriving
-    line) and stays high, with ``line``, ``image`` and ``error`` held, until the owner strobes
+    first command is offered on ``fill_read`` from the clock after it starts (from registers
+    only, so that the pool's miss handling does not reach the port's command mux). ``done``
+    rises on the clock the last line arrives (``line`` and ``error`` are then read from the
+    arriving line) and stays high, with ``line``, ``image`` and ``error`` held, until the owner strobes
     ``finish``; the reader is idle from the next clock. ``held`` is ``done`` from the clock
     after the last line, a register: ``image`` is valid only then, and the answer comes from
     registers only.
@@ -342,9 +343,6 @@ class FillReader(wiring.Component):
         arriving = self.fill_data.valid
         done = step == _Step.DONE
         idle = step == _Step.IDLE
-        # The first read is issued on the clock the read starts, from ``start``'s payload.
-        first_tag = Mux(idle, self.start.payload.tag, tag)
-        first_state = Mux(idle, self.start.payload.state, state)
         # The last line of the read arrives on this clock.
         last_first = (step == _Step.FIRST) & arriving & (
             ~state | beat.error | (beat.data[:width] == 0))
@@ -355,11 +353,10 @@ class FillReader(wiring.Component):
             self.held.eq(done),
             self.error.eq(Mux(done, error, error | beat.error)),
             self.image.eq(Cat(planes, first)),
-            self.fill_read.valid.eq((idle & self.start.valid) | (step == _Step.ISSUE_FIRST)
-                                    | (step == _Step.ISSUE_PLANES)),
+            self.fill_read.valid.eq((step == _Step.ISSUE_FIRST) | (step == _Step.ISSUE_PLANES)),
             self.fill_read.payload.address.eq(Mux(
                 step == _Step.ISSUE_PLANES, tag + p.line_bytes,
-                Mux(first_state, first_tag + p.state_lines * p.line_bytes, first_tag))),
+                Mux(state, tag + p.state_lines * p.line_bytes, tag))),
             self.fill_read.payload.beats.eq(Mux(step == _Step.ISSUE_PLANES, width, 1)),
         ]
         m.d.comb += next_step.eq(step)
@@ -369,8 +366,7 @@ class FillReader(wiring.Component):
                 with m.If(self.start.valid):
                     m.d.sync += [tag.eq(self.start.payload.tag),
                                  state.eq(self.start.payload.state), error.eq(0), beats.eq(0)]
-                    m.d.comb += next_step.eq(Mux(self.fill_read.ready, _Step.FIRST,
-                                                 _Step.ISSUE_FIRST))
+                    m.d.comb += next_step.eq(_Step.ISSUE_FIRST)
             with m.Case(_Step.ISSUE_FIRST, _Step.ISSUE_PLANES):
                 with m.If(self.fill_read.ready):
                     m.d.comb += next_step.eq(Mux(step == _Step.ISSUE_FIRST, _Step.FIRST,
