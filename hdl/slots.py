@@ -277,10 +277,10 @@ class FillReader(wiring.Component):
     first command is offered on ``fill_read`` from the clock after it starts (from registers
     only, so that the pool's miss handling does not reach the port's command mux). ``done``
     rises on the clock the last line arrives (``line`` and ``error`` are then read from the
-    arriving line) and stays high, with ``line``, ``image`` and ``error`` held, until the owner strobes
-    ``finish``; the reader is idle from the next clock. ``held`` is ``done`` from the clock
-    after the last line, a register: ``image`` is valid only then, and the answer comes from
-    registers only.
+    arriving line) and stays high, with ``line``, ``image`` and ``error`` held, until the
+    owner strobes ``finish``; the reader is idle from the next clock. ``held`` is ``done``
+    from the clock after the last line, a register: ``image`` is valid only then, and the
+    answer comes from registers only.
 
     The lines are captured by column group (pipeline rule 2): each group of ``first`` and of
     the planes has its own copy of the reader's step, so the capture enables and ``line``'s
