@@ -13,7 +13,7 @@ work on the slots (``CTRL.FLUSH``, ``CTRL.CLEAR``) and the accesses to accumulat
 between requests (``docs/controller.md``, "Hazards").
 """
 
-from amaranth import Cat, Module, Mux, ResetSignal, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -33,6 +33,7 @@ from .control import ControlRegisters
 from .csr import csr_bus_signature
 from .decode import AddressDecoder, decoded_layout
 from .ingress import Ingress, Operation, request_layout
+from .pipeline import out_of_reset
 from .responder import Responder, Source
 from .slots import SlotOp, SlotPool
 from .window import RegisterWindow
@@ -337,8 +338,8 @@ class CxlMemController(wiring.Component):
         go = head_valid & completion.ready
         fire = Signal()
         raw_wait = Signal()                # a raw access waits for the slots to settle
-        # Under the reset's If (see the hdl.slots docstring, Icarus).
-        with m.If(~ResetSignal() & ~task_busy), m.Switch(route):
+        # Under an If of a register out of reset (see the hdl.slots docstring, Icarus).
+        with m.If(out_of_reset(m, "dispatch_in_reset") & ~task_busy), m.Switch(route):
             with m.Case(_Route.IGNORE):
                 m.d.comb += fire.eq(head_valid)
             with m.Case(_Route.BAD_OPCODE, _Route.NO_ACCESS, _Route.BAD_READ, _Route.BAD_WRITE,
@@ -542,7 +543,7 @@ class CxlMemController(wiring.Component):
                              control.clear_done.eq(task == _Task.CLEAR)]
 
         op = pool.op.payload
-        with m.If(~ResetSignal()), m.Switch(phase):      # hdl.slots docstring, Icarus
+        with m.If(out_of_reset(m, "tasks_in_reset")), m.Switch(phase):  # hdl.slots, Icarus
             with m.Case(0):
                 with m.If(clear_pending):
                     m.d.sync += [clear_pending.eq(0), low.eq(region.acc),

@@ -23,11 +23,12 @@ Every component follows these rules; a comment elsewhere names the rule rather t
 
 from contextlib import nullcontext
 
-from amaranth import Module, Mux, Signal, Value
+from amaranth import Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["PipelineRegister", "SkidBuffer", "register_selected", "register_copies"]
+__all__ = ["PipelineRegister", "SkidBuffer", "register_selected", "register_copies",
+           "out_of_reset"]
 
 
 class PipelineRegister(wiring.Component):
@@ -139,3 +140,15 @@ def register_copies(m, value, count, name):
     copies = [Signal(shape, name=f"{name}_{k}", reset_less=True) for k in range(count)]
     m.d.sync += [copy.eq(value) for copy in copies]
     return copies
+
+
+def out_of_reset(m, name="in_reset"):
+    """Whether the reset was low on the last clock edge: the inverse of a register that copies
+    the reset a clock late. A component's comb ``Switch`` es sit under it (Icarus Verilog:
+    see :mod:`hdl.slots`) rather than under the reset itself. It changes as a reset starts
+    and as it ends, so every simulation runs those blocks, and the reset, which reaches every
+    component, drives no logic: each component has a copy of its own, beside its logic. The
+    register has no reset; it is 0 at the start of a simulation."""
+    in_reset = Signal(name=name, reset_less=True)
+    m.d.sync += in_reset.eq(ResetSignal())
+    return ~in_reset

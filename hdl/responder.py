@@ -1,6 +1,6 @@
 """The host side's way out: every request's response, in the order the requests were taken."""
 
-from amaranth import Module, Mux, ResetSignal, Signal, unsigned
+from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -16,6 +16,7 @@ from spec.cxl import (
 )
 from spec.params import ControllerParams
 
+from .pipeline import out_of_reset
 from .slots import slot_result_layout
 
 __all__ = ["Source", "completion_layout", "Responder"]
@@ -98,8 +99,8 @@ class Responder(wiring.Component):
         have = Signal()
         line = Signal.like(self.s2m_drs.payload.data)
         poison = Signal()
-        # Under the reset's If (see the hdl.slots docstring, Icarus).
-        with m.If(~ResetSignal()), m.Switch(head.source):
+        # Under an If of a register out of reset (see the hdl.slots docstring, Icarus).
+        with m.If(out_of_reset(m)), m.Switch(head.source):
             with m.Case(Source.NOW):
                 m.d.comb += have.eq(1)
             with m.Case(Source.MEMORY):

@@ -78,14 +78,15 @@ accumulator image of one line: its result line, then its state's memory image
 Icarus Verilog: a comb ``Switch`` becomes an ``always @*`` block, which Icarus first runs only
 when a signal it reads changes, so its outputs read X until then, and a register that takes one
 (an AXI valid, say) holds X. The Switches here and in the controller that drive outputs sit
-under ``If(~ResetSignal())``, which every simulation changes at its start; a comb signal that
-would otherwise be driven by such a block alone (a constant, or a choice between two values)
-is one ``Mux`` or ``Cat``, a continuous assignment.
+under ``If(live)``, where ``live`` is the inverse of a register that copies the reset a clock
+late (:func:`hdl.pipeline.out_of_reset`), which every simulation changes at its start; a comb
+signal that would otherwise be driven by such a block alone (a constant, or a choice between
+two values) is one ``Mux`` or ``Cat``, a continuous assignment.
 """
 
 import dataclasses
 
-from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal, Value, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -94,7 +95,7 @@ from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggrega
 
 from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory
 from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
-from .pipeline import SkidBuffer, register_copies
+from .pipeline import SkidBuffer, out_of_reset, register_copies
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
            "write_back_layout", "slot_event_layout", "accumulate", "SlotPool"]
@@ -361,7 +362,8 @@ class FillReader(wiring.Component):
         ]
         m.d.comb += next_step.eq(step)
         m.d.sync += step.eq(next_step)
-        with m.If(~ResetSignal()), m.Switch(step):  # see the module docstring, Icarus
+        live = out_of_reset(m)
+        with m.If(live), m.Switch(step):  # see the module docstring, Icarus
             with m.Case(_Step.IDLE):
                 with m.If(self.start.valid):
                     m.d.sync += [tag.eq(self.start.payload.tag),
@@ -495,6 +497,7 @@ class SlotPool(wiring.Component):
         side_layout = _side_layout(params, u)
         index_bits = params.slot_index_bits
         events = self.events
+        live = out_of_reset(m)     # low through reset (module docstring, Icarus)
 
         # The slots: block RAM, read two clocks after its address (hdl.bram); their tags and
         # valid bits again in a memory read without a clock, for the hit check. A tag is
@@ -674,7 +677,7 @@ class SlotPool(wiring.Component):
         word = _by_group(m, p, entry_layout, fwd1, w1, p2_word, "word")
         # P2 takes a fill only in INSTALL, and nothing else then: the word it takes is the
         # filled one throughout INSTALL, chosen by copies of the state (pipeline rule 2).
-        installing = register_copies(m, (next_state == _Fsm.INSTALL) & ~ResetSignal(), copies,
+        installing = register_copies(m, (next_state == _Fsm.INSTALL) & live, copies,
                                      "installing")
         next_word = _by_group(m, p, entry_layout, installing, filled, current, "next_word")
         # A CLEAR's range check, made in T1 for both words P2 may start from (pipeline rule
@@ -710,7 +713,7 @@ class SlotPool(wiring.Component):
                 for add, fwd, at_w1, taken in zip(may_add, fwd1, full_w1, full_taken)]
         departure = Signal()        # P2 takes a line out of its slot
         self._update(m, p2, p2_valid, p2_install, word, Mux(fwd1[-1], covered_w1, covered_read),
-                     write, unit, side_layout, events, departure, adds, ternary)
+                     write, unit, side_layout, events, departure, adds, ternary, live)
 
         # Room in the output queues for every op from TA on and one more: ``room`` now (the
         # miss handler's eviction); ``room_take`` a clock late, so it also leaves room for the
@@ -746,7 +749,7 @@ class SlotPool(wiring.Component):
         wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
         self._miss_handler(m, state, next_state, t1, miss, t1_data_ok, current, p2_valid,
                            in_flight, room, results, answer, answering, write_backs, events,
-                           departure, reader, evict, install, filled, dropped)
+                           departure, reader, evict, install, filled, dropped, live)
         with m.If(~scanning & ~ta_valid & ~t1_valid & ~p2_valid):
             m.d.sync += settling.eq(0)
         m.d.comb += self.idle.eq(~settling & ~intake.full & ~ta_valid & ~t1_valid
@@ -755,7 +758,7 @@ class SlotPool(wiring.Component):
         return m
 
     def _update(self, m, op, valid, install, word, covered, write, unit, side_layout, events,
-                departure, adds, ternary_copies):
+                departure, adds, ternary_copies, live):
         """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``
         (a fill's, to be written whatever the op does, while ``install``); ``covered``: the
         word's tag is in a ``CLEAR``'s range. Drives the slot's write port, the result unit's
@@ -776,7 +779,7 @@ class SlotPool(wiring.Component):
         m.d.comb += new.eq(word)
         write_back = Signal()
         emit_result = contribute | (kind == SlotOp.READ)
-        with m.If(~ResetSignal()), m.Switch(kind):  # see the module docstring, Icarus
+        with m.If(live), m.Switch(kind):  # see the module docstring, Icarus
             with m.Case(SlotOp.CONTRIBUTE):
                 with m.If(accepted):
                     m.d.comb += [
@@ -834,7 +837,7 @@ class SlotPool(wiring.Component):
 
     def _miss_handler(self, m, state, next_state, t1, miss, t1_data_ok, occupant, p2_valid,
                       in_flight, room, results, answer, answering, write_backs, events,
-                      departure, reader, evict, install, filled, dropped):
+                      departure, reader, evict, install, filled, dropped, live):
         """The steps of a miss of T1's op (see the module docstring), from ``state`` to
         ``next_state``, which the handler drives and ``state`` takes on the clock edge. Drives
         ``evict`` (P2 takes the eviction of T1's slot's occupant, ``occupant``), ``install``
@@ -880,7 +883,7 @@ class SlotPool(wiring.Component):
 
         m.d.comb += next_state.eq(state)
         m.d.sync += state.eq(next_state)
-        with m.If(~ResetSignal()), m.Switch(state):  # see the module docstring, Icarus
+        with m.If(live), m.Switch(state):  # see the module docstring, Icarus
             with m.Case(_Fsm.RUN):
                 # The line's read starts at once unless a write may be to its line; the ops
                 # ahead drain meanwhile, and a result read takes no slot. No line leaves its
