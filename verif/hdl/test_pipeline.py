@@ -1,11 +1,13 @@
 """The stream stages of hdl.pipeline. The skid buffer: every payload through once, in order,
-under random backpressure on both sides; no clock of latency while empty."""
+under random backpressure on both sides; no clock of latency while empty. ``out_of_reset``:
+low through a reset and on the clock after it, high otherwise."""
 
 import numpy as np
 import pytest
+from amaranth import ClockDomain, Elaboratable, Module, Signal
 
 from bench.sim import simulate
-from hdl.pipeline import SkidBuffer
+from hdl.pipeline import SkidBuffer, out_of_reset
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -43,3 +45,34 @@ def test_skid_buffer_passes_everything_in_order(seed):
     assert received == payloads[:len(received)] and len(received) == len(payloads), \
         f"seed {seed}: {len(received)} of {len(payloads)} payloads out; first difference at " \
         f"{next((k for k, (a, b) in enumerate(zip(received, payloads)) if a != b), None)}"
+
+
+class _OutOfReset(Elaboratable):
+    def __init__(self):
+        self.live = Signal()
+        self.sync = ClockDomain()       # its reset driven by the test
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = self.sync
+        m.d.comb += self.live.eq(out_of_reset(m))
+        return m
+
+
+def test_out_of_reset_follows_the_reset_a_clock_late():
+    """High before any reset and between resets; low through each reset (of 1 and 3 clocks)
+    and on the first clock after it."""
+    dut = _OutOfReset()
+    resets = [0, 0, 1, 0, 0, 1, 1, 1, 0, 0, 0]
+    seen = []
+
+    async def bench(ctx):
+        for reset in resets:
+            ctx.set(dut.sync.rst, reset)
+            seen.append(ctx.get(dut.live))
+            await ctx.tick()
+
+    simulate(dut, bench)
+    want = [1] + [int(not before) for before in resets[:-1]]
+    assert seen == want, f"live per clock {seen}, expected {want} for resets {resets}"
+
