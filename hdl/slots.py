@@ -497,7 +497,7 @@ class SlotPool(wiring.Component):
         side_layout = _side_layout(params, u)
         index_bits = params.slot_index_bits
         events = self.events
-        live = out_of_reset(m)     # low through reset (module docstring, Icarus)
+        live = out_of_reset(m)     # module docstring, Icarus
 
         # The slots: block RAM, read two clocks after its address (hdl.bram); their tags and
         # valid bits again in a memory read without a clock, for the hit check. A tag is
@@ -507,8 +507,8 @@ class SlotPool(wiring.Component):
         m.submodules.slots = slots = RegisteredMemory(
             width=entry_layout.size, depth=params.slots, primitives=self._primitives)
         tag_lsb = params.accumulator_bytes_per_line.bit_length() - 1 + index_bits
-        tag_layout = data.StructLayout({"valid": 1,
-                                        "tag": unsigned(params.address_bits - tag_lsb)})
+        tag_layout = data.StructLayout({
+            "valid": 1, "tag": unsigned(max(0, params.address_bits - tag_lsb))})
 
         def same_line(tag, other):
             return tag[tag_lsb:] == other[tag_lsb:]
