@@ -144,10 +144,13 @@ def register_copies(m, value, count, name):
 
 def out_of_reset(m, name="in_reset"):
     """Whether the reset was low on the last clock edge: the inverse of a register that copies
-    the reset a clock late. A component's comb ``Switch`` es sit under it (Icarus Verilog:
-    see :mod:`hdl.slots`) rather than under the reset itself. It changes as a reset starts
-    and as it ends, so every simulation runs those blocks, and the reset, which reaches every
-    component, drives no logic: each component has a copy of its own, beside its logic. The
+    the reset a clock late, so it is low from a reset's second clock through the first clock
+    after it. A component's comb ``Switch`` es sit under it (Icarus Verilog: see
+    :mod:`hdl.slots`) rather than under the reset itself: it changes a clock after a reset
+    starts and a clock after it ends, so every simulation runs those blocks, and the reset,
+    which reaches every component, drives no logic (each component has a copy of its own,
+    beside its logic). What a Switch does on a reset's first clock, the reset undoes at the
+    edge; an output that must stay low through a reset is gated by the reset itself. The
     register has no reset; it is 0 at the start of a simulation."""
     in_reset = Signal(name=name, reset_less=True)
     m.d.sync += in_reset.eq(ResetSignal())

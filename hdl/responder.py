@@ -1,6 +1,6 @@
 """The host side's way out: every request's response, in the order the requests were taken."""
 
-from amaranth import Module, Mux, Signal, unsigned
+from amaranth import Module, Mux, ResetSignal, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -116,7 +116,9 @@ class Responder(wiring.Component):
                              line.eq(self.window_result.payload)]
 
         ready = Mux(head.data, self.s2m_drs.ready, self.s2m_ndr.ready)
-        send = queue.r_rdy & have
+        # No response leaves during a reset, its first clock included (out_of_reset is
+        # still high then).
+        send = queue.r_rdy & have & ~ResetSignal()
         sent = send & ready
         for channel in (self.s2m_ndr, self.s2m_drs):
             m.d.comb += [channel.payload.tag.eq(head.tag), channel.payload.ld_id.eq(head.ld_id),

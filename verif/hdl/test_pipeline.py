@@ -1,6 +1,6 @@
 """The stream stages of hdl.pipeline. The skid buffer: every payload through once, in order,
 under random backpressure on both sides; no clock of latency while empty. ``out_of_reset``:
-low through a reset and on the clock after it, high otherwise."""
+the inverse of the reset, a clock late."""
 
 import numpy as np
 import pytest
@@ -60,8 +60,8 @@ class _OutOfReset(Elaboratable):
 
 
 def test_out_of_reset_follows_the_reset_a_clock_late():
-    """High before any reset and between resets; low through each reset (of 1 and 3 clocks)
-    and on the first clock after it."""
+    """High before any reset and between resets; low from the second clock of each reset
+    (of 1 and 3 clocks) through the first clock after it."""
     dut = _OutOfReset()
     resets = [0, 0, 1, 0, 0, 1, 1, 1, 0, 0, 0]
     seen = []
