@@ -135,12 +135,7 @@ class AxiMemoryPort(wiring.Component):
         # of the owner.
         m.submodules.ar_skid = ar_skid = SkidBuffer(self.read_command.payload.shape())
         wiring.connect(m, wiring.flipped(self.read_command), ar_skid.sink)
-        command = ar_skid.source
-        m.d.comb += command.ready.eq(~axi.arvalid | axi.arready)
-        with m.If(command.ready):
-            m.d.sync += [axi.arvalid.eq(command.valid), axi.arid.eq(command.payload.id),
-                         axi.araddr.eq(command.payload.address),
-                         axi.arlen.eq(command.payload.beats - 1)]
+        self._address_register(m, "ar", ar_skid.source)
         m.d.sync += [self.read_data.valid.eq(axi.rvalid),
                      self.read_data.payload.id.eq(axi.rid),
                      self.read_data.payload.data.eq(axi.rdata),
@@ -157,12 +152,7 @@ class AxiMemoryPort(wiring.Component):
                                        "address": len(job.payload.address),
                                        "beats": len(job.payload.beats)})
         m.submodules.aw_skid = aw_skid = SkidBuffer(aw_layout)
-        aw = aw_skid.source
-        m.d.comb += aw.ready.eq(~axi.awvalid | axi.awready)
-        with m.If(aw.ready):
-            m.d.sync += [axi.awvalid.eq(aw.valid), axi.awid.eq(aw.payload.id),
-                         axi.awaddr.eq(aw.payload.address),
-                         axi.awlen.eq(aw.payload.beats - 1)]
+        self._address_register(m, "aw", aw_skid.source)
         queued = Signal(range(self.W_BURSTS + 1))     # bursts in the W buffer
         produce = Signal(range(self.W_BURSTS))
         m.d.comb += job.ready.eq(aw_skid.sink.ready & (queued != self.W_BURSTS))
@@ -217,3 +207,15 @@ class AxiMemoryPort(wiring.Component):
             wdata.append(Array(lines)[beat_copies[g]])
         m.d.comb += axi.wdata.eq(Cat(wdata))
         return m
+
+    def _address_register(self, m, channel, command):
+        """The AR or AW register (``channel``: "ar" or "aw"), refilled from ``command`` (a
+        stream of ``id``, ``address`` and ``beats``) on the clock it moves."""
+        axi = self.axi
+        valid, ready = getattr(axi, f"{channel}valid"), getattr(axi, f"{channel}ready")
+        m.d.comb += command.ready.eq(~valid | ready)
+        with m.If(command.ready):
+            m.d.sync += [valid.eq(command.valid),
+                         getattr(axi, f"{channel}id").eq(command.payload.id),
+                         getattr(axi, f"{channel}addr").eq(command.payload.address),
+                         getattr(axi, f"{channel}len").eq(command.payload.beats - 1)]
