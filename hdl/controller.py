@@ -150,9 +150,6 @@ class CxlMemController(wiring.Component):
         wiring.connect(m, responder.s2m_drs, wiring.flipped(self.s2m_drs))
         wiring.connect(m, memory.axi, wiring.flipped(self.axi))
         events = control.events
-        # Zero unless dispatch or a task drives a field (before either does).
-        m.d.comb += pool.op.payload.eq(0)
-
         head, head_valid, pop = self._decode(m, ingress, decoder, control)
         request, decoded, route = head.request, head.decoded, head.route
 
@@ -323,8 +320,9 @@ class CxlMemController(wiring.Component):
             m.d.sync += any_resident.eq(1)
         raw_start = Signal()
         raw_task = Signal(_Task)
-        task_busy = self._tasks(m, control, pool, raw_start, raw_task, any_dirty, any_resident,
-                                zero_write, zero_write_valid, zero_write_taken, writes_pending)
+        task_busy, scan = self._tasks(m, control, pool, raw_start, raw_task, any_dirty,
+                                      any_resident, zero_write, zero_write_valid,
+                                      zero_write_taken, writes_pending)
 
         # Dispatch: the head request goes where its route says once everything it needs has
         # room, and its response is queued with the responder on the same clock.
@@ -335,6 +333,30 @@ class CxlMemController(wiring.Component):
                      completion.payload.ld_id.eq(request.ld_id),
                      completion.payload.data.eq(is_read),
                      completion.payload.write.eq(is_write)]
+        # Every destination's payload is the head's, whatever the route (only the valids
+        # depend on it): a route deciding a line-wide payload would reach every bit of it.
+        # The pool's fields come from a task's scan while one runs.
+        op = pool.op.payload
+        index_lsb = params.accumulator_bytes_per_line.bit_length() - 1
+        m.d.comb += [
+            window.request.payload.read.eq(is_read),
+            window.request.payload.word.eq(
+                request.address[2:params.window_bytes.bit_length() - 1]),
+            window.request.payload.data.eq(request.data),
+            window.request.payload.byte_enable.eq(request.byte_enable),
+            op.kind.eq(Mux(scan.valid, scan.kind,
+                           Mux(is_read, SlotOp.READ, SlotOp.CONTRIBUTE))),
+            op.index.eq(Mux(scan.valid, scan.index, decoded.state_address[index_lsb:])),
+            op.tag.eq(Mux(scan.valid, scan.low, decoded.state_address)),
+            op.high.eq(scan.high), op.data.eq(request.data),
+            op.full_line.eq(request.full_line), op.mode.eq(decoded.mode),
+            op.threshold.eq(decoded.threshold), op.expected.eq(decoded.expected),
+            op.user.eq(request.tag),          # for a reader of waveforms
+            host_read.id.eq(_HOST_ID), host_read.address.eq(request.address),
+            host_read.beats.eq(1),
+            host_write.address.eq(request.address), host_write.line.eq(request.data),
+            host_write.strobe.eq(request.byte_enable),
+        ]
         go = head_valid & completion.ready
         fire = Signal()
         raw_wait = Signal()                # a raw access waits for the slots to settle
@@ -353,30 +375,11 @@ class CxlMemController(wiring.Component):
                     events.poison.eq(fire & (route == _Route.POISONED)),
                 ]
             with m.Case(_Route.WINDOW):
-                m.d.comb += [
-                    window.request.valid.eq(go),
-                    window.request.payload.read.eq(is_read),
-                    window.request.payload.word.eq(
-                        request.address[2:params.window_bytes.bit_length() - 1]),
-                    window.request.payload.data.eq(request.data),
-                    window.request.payload.byte_enable.eq(request.byte_enable),
-                    fire.eq(go & window.request.ready),
-                    completion.payload.source.eq(Source.WINDOW),
-                ]
+                m.d.comb += [window.request.valid.eq(go), fire.eq(go & window.request.ready),
+                             completion.payload.source.eq(Source.WINDOW)]
             with m.Case(_Route.POOL):
-                op = pool.op.payload
-                index_lsb = params.accumulator_bytes_per_line.bit_length() - 1
-                m.d.comb += [
-                    pool.op.valid.eq(go),
-                    op.kind.eq(Mux(is_read, SlotOp.READ, SlotOp.CONTRIBUTE)),
-                    op.index.eq(decoded.state_address[index_lsb:]),
-                    op.tag.eq(decoded.state_address), op.data.eq(request.data),
-                    op.full_line.eq(request.full_line), op.mode.eq(decoded.mode),
-                    op.threshold.eq(decoded.threshold), op.expected.eq(decoded.expected),
-                    op.user.eq(request.tag),          # for a reader of waveforms
-                    fire.eq(go & pool.op.ready),
-                    completion.payload.source.eq(Source.POOL),
-                ]
+                m.d.comb += [pool.op.valid.eq(go), fire.eq(go & pool.op.ready),
+                             completion.payload.source.eq(Source.POOL)]
             with m.Case(_Route.RAW_READ, _Route.RAW_WRITE, _Route.LINE_READ, _Route.LINE_WRITE):
                 raw = (route == _Route.RAW_READ) | (route == _Route.RAW_WRITE)
                 # Accumulator memory is read only once memory holds every slot's state and no
@@ -386,15 +389,10 @@ class CxlMemController(wiring.Component):
                              raw_start.eq(raw & dirty & head_valid),
                              raw_task.eq(Mux(route == _Route.RAW_WRITE, _Task.EVICT,
                                              _Task.FLUSH))]
-                reads = is_read
                 m.d.comb += [
-                    host_read_valid.eq(go & ~raw_wait & reads
+                    host_read_valid.eq(go & ~raw_wait & is_read
                                        & (reads_in_flight < _READS_IN_FLIGHT)),
-                    host_read.id.eq(_HOST_ID), host_read.address.eq(request.address),
-                    host_read.beats.eq(1),
-                    host_write_valid.eq(go & ~raw_wait & ~reads),
-                    host_write.address.eq(request.address), host_write.line.eq(request.data),
-                    host_write.strobe.eq(request.byte_enable),
+                    host_write_valid.eq(go & ~raw_wait & ~is_read),
                     fire.eq(host_read_taken | host_write_taken),
                     completion.payload.source.eq(Source.MEMORY),
                 ]
@@ -496,7 +494,9 @@ class CxlMemController(wiring.Component):
         scan op per slot to the pool and waits until the pool is idle (every write-back
         acknowledged); a clear then writes zeros over the region's accumulators, a line per
         write (``zero_write``), and waits for their write responses. Returns whether a task
-        runs or waits to (dispatch holds the next request meanwhile)."""
+        runs or waits to (dispatch holds the next request meanwhile), and the scan: while
+        ``scan.valid``, the pool's op is ``scan.kind`` of slot ``scan.index`` (a clear's
+        range ``[scan.low, scan.high)``), offered on ``pool.op.valid`` here."""
         params = self._params
         p = params.datapath
         flush_pending, clear_pending = Signal(), Signal()
@@ -517,6 +517,9 @@ class CxlMemController(wiring.Component):
         phase = Signal(range(5))             # idle, scan, settle, zero, zero_wait
         task = Signal(_Task)
         command = Signal()                   # a register command (not a raw access's scan)
+        scan = Signal(data.StructLayout({
+            "valid": 1, "kind": SlotOp, "index": params.slot_index_bits,
+            "low": params.address_bits, "high": params.address_bits + 1}))
         index = Signal(params.slot_index_bits)
         low = Signal(params.address_bits)
         high = Signal(params.address_bits + 1)
@@ -542,7 +545,10 @@ class CxlMemController(wiring.Component):
                 m.d.comb += [control.flush_done.eq(task == _Task.FLUSH),
                              control.clear_done.eq(task == _Task.CLEAR)]
 
-        op = pool.op.payload
+        m.d.comb += [scan.valid.eq(phase == 1), scan.index.eq(index), scan.low.eq(low),
+                     scan.high.eq(high),
+                     scan.kind.eq(Mux(task == _Task.CLEAR, SlotOp.CLEAR,
+                                      Mux(task == _Task.EVICT, SlotOp.EVICT, SlotOp.FLUSH)))]
         with m.If(out_of_reset(m, "tasks_in_reset")), m.Switch(phase):  # hdl.slots, Icarus
             with m.Case(0):
                 with m.If(clear_pending):
@@ -564,11 +570,7 @@ class CxlMemController(wiring.Component):
                     with m.Else():
                         start(_Task.FLUSH, 0)
             with m.Case(1):
-                m.d.comb += [
-                    pool.op.valid.eq(1), op.index.eq(index), op.tag.eq(low), op.high.eq(high),
-                    op.kind.eq(Mux(task == _Task.CLEAR, SlotOp.CLEAR,
-                                   Mux(task == _Task.EVICT, SlotOp.EVICT, SlotOp.FLUSH))),
-                ]
+                m.d.comb += pool.op.valid.eq(1)
                 with m.If(pool.op.ready):
                     m.d.sync += index.eq(index + 1)
                     with m.If(index == params.slots - 1):
@@ -593,4 +595,4 @@ class CxlMemController(wiring.Component):
             with m.Case(4):
                 with m.If(~writes_pending):
                     finish()
-        return busy
+        return busy, scan
