@@ -153,8 +153,12 @@ class AxiMemoryPort(wiring.Component):
                                        "beats": len(job.payload.beats)})
         m.submodules.aw_skid = aw_skid = SkidBuffer(aw_layout)
         self._address_register(m, "aw", aw_skid.source)
+        # The W buffer is written at ``produce`` on every clock, taken or not (its write
+        # enables then wait for no handshake), so it has twice the entries it may hold: the
+        # entry at ``produce`` is never one waiting to be sent.
+        entries = 2 * self.W_BURSTS
         queued = Signal(range(self.W_BURSTS + 1))     # bursts in the W buffer
-        produce = Signal(range(self.W_BURSTS))
+        produce = Signal(range(entries))
         m.d.comb += job.ready.eq(aw_skid.sink.ready & (queued != self.W_BURSTS))
         take = job.valid & job.ready
         m.d.comb += [aw_skid.sink.valid.eq(take), aw_skid.sink.payload.id.eq(job.payload.id),
@@ -167,11 +171,11 @@ class AxiMemoryPort(wiring.Component):
         # group reads with copies of their next values (registers equal to ``consume`` and
         # ``beat``; while the buffer is empty after a reset, they may differ for a clock).
         beats = len(job.payload.lines) // line_bits
-        consume = Signal(range(self.W_BURSTS))
+        consume = Signal(range(entries))
         beat = Signal(range(beats))
         head_layout = data.StructLayout({"strobe": len(job.payload.strobe),
                                          "beats": len(job.payload.beats)})
-        m.submodules.heads = heads = Memory(shape=head_layout, depth=self.W_BURSTS, init=[])
+        m.submodules.heads = heads = Memory(shape=head_layout, depth=entries, init=[])
         head_write, head_read = heads.write_port(), heads.read_port(domain="comb")
         head = head_read.data
         w_moves = axi.wvalid & axi.wready
@@ -180,7 +184,7 @@ class AxiMemoryPort(wiring.Component):
         next_beat = Signal.like(beat)
         m.d.comb += [next_consume.eq(consume + last_moves),
                      next_beat.eq(Mux(w_moves, Mux(axi.wlast, 0, beat + 1), beat)),
-                     head_write.en.eq(take), head_write.addr.eq(produce),
+                     head_write.en.eq(1), head_write.addr.eq(produce),
                      head_write.data.eq(Cat(job.payload.strobe, job.payload.beats)),
                      head_read.addr.eq(consume),
                      axi.wvalid.eq(queued != 0), axi.wlast.eq(beat == head.beats - 1),
@@ -196,10 +200,10 @@ class AxiMemoryPort(wiring.Component):
             lines = []
             for b in range(beats):
                 m.submodules[f"w_bank{b}_group{g}"] = bank = Memory(
-                    shape=group_bits, depth=self.W_BURSTS, init=[])
+                    shape=group_bits, depth=entries, init=[])
                 write, read = bank.write_port(), bank.read_port(domain="comb")
                 start = b * line_bits + g * group_bits
-                m.d.comb += [write.en.eq(take & (job.payload.beats > b)),
+                m.d.comb += [write.en.eq(1),
                              write.addr.eq(produce),
                              write.data.eq(job.payload.lines[start:start + group_bits]),
                              read.addr.eq(consume_copies[g])]
