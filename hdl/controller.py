@@ -359,6 +359,12 @@ class CxlMemController(wiring.Component):
         ]
         go = head_valid & completion.ready
         fire = Signal()
+        # Whether the pool is idle, from a register (its ``idle`` is a wide AND of its
+        # stages): the last clock's, unless an op or a host write went in on it, which
+        # makes the pool, or memory, busy on this clock.
+        pool_idle = Signal()
+        m.d.sync += pool_idle.eq(pool.idle & ~(pool.op.valid & pool.op.ready)
+                                 & ~host_write_taken)
         raw_wait = Signal()                # a raw access waits for the slots to settle
         # Under an If of a register out of reset (see the hdl.slots docstring, Icarus).
         with m.If(out_of_reset(m, "dispatch_in_reset") & ~task_busy), m.Switch(route):
@@ -385,7 +391,7 @@ class CxlMemController(wiring.Component):
                 # Accumulator memory is read only once memory holds every slot's state and no
                 # write-back is on its way, and written only with no slot resident.
                 dirty = any_dirty | ((route == _Route.RAW_WRITE) & any_resident)
-                m.d.comb += [raw_wait.eq(raw & (dirty | ~pool.idle)),
+                m.d.comb += [raw_wait.eq(raw & (dirty | ~pool_idle)),
                              raw_start.eq(raw & dirty & head_valid),
                              raw_task.eq(Mux(route == _Route.RAW_WRITE, _Task.EVICT,
                                              _Task.FLUSH))]
