@@ -584,9 +584,11 @@ class SlotPool(wiring.Component):
 
         def hit_after_edge(index, tag, before):
             """Whether slot ``index`` holds line ``tag`` after this clock edge, given that it
-            did (``before``) until it: the write on this edge decides, if it is to the slot."""
-            written = write.en & (write.addr == index)
-            return Mux(written, write.data.valid & same_line(write.data.tag, tag), before)
+            did (``before``) until it: P2's op decides if it gives its slot another line or
+            none (``retag``), from P2's registers (P2's write enable comes after its
+            additions). A contribution or a flush keeps its slot's line."""
+            return Mux(retag & (p2.index == index), p2_install & same_line(p2.tag, tag),
+                       before)
 
         def needs_slot(op):
             return (((op.kind == SlotOp.CONTRIBUTE) & aggregates(op.mode) & op.full_line)
@@ -621,6 +623,11 @@ class SlotPool(wiring.Component):
         t1_hit = Signal()
         t1_data_ok = Signal()
         t1_needs_slot = Signal()
+        # P2 (below): its op, and whether it writes a fill to its slot in any case.
+        p2 = Signal(op_layout, reset_less=True)
+        p2_valid = Signal()
+        p2_install = Signal()
+        retag = Signal()                    # P2's op gives its slot another line, or none
         state = Signal(_Fsm)
         next_state = Signal(_Fsm)           # the miss handler's state after this clock
         running = state == _Fsm.RUN
@@ -667,10 +674,7 @@ class SlotPool(wiring.Component):
         # P2: the op of T1 with its slot's word (or the op with its fill, or the eviction of
         # T1's slot's occupant); the word starts from W1 if the slot was written on the edge P2
         # took it.
-        p2 = Signal(op_layout, reset_less=True)
-        p2_valid = Signal()
         p2_word = Signal(entry_layout, reset_less=True)
-        p2_install = Signal()                   # p2_word is a fill: write it in any case
         filled = Signal(entry_layout)
         in_flight = Signal(range(depth + 1))    # ops in the result unit
         fwd1 = register_copies(m, write.en & (write.addr == t1.index), copies, "fwd1")
@@ -698,6 +702,13 @@ class SlotPool(wiring.Component):
             covered_read.eq(in_clear_range(next_word)), covered_w1.eq(in_clear_range(word)),
         ]
         m.d.comb += data_read.addr.eq(t1.data_slot)
+        # P2 gives its slot another line (an install) or none (an eviction, a drop, a clear
+        # of a line in its range: a slot already empty stays so).
+        covered = Signal()
+        m.d.comb += [covered.eq(Mux(fwd1[-1], covered_w1, covered_read)),
+                     retag.eq(p2_valid & (p2_install | (p2.kind == SlotOp.EVICT)
+                                          | (p2.kind == SlotOp.DROP)
+                                          | ((p2.kind == SlotOp.CLEAR) & covered)))]
         # What steers P2's lanes, registered in one copy per column group (pipeline rule 2),
         # from the same terms as P2's own decision: whether the op is a contribution that may
         # be accepted, whether it is G-Ternary, and whether the word it starts from (W1 or the
@@ -712,8 +723,8 @@ class SlotPool(wiring.Component):
         adds = [add & ~Mux(fwd, at_w1, taken)
                 for add, fwd, at_w1, taken in zip(may_add, fwd1, full_w1, full_taken)]
         departure = Signal()        # P2 takes a line out of its slot
-        self._update(m, p2, p2_valid, p2_install, word, Mux(fwd1[-1], covered_w1, covered_read),
-                     write, unit, side_layout, events, departure, adds, ternary, live)
+        self._update(m, p2, p2_valid, p2_install, word, covered, write, unit, side_layout,
+                     events, departure, adds, ternary, live)
 
         # Room in the output queues for every op from TA on and one more: ``room`` now (the
         # miss handler's eviction); ``room_take`` a clock late, so it also leaves room for the
