@@ -20,7 +20,8 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
 - The slots are block RAM whose data comes two clocks after its address, from the RAM's
   output register (:class:`hdl.bram.RegisteredMemory`: a block RAM's data straight from its
   array would use most of a clock period). The slots' valid bits and tags are kept again in a
-  small memory read without a clock (``tags``), for the hit check.
+  small memory read without a clock (``tags``), for the hit check: it is read as an op enters
+  TA, into a register.
 - Ops enter through ``intake``, a skid buffer (:class:`hdl.pipeline.SkidBuffer`), so that
   ``op.ready`` is a register. An op's line of data does not stall with it in TA and T1
   (pipeline rule 1): it waits in ``op_data``, a small memory written every clock, and P2
@@ -610,11 +611,18 @@ class SlotPool(wiring.Component):
                      data_write.data.eq(t0.data)]
 
         # TA: the op whose slot was read on the last edge (if it was taken while the read port
-        # was free: ``reread``); its hit check, on the tag memory as it stands.
+        # was free: ``reread``); its hit check, from registers: its slot's tag as the tag
+        # memory stood when the op entered TA (``ta_tag``), unless P2 has given the slot
+        # another line or none since, on that edge included (``ta_retagged``; then
+        # ``ta_retag_hit`` says whether that line is the op's).
         ta = Signal(stage_layout)
         ta_valid = Signal()
-        m.d.comb += tag_read.addr.eq(ta.index)
-        ta_hit = tag_read.data.valid & (tag_read.data.tag == ta.tag[tag_lsb:])
+        ta_tag = Signal(tag_layout)
+        ta_retagged = Signal()
+        ta_retag_hit = Signal()
+        m.d.comb += tag_read.addr.eq(t0.index)
+        ta_hit = Mux(ta_retagged, ta_retag_hit,
+                     ta_tag.valid & (ta_tag.tag == ta.tag[tag_lsb:]))
         # T1: the op whose slot word is ``current`` while ``t1_data_ok``. Its hit check was
         # made in TA and is kept exact by every write since (registers: it steers the pipeline
         # without logic in front of it, pipeline rule 3).
@@ -650,7 +658,12 @@ class SlotPool(wiring.Component):
         # the conditions of ``take``).
         with m.If(~ta_valid | ta_moves):
             m.d.sync += [ta.eq(Cat(*(t0[name] for name in stage_fields), data_slot)),
-                         ta_valid.eq(take)]
+                         ta_valid.eq(take), ta_tag.eq(tag_read.data),
+                         ta_retagged.eq(retag & (p2.index == t0.index)),
+                         ta_retag_hit.eq(p2_install & same_line(p2.tag, t0.tag))]
+        with m.Elif(retag & (p2.index == ta.index)):
+            m.d.sync += [ta_retagged.eq(1),
+                         ta_retag_hit.eq(p2_install & same_line(p2.tag, ta.tag))]
         with m.If(take):
             m.d.sync += data_slot.eq(data_slot + 1)
         with m.If(take & scanning):
