@@ -514,7 +514,10 @@ class SlotPool(wiring.Component):
         def same_line(tag, other):
             return tag[tag_lsb:] == other[tag_lsb:]
 
-        m.submodules.tags = tags = Memory(shape=tag_layout, depth=params.slots, init=[])
+        # In LUT RAM, whose data comes soon after its address: Yosys would otherwise take it
+        # with TA's register as a block RAM without an output register (slow, hdl.bram).
+        m.submodules.tags = tags = Memory(shape=tag_layout, depth=params.slots, init=[],
+                                          attrs={"ram_style": "distributed"})
         tag_read = tags.read_port(domain="comb")
         tag_write = tags.write_port()
         write = Signal(data.StructLayout({"en": 1, "addr": unsigned(index_bits),
