@@ -33,7 +33,7 @@ from .control import ControlRegisters
 from .csr import csr_bus_signature
 from .decode import AddressDecoder, decoded_layout
 from .ingress import Ingress, Operation, request_layout
-from .pipeline import out_of_reset
+from .pipeline import EagerFIFO, out_of_reset
 from .responder import Responder, Source
 from .slots import SlotOp, SlotPool
 from .window import RegisterWindow
@@ -170,7 +170,7 @@ class CxlMemController(wiring.Component):
         # without a clock, whose ``w_rdy`` come from registers: its decision does not wait for
         # the port or the pool, and the port's command muxes read the queues' heads.
         read_layout = memory.read_command.payload.shape()
-        m.submodules.host_read_queue = host_read_queue = fifo.SyncFIFO(
+        m.submodules.host_read_queue = host_read_queue = EagerFIFO(
             width=read_layout.size, depth=_HOST_QUEUE)
         host_read = Signal(read_layout)
         host_read_valid = Signal()
@@ -195,7 +195,7 @@ class CxlMemController(wiring.Component):
         host_line_valid = Signal()
         m.d.sync += [host_line_valid.eq(returned.valid & (returned.payload.id == _HOST_ID)),
                      host_line.eq(returned.payload.as_value()[len(returned.payload.id):])]
-        m.submodules.host_lines = host_lines = fifo.SyncFIFO(
+        m.submodules.host_lines = host_lines = EagerFIFO(
             width=p.line_bits + 1, depth=_READS_IN_FLIGHT)
         m.d.comb += [
             pool.fill_data.valid.eq(returned.valid & (returned.payload.id == _POOL_ID)),
@@ -213,7 +213,7 @@ class CxlMemController(wiring.Component):
         write = memory.write_command
         host_write_layout = data.StructLayout({"address": params.address_bits,
                                                "line": p.line_bits, "strobe": p.line_bytes})
-        m.submodules.host_write_queue = host_write_queue = fifo.SyncFIFO(
+        m.submodules.host_write_queue = host_write_queue = EagerFIFO(
             width=host_write_layout.size, depth=_HOST_QUEUE)
         host_write = Signal(host_write_layout)
         host_write_valid = Signal()
@@ -427,7 +427,7 @@ class CxlMemController(wiring.Component):
                                    "route": _Route})
         m.submodules.decoded = queue = fifo.SyncFIFOBuffered(width=entry.size,
                                                              depth=latency + 3)
-        m.submodules.decoded_lines = line_queue = fifo.SyncFIFO(
+        m.submodules.decoded_lines = line_queue = EagerFIFO(
             width=p.line_bytes + p.line_bits, depth=queue.depth)
         table_ready = Signal()
         m.d.sync += table_ready.eq(control.table_ready)

@@ -5,8 +5,8 @@ Every component follows these rules; a comment elsewhere names the rule rather t
 1. **Wide pipelines never stall.** A register stage of line-wide data has no enable
    (:class:`PipelineRegister`): a stall computed from a pipeline's output would reach every
    flip-flop of the line. Backpressure is taken before a wide pipeline (credits for what is in
-   flight) and after it (a FIFO with room for everything in flight, read without a clock, so
-   that a read moves only its pointers). Line-wide data registers have no reset either
+   flight) and after it (a FIFO with room for everything in flight, :class:`EagerFIFO`, so
+   that a read or a write moves only its pointers). Line-wide data registers have no reset either
    (``reset_less``): only the valid beside them is reset, and a reset net reaching every
    flip-flop of the design would be the widest net of all.
 2. **No control net spans the line.** A decision that steers line-wide logic is made once and
@@ -23,12 +23,13 @@ Every component follows these rules; a comment elsewhere names the rule rather t
 
 from contextlib import nullcontext
 
-from amaranth import Module, Mux, ResetSignal, Signal, Value
+from amaranth import Elaboratable, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["PipelineRegister", "SkidBuffer", "register_selected", "register_copies",
-           "out_of_reset"]
+__all__ = ["PipelineRegister", "SkidBuffer", "EagerFIFO", "register_selected",
+           "register_copies", "out_of_reset"]
 
 
 class PipelineRegister(wiring.Component):
@@ -101,6 +102,50 @@ class SkidBuffer(wiring.Component):
             m.d.sync += self.full.eq(1)
         with m.Elif(self.full & self.source.ready):
             m.d.sync += self.full.eq(0)
+        return m
+
+
+class EagerFIFO(Elaboratable):
+    """A first-in first-out queue of ``depth`` entries of ``width`` bits, with the ports of
+    :class:`amaranth.lib.fifo.SyncFIFO` (``w_data``, ``w_en``, ``w_rdy``, ``r_data``, ``r_en``,
+    ``r_rdy``, ``level``) and its timing: an entry is readable from the clock after its write;
+    ``w_rdy`` and ``r_rdy`` come from the level register.
+
+    Its memory is written on every clock, at the entry after the last one taken, and read
+    without a clock at the oldest: the handshakes move only its pointers and level, and reach
+    neither the memory's write enables nor its data (rule 1). The memory has an entry more than
+    the queue holds, so the one being written is never one that waits.
+    """
+
+    def __init__(self, *, width, depth):
+        if not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"depth must be a positive integer, not {depth!r}")
+        self.width = width
+        self.depth = depth
+        self.w_data = Signal(width)
+        self.w_en = Signal()
+        self.w_rdy = Signal()
+        self.r_data = Signal(width)
+        self.r_en = Signal()
+        self.r_rdy = Signal()
+        self.level = Signal(range(depth + 1))
+
+    def elaborate(self, platform):
+        m = Module()
+        entries = self.depth + 1
+        m.submodules.storage = storage = Memory(shape=self.width, depth=entries, init=[])
+        write, read = storage.write_port(), storage.read_port(domain="comb")
+        produce = Signal(range(entries))
+        consume = Signal(range(entries))
+        written = self.w_en & self.w_rdy
+        taken = self.r_en & self.r_rdy
+        m.d.comb += [write.en.eq(1), write.addr.eq(produce), write.data.eq(self.w_data),
+                     read.addr.eq(consume), self.r_data.eq(read.data),
+                     self.w_rdy.eq(self.level != self.depth), self.r_rdy.eq(self.level != 0)]
+        for pointer, moves in ((produce, written), (consume, taken)):
+            with m.If(moves):
+                m.d.sync += pointer.eq(Mux(pointer == entries - 1, 0, pointer + 1))
+        m.d.sync += self.level.eq(self.level + written - taken)
         return m
 
 

@@ -88,7 +88,7 @@ two values) is one ``Mux`` or ``Cat``, a continuous assignment.
 import dataclasses
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value, unsigned
-from amaranth.lib import data, enum, fifo, stream, wiring
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -96,7 +96,7 @@ from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggrega
 
 from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory
 from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
-from .pipeline import SkidBuffer, out_of_reset, register_copies
+from .pipeline import EagerFIFO, SkidBuffer, out_of_reset, register_copies
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
            "write_back_layout", "slot_event_layout", "accumulate", "SlotPool"]
@@ -537,8 +537,8 @@ class SlotPool(wiring.Component):
         # Results and write-backs are read without a clock from their queue's memory (one
         # clock from a write to its read): a head register as wide as a line would be
         # enabled by the taker's ``ready`` (rule 1).
-        m.submodules.results = results = fifo.SyncFIFO(width=result_layout.size, depth=depth)
-        m.submodules.write_backs = write_backs = fifo.SyncFIFO(
+        m.submodules.results = results = EagerFIFO(width=result_layout.size, depth=depth)
+        m.submodules.write_backs = write_backs = EagerFIFO(
             width=write_back_layout(params).size, depth=depth)
         m.d.comb += [self.result.payload.eq(results.r_data), self.result.valid.eq(results.r_rdy),
                      results.r_en.eq(self.result.ready),

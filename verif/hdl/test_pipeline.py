@@ -1,13 +1,15 @@
 """The stream stages of hdl.pipeline. The skid buffer: every payload through once, in order,
-under random backpressure on both sides; no clock of latency while empty. ``out_of_reset``:
-the inverse of the reset, a clock late."""
+under random backpressure on both sides; no clock of latency while empty. The eager FIFO: the
+same ports, on every clock, as Amaranth's ``SyncFIFO`` under the same random pushes and pops.
+``out_of_reset``: the inverse of the reset, a clock late."""
 
 import numpy as np
 import pytest
 from amaranth import ClockDomain, Elaboratable, Module, Signal
+from amaranth.lib.fifo import SyncFIFO
 
 from bench.sim import simulate
-from hdl.pipeline import SkidBuffer, out_of_reset
+from hdl.pipeline import EagerFIFO, SkidBuffer, out_of_reset
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -45,6 +47,57 @@ def test_skid_buffer_passes_everything_in_order(seed):
     assert received == payloads[:len(received)] and len(received) == len(payloads), \
         f"seed {seed}: {len(received)} of {len(payloads)} payloads out; first difference at " \
         f"{next((k for k, (a, b) in enumerate(zip(received, payloads)) if a != b), None)}"
+
+
+class _TwoFifos(Elaboratable):
+    """An EagerFIFO and a SyncFIFO of the same size, side by side."""
+
+    def __init__(self, width, depth):
+        self.eager = EagerFIFO(width=width, depth=depth)
+        self.reference = SyncFIFO(width=width, depth=depth)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.eager, m.submodules.reference = self.eager, self.reference
+        return m
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 8])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_eager_fifo_behaves_as_a_sync_fifo(depth, seed):
+    """Random pushes (also while full) and pops (also while empty): ``w_rdy``, ``r_rdy``,
+    ``level`` and, while ``r_rdy``, ``r_data`` equal the SyncFIFO's on every clock."""
+    rng = np.random.default_rng(seed)
+    dut = _TwoFifos(12, depth)
+    pushes = [bool(x) for x in rng.random(600) < 0.55]
+    pops = [bool(x) for x in rng.random(600) < 0.5]
+    data = [int(x) for x in rng.integers(0, 1 << 12, 600)]
+    errors = []
+
+    async def bench(ctx):
+        for clock, (push, pop, word) in enumerate(zip(pushes, pops, data)):
+            for fifo in (dut.eager, dut.reference):
+                ctx.set(fifo.w_en, push)
+                ctx.set(fifo.w_data, word)
+                ctx.set(fifo.r_en, pop)
+            for port in ("w_rdy", "r_rdy", "level"):
+                got = ctx.get(getattr(dut.eager, port))
+                want = ctx.get(getattr(dut.reference, port))
+                if got != want:
+                    errors.append(f"clock {clock}: {port} {got}, SyncFIFO's {want}")
+            if ctx.get(dut.reference.r_rdy):
+                got, want = ctx.get(dut.eager.r_data), ctx.get(dut.reference.r_data)
+                if got != want:
+                    errors.append(f"clock {clock}: r_data {got:#x}, SyncFIFO's {want:#x}")
+            await ctx.tick()
+
+    simulate(dut, bench)
+    assert not errors, f"depth {depth}, seed {seed}:\n" + "\n".join(errors[:10])
+
+
+def test_eager_fifo_rejects_a_depth_below_one():
+    with pytest.raises(ValueError, match="depth must be a positive integer"):
+        EagerFIFO(width=8, depth=0)
 
 
 class _OutOfReset(Elaboratable):
