@@ -1,11 +1,13 @@
 """The host side's way in: the M2S Req and RwD ingress queues, one request out per clock."""
 
 from amaranth import Cat, Const, Module, Mux, Signal, unsigned
-from amaranth.lib import data, enum, fifo, stream, wiring
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from spec.cxl import LD_ID_BITS, TAG_BITS, ReqOpcode, RwDOpcode, m2s_req_layout, m2s_rwd_layout
 from spec.params import ControllerParams
+
+from .pipeline import EagerFIFO
 
 __all__ = ["Operation", "request_layout", "Ingress"]
 
@@ -77,7 +79,7 @@ class Ingress(wiring.Component):
         queues = []
         for name, channel, entry in (("req_queue", self.m2s_req, self._req_entry),
                                      ("rwd_queue", self.m2s_rwd, self._rwd_entry)):
-            queue = fifo.SyncFIFOBuffered(width=layout.size, depth=params.queue_depth)
+            queue = EagerFIFO(width=layout.size, depth=params.queue_depth)
             m.submodules[name] = queue
             m.d.comb += [queue.w_data.eq(entry(m, channel.payload)),
                          queue.w_en.eq(channel.valid), channel.ready.eq(queue.w_rdy)]
