@@ -523,10 +523,7 @@ class SlotPool(wiring.Component):
         write = Signal(data.StructLayout({"en": 1, "addr": unsigned(index_bits),
                                           "data": entry_layout}))
         m.d.comb += [slots.write_en.eq(write.en), slots.write_addr.eq(write.addr),
-                     slots.write_data.eq(write.data),
-                     tag_write.en.eq(write.en), tag_write.addr.eq(write.addr),
-                     tag_write.data.valid.eq(write.data.valid),
-                     tag_write.data.tag.eq(write.data.tag[tag_lsb:])]
+                     slots.write_data.eq(write.data)]
         rdata = entry_layout(slots.read_data)
 
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
@@ -725,6 +722,11 @@ class SlotPool(wiring.Component):
                      retag.eq(p2_valid & (p2_install | (p2.kind == SlotOp.EVICT)
                                           | (p2.kind == SlotOp.DROP)
                                           | ((p2.kind == SlotOp.CLEAR) & covered)))]
+        # The tag memory changes only with a slot's line, so it is written on a retag alone
+        # (from registers: P2's write enable comes after its additions).
+        m.d.comb += [tag_write.en.eq(retag), tag_write.addr.eq(p2.index),
+                     tag_write.data.valid.eq(p2_install),
+                     tag_write.data.tag.eq(p2.tag[tag_lsb:])]
         # What steers P2's lanes, registered in one copy per column group (pipeline rule 2),
         # from the same terms as P2's own decision: whether the op is a contribution that may
         # be accepted, whether it is G-Ternary, and whether the word it starts from (W1 or the
