@@ -36,7 +36,9 @@ class RegisterWindow(wiring.Component):
     -------
     request : In(stream.Signature(window_request_layout(...)))
     result : Out(stream.Signature(line_bits))
-        The line read (zero for a write), valid until taken.
+        The line read, valid until taken; unspecified for a write (its answer has no data).
+        The payload is the capture register itself, so no enable waits for the decision
+        that the read is done (pipeline rule 1).
     bus : Out(csr_bus_signature(addr_width))
     bus_free : In(1)
     """
@@ -61,6 +63,7 @@ class RegisterWindow(wiring.Component):
         settle = Signal(range(WRITE_LATENCY + 2))
         capture = Signal(READ_LATENCY)          # reads in flight, by age
         line = Signal(p.line_bits, reset_less=True)
+        m.d.comb += self.result.payload.eq(line)
 
         m.d.comb += self.request.ready.eq(~busy & ~self.result.valid)
         # ``current`` takes every payload offered while the window is free, so that its
@@ -89,10 +92,9 @@ class RegisterWindow(wiring.Component):
         with m.If(busy & (issued == words)):
             with m.If(current.read):
                 with m.If(captured == words):
-                    m.d.sync += [busy.eq(0), self.result.valid.eq(1),
-                                 self.result.payload.eq(line)]
+                    m.d.sync += [busy.eq(0), self.result.valid.eq(1)]
             with m.Elif(settle == WRITE_LATENCY + 1):
-                m.d.sync += [busy.eq(0), self.result.valid.eq(1), self.result.payload.eq(0)]
+                m.d.sync += [busy.eq(0), self.result.valid.eq(1)]
             with m.Else():
                 m.d.sync += settle.eq(settle + 1)
         with m.If(self.result.valid & self.result.ready):
