@@ -544,7 +544,7 @@ class SlotPool(wiring.Component):
                      write_backs.r_en.eq(self.write_back.ready)]
 
         # Ops enter through a skid buffer: ``op.ready`` is a register.
-        m.submodules.intake = intake = SkidBuffer(op_layout)
+        m.submodules.intake = intake = SkidBuffer(op_layout, group_bits=p.control_copy_bits)
         wiring.connect(m, wiring.flipped(self.op), intake.sink)
 
         # After reset: a DROP of every slot before any op (see the module docstring), and no
