@@ -560,24 +560,33 @@ class SlotPool(wiring.Component):
         m.d.comb += [t0_valid.eq(Mux(scanning, 1, intake.source.valid & ~settling)),
                      t0.eq(Mux(scanning, drop, intake.source.payload))]
 
+        # P2 (below): its op, and whether it writes a fill to its slot in any case. Its word
+        # after the edge (``write.data``) is the slot's word after the edge whether the slot
+        # is written or not (``_update``), so the forwarding below follows ``p2_valid`` and
+        # the slot index, not P2's write enable, which comes after its additions.
+        p2 = Signal(op_layout, reset_less=True)
+        p2_valid = Signal()
+        p2_install = Signal()
+        retag = Signal()                    # P2's op gives its slot another line, or none
+
         # The reads. The slots are read every clock; ``current`` is the word of slot
-        # ``rd_index`` as it stands: the data read, or the word written to the slot on one of
-        # the two clock edges the read could not see (W1: the last edge, W2: the one before).
+        # ``rd_index`` as it stands: the data read, or P2's word of the slot on one of the two
+        # clock edges the read could not see (W1: the last edge, W2: the one before).
         read_addr = Signal(index_bits)
         ra_index = Signal(index_bits)       # the slot read on the last edge
         rd_index = Signal(index_bits)       # the slot read on the edge before: its data is in
         ra_valid = Signal()
-        collided = Signal()      # the write on the edge of ra's read was to its slot
+        collided = Signal()      # P2's op on the edge of ra's read was on its slot
         w1 = Signal(entry_layout, reset_less=True)
         w2 = Signal(entry_layout, reset_less=True)
         m.d.comb += slots.read_addr.eq(read_addr)
         m.d.sync += [ra_index.eq(read_addr), ra_valid.eq(1), rd_index.eq(ra_index),
-                     collided.eq(write.en & (write.addr == read_addr)),
+                     collided.eq(p2_valid & (p2.index == read_addr)),
                      w2.eq(w1), w1.eq(write.data)]
         # The selects of a slot's word, one copy per column group (pipeline rule 2).
         groups = p.control_copies
         copies = groups + 1                 # and one for the word's other fields
-        sel_w1 = register_copies(m, write.en & (write.addr == ra_index), copies, "sel_w1")
+        sel_w1 = register_copies(m, p2_valid & (p2.index == ra_index), copies, "sel_w1")
         sel_w2 = register_copies(m, collided, copies, "sel_w2")
         current = _by_group(m, p, entry_layout, sel_w1, w1,
                             _by_group(m, p, entry_layout, sel_w2, w2, rdata, "w2_or_read"),
@@ -631,11 +640,6 @@ class SlotPool(wiring.Component):
         t1_hit = Signal()
         t1_data_ok = Signal()
         t1_needs_slot = Signal()
-        # P2 (below): its op, and whether it writes a fill to its slot in any case.
-        p2 = Signal(op_layout, reset_less=True)
-        p2_valid = Signal()
-        p2_install = Signal()
-        retag = Signal()                    # P2's op gives its slot another line, or none
         state = Signal(_Fsm)
         next_state = Signal(_Fsm)           # the miss handler's state after this clock
         running = state == _Fsm.RUN
@@ -685,12 +689,12 @@ class SlotPool(wiring.Component):
         m.d.comb += events.hits.eq(advance & t1_needs_slot)
 
         # P2: the op of T1 with its slot's word (or the op with its fill, or the eviction of
-        # T1's slot's occupant); the word starts from W1 if the slot was written on the edge P2
-        # took it.
+        # T1's slot's occupant); the word starts from W1 if P2's op was on the slot on the edge
+        # P2 took it.
         p2_word = Signal(entry_layout, reset_less=True)
         filled = Signal(entry_layout)
         in_flight = Signal(range(depth + 1))    # ops in the result unit
-        fwd1 = register_copies(m, write.en & (write.addr == t1.index), copies, "fwd1")
+        fwd1 = register_copies(m, p2_valid & (p2.index == t1.index), copies, "fwd1")
         word = _by_group(m, p, entry_layout, fwd1, w1, p2_word, "word")
         # P2 takes a fill only in INSTALL, and nothing else then: the word it takes is the
         # filled one throughout INSTALL, chosen by copies of the state (pipeline rule 2).
@@ -791,9 +795,11 @@ class SlotPool(wiring.Component):
         """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``
         (a fill's, to be written whatever the op does, while ``install``); ``covered``: the
         word's tag is in a ``CLEAR``'s range. Drives the slot's write port, the result unit's
-        request and ``departure`` (a line leaves its slot). Column group ``k`` of the lanes
-        takes the op's line while ``adds[k]`` (equal to the op's ``accepted`` whenever the
-        slot is written), G-Ternary while ``ternary_copies[k]``."""
+        request and ``departure`` (a line leaves its slot). ``write.data`` is the slot's word
+        after this edge whether or not ``write.en`` (a word not written is ``word`` itself),
+        so that the reads may forward it without waiting for the write enable. Column group
+        ``k`` of the lanes takes the op's line while ``adds[k]`` (equal to the op's
+        ``accepted`` whenever the slot is written), G-Ternary while ``ternary_copies[k]``."""
         p = self._params.datapath
         n = word.state.n
         kind = op.kind
@@ -816,14 +822,16 @@ class SlotPool(wiring.Component):
                         new.threshold.eq(op.threshold), new.state.n.eq(n + 1),
                         write.en.eq(valid), write_back.eq(complete)]
             with m.Case(SlotOp.FLUSH):
-                m.d.comb += [new.dirty.eq(0), write.en.eq(valid & word.valid & word.dirty),
+                m.d.comb += [new.dirty.eq(word.dirty & ~word.valid),
+                             write.en.eq(valid & word.valid & word.dirty),
                              write_back.eq(word.valid & word.dirty)]
             with m.Case(SlotOp.EVICT):
                 m.d.comb += [new.valid.eq(0), write.en.eq(valid & word.valid),
                              write_back.eq(word.valid & word.dirty),
                              events.evictions.eq(valid & word.valid)]
             with m.Case(SlotOp.CLEAR):
-                m.d.comb += [new.valid.eq(0), write.en.eq(valid & word.valid & covered)]
+                m.d.comb += [new.valid.eq(word.valid & ~covered),
+                             write.en.eq(valid & word.valid & covered)]
             with m.Case(SlotOp.DROP):
                 m.d.comb += [new.valid.eq(0), write.en.eq(valid & word.valid),
                              events.dropped.eq(valid & word.valid & word.dirty)]
