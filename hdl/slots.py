@@ -553,12 +553,15 @@ class SlotPool(wiring.Component):
         settling = Signal(init=1)
         scan_index = Signal(index_bits)
         # T0: the op about to enter, from the scan or from the intake (one Mux each, so that
-        # they are continuous assignments: see the module docstring, Icarus).
+        # they are continuous assignments: see the module docstring, Icarus). A DROP reads
+        # only its kind and index, so the scan chooses those alone: its other fields are the
+        # intake's, whatever they are, and ``scanning`` stays off the line-wide ones.
         t0 = Signal(op_layout)
         t0_valid = Signal()
-        drop = Cat(Const(SlotOp.DROP.value, SlotOp.as_shape()), scan_index)
         m.d.comb += [t0_valid.eq(Mux(scanning, 1, intake.source.valid & ~settling)),
-                     t0.eq(Mux(scanning, drop, intake.source.payload))]
+                     t0.eq(intake.source.payload),
+                     t0.kind.eq(Mux(scanning, SlotOp.DROP, intake.source.payload.kind)),
+                     t0.index.eq(Mux(scanning, scan_index, intake.source.payload.index))]
 
         # P2 (below): its op, and whether it writes a fill to its slot in any case. Its word
         # after the edge (``write.data``) is the slot's word after the edge whether the slot
