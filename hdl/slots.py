@@ -11,7 +11,7 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
 
     op -> intake -> T0 --read slot--> TA --tag check--> T1 --P2--> accumulate, write slot
                                                          | miss            |
-                                                         v                 v
+                                                         v                 v register
                                          drain, evict, fill, install   result unit
                                                                        (AggregationDatapath,
                                             result stream <---+-------  contribute = 0)
@@ -96,7 +96,7 @@ from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggrega
 
 from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory
 from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
-from .pipeline import EagerFIFO, SkidBuffer, out_of_reset, register_copies
+from .pipeline import EagerFIFO, PipelineRegister, SkidBuffer, out_of_reset, register_copies
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
            "write_back_layout", "slot_event_layout", "accumulate", "SlotPool"]
@@ -489,6 +489,12 @@ class SlotPool(wiring.Component):
     #: each one is a clock on every result read.
     RESULT_LATENCY = 2
 
+    #: Registers between P2 and the result unit: P2's new word goes to the slot on one edge
+    #: and to the unit's request on the next, so that the unit's decisions (which read the
+    #: new ``n``) do not follow P2's additions within one clock. A clock on every result
+    #: read from a slot; a result read that misses is answered by the miss handler.
+    RESULT_INPUT_REGISTERS = 1
+
     def elaborate(self, platform):
         m = Module()
         params, u = self._params, self._user_width
@@ -529,7 +535,10 @@ class SlotPool(wiring.Component):
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
         m.submodules.result_unit = unit = AggregationDatapath(unit_params,
                                                               user_width=side_layout.size)
-        depth = self.STAGES + unit_params.latency + 1 + self.SPARE
+        m.submodules.unit_input = unit_input = PipelineRegister(unit.request.payload.shape())
+        wiring.connect(m, unit_input.source, unit.request)
+        depth = (self.STAGES + self.RESULT_INPUT_REGISTERS + unit_params.latency + 1
+                 + self.SPARE)
         result_layout = slot_result_layout(params, u)
         # Results and write-backs are read without a clock from their queue's memory (one
         # clock from a write to its read): a head register as wide as a line would be
@@ -696,7 +705,7 @@ class SlotPool(wiring.Component):
         # P2 took it.
         p2_word = Signal(entry_layout, reset_less=True)
         filled = Signal(entry_layout)
-        in_flight = Signal(range(depth + 1))    # ops in the result unit
+        in_flight = Signal(range(depth + 1))    # ops in the result unit or in front of it
         fwd1 = register_copies(m, p2_valid & (p2.index == t1.index), copies, "fwd1")
         word = _by_group(m, p, entry_layout, fwd1, w1, p2_word, "word")
         # P2 takes a fill only in INSTALL, and nothing else then: the word it takes is the
@@ -748,8 +757,8 @@ class SlotPool(wiring.Component):
         adds = [add & ~Mux(fwd, at_w1, taken)
                 for add, fwd, at_w1, taken in zip(may_add, fwd1, full_w1, full_taken)]
         departure = Signal()        # P2 takes a line out of its slot
-        self._update(m, p2, p2_valid, p2_install, word, covered, write, unit, side_layout,
-                     events, departure, adds, ternary, live)
+        self._update(m, p2, p2_valid, p2_install, word, covered, write, unit_input.sink,
+                     side_layout, events, departure, adds, ternary, live)
 
         # Room in the output queues for every op from TA on and one more: ``room`` now (the
         # miss handler's eviction); ``room_take`` a clock late, so it also leaves room for the
@@ -778,7 +787,7 @@ class SlotPool(wiring.Component):
             write_backs.w_en.eq(response.valid & side.write_back),
             events.write_backs.eq(response.valid & side.write_back),
         ]
-        m.d.sync += in_flight.eq(in_flight + unit.request.valid - response.valid)
+        m.d.sync += in_flight.eq(in_flight + unit_input.sink.valid - response.valid)
 
         m.submodules.fill_reader = reader = FillReader(params)
         wiring.connect(m, reader.fill_read, wiring.flipped(self.fill_read))
@@ -793,14 +802,15 @@ class SlotPool(wiring.Component):
                                  & (write_backs.level == 0) & ~self.writes_pending)
         return m
 
-    def _update(self, m, op, valid, install, word, covered, write, unit, side_layout, events,
-                departure, adds, ternary_copies, live):
+    def _update(self, m, op, valid, install, word, covered, write, request, side_layout,
+                events, departure, adds, ternary_copies, live):
         """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``
         (a fill's, to be written whatever the op does, while ``install``); ``covered``: the
-        word's tag is in a ``CLEAR``'s range. Drives the slot's write port, the result unit's
-        request and ``departure`` (a line leaves its slot). ``write.data`` is the slot's word
-        after this edge whether or not ``write.en`` (a word not written is ``word`` itself),
-        so that the reads may forward it without waiting for the write enable. Column group
+        word's tag is in a ``CLEAR``'s range. Drives the slot's write port, ``request`` (to
+        the result unit, through its input register) and ``departure`` (a line leaves its
+        slot). ``write.data`` is the slot's word after this edge whether or not ``write.en``
+        (a word not written is ``word`` itself), so that the reads may forward it without
+        waiting for the write enable. Column group
         ``k`` of the lanes takes the op's line while ``adds[k]`` (equal to the op's
         ``accepted`` whenever the slot is written), G-Ternary while ``ternary_copies[k]``."""
         p = self._params.datapath
@@ -867,12 +877,12 @@ class SlotPool(wiring.Component):
             side.accepted.eq(~contribute | accepted),
             side.reason.eq(Mux(contribute, reason, Reason.NONE)),
             side.invalid.eq(accepted & ternary & invalid_codes(p, op.data)),
-            unit.request.valid.eq(valid & (emit_result | write_back)),
-            unit.request.payload.state.eq(new.state),
-            unit.request.payload.mode.eq(Mux(scan, word.mode, op.mode)),
-            unit.request.payload.threshold.eq(Mux(scan, word.threshold, op.threshold)),
-            unit.request.payload.byte_enable.eq(-1),
-            unit.request.payload.user.eq(side),
+            request.valid.eq(valid & (emit_result | write_back)),
+            request.payload.state.eq(new.state),
+            request.payload.mode.eq(Mux(scan, word.mode, op.mode)),
+            request.payload.threshold.eq(Mux(scan, word.threshold, op.threshold)),
+            request.payload.byte_enable.eq(-1),
+            request.payload.user.eq(side),
         ]
 
     def _miss_handler(self, m, state, next_state, t1, miss, t1_data_ok, occupant, p2_valid,
