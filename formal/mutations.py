@@ -6,6 +6,7 @@ test is the real one with one fault, and nothing in ``hdl/`` exists for the proo
 Each mutation is a context manager factory (:attr:`Mutation.applied`).
 """
 
+import inspect
 from contextlib import contextmanager
 from dataclasses import dataclass
 from unittest import mock
@@ -157,20 +158,24 @@ class _MisaddressingPort(AxiMemoryPort):
 
 
 _pool_update = SlotPool._update
+_POOL_UPDATE_PARAMETERS = inspect.signature(SlotPool._update)
 
 
-def _update_leaving_slots_clean(self, m, op, valid, install, word, covered, write, unit, *rest):
+def _update_leaving_slots_clean(*args):
     # Every slot write marks the slot clean: a line that was contributed to and not yet
     # complete is never written back when it is evicted or flushed.
-    _pool_update(self, m, op, valid, install, word, covered, write, unit, *rest)
-    m.d.comb += write.data.dirty.eq(0)
+    _pool_update(*args)
+    given = _POOL_UPDATE_PARAMETERS.bind(*args).arguments
+    given["m"].d.comb += given["write"].data.dirty.eq(0)
 
 
-def _update_keeping_old_lanes(self, m, op, valid, install, word, covered, write, unit, *rest):
+def _update_keeping_old_lanes(*args):
     # A contribution's slot write counts it in n but keeps the lane counts it had: the
     # contribution's own answer is right, and every later read of the line is not.
-    _pool_update(self, m, op, valid, install, word, covered, write, unit, *rest)
-    with m.If(op.kind == SlotOp.CONTRIBUTE):
+    _pool_update(*args)
+    given = _POOL_UPDATE_PARAMETERS.bind(*args).arguments
+    m, write, word = given["m"], given["write"], given["word"]
+    with m.If(given["op"].kind == SlotOp.CONTRIBUTE):
         m.d.comb += write.data.state.lanes.eq(word.state.lanes)
 
 

@@ -718,6 +718,9 @@ class SlotPool(wiring.Component):
         # written on this edge keeps the tag of P2's ``word``: no op changes a slot's tag.
         covered_read = Signal()
         covered_w1 = Signal()
+        # The count before a line's last contribution, ``EXPECTED - 1`` (all ones, above every
+        # count, for 0), from T1: P2 compares its count with it, no adder in between.
+        p2_before_last = Signal(p.counter_width + 1)
 
         def in_clear_range(entry):
             return (entry.tag >= t1.tag) & (entry.tag < t1.high)
@@ -729,6 +732,7 @@ class SlotPool(wiring.Component):
             p2.kind.eq(Mux(evict, SlotOp.EVICT, t1.kind)),
             p2_word.eq(next_word), p2_install.eq(install),
             covered_read.eq(in_clear_range(next_word)), covered_w1.eq(in_clear_range(word)),
+            p2_before_last.eq(t1.expected - 1),
         ]
         m.d.comb += data_read.addr.eq(t1.data_slot)
         # P2 gives its slot another line (an install) or none (an eviction, a drop, a clear
@@ -753,12 +757,14 @@ class SlotPool(wiring.Component):
         ternary = register_copies(m, t1.mode == Mode.GTERNARY, groups, "ternary")
         full_taken = register_copies(m, next_word.state.n == p.capacity, groups,
                                      "full_taken")
-        full_w1 = register_copies(m, write.data.state.n == p.capacity, groups, "full_w1")
+        full_after = Signal()       # ``write.data.state.n == capacity``, without its adder
+        full_w1 = register_copies(m, full_after, groups, "full_w1")
         adds = [add & ~Mux(fwd, at_w1, taken)
                 for add, fwd, at_w1, taken in zip(may_add, fwd1, full_w1, full_taken)]
         departure = Signal()        # P2 takes a line out of its slot
-        self._update(m, p2, p2_valid, p2_install, word, covered, write, unit_input.sink,
-                     side_layout, events, departure, adds, ternary, live)
+        self._update(m, p2, p2_valid, p2_install, word, covered, p2_before_last, write,
+                     full_after, unit_input.sink, side_layout, events, departure, adds,
+                     ternary, live)
 
         # Room in the output queues for every op from TA on and one more: ``room`` now (the
         # miss handler's eviction); ``room_take`` a clock late, so it also leaves room for the
@@ -802,16 +808,17 @@ class SlotPool(wiring.Component):
                                  & (write_backs.level == 0) & ~self.writes_pending)
         return m
 
-    def _update(self, m, op, valid, install, word, covered, write, request, side_layout,
-                events, departure, adds, ternary_copies, live):
+    def _update(self, m, op, valid, install, word, covered, before_last, write, full_after,
+                request, side_layout, events, departure, adds, ternary_copies, live):
         """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``
         (a fill's, to be written whatever the op does, while ``install``); ``covered``: the
-        word's tag is in a ``CLEAR``'s range. Drives the slot's write port, ``request`` (to
-        the result unit, through its input register) and ``departure`` (a line leaves its
-        slot). ``write.data`` is the slot's word after this edge whether or not ``write.en``
-        (a word not written is ``word`` itself), so that the reads may forward it without
-        waiting for the write enable. Column group
-        ``k`` of the lanes takes the op's line while ``adds[k]`` (equal to the op's
+        word's tag is in a ``CLEAR``'s range; ``before_last``: ``op.expected - 1`` (all ones
+        for 0). Drives the slot's write port, ``full_after`` (the count written is
+        ``capacity``), ``request`` (to the result unit, through its input register) and
+        ``departure`` (a line leaves its slot). ``write.data`` is the slot's word after this
+        edge whether or not ``write.en`` (a word not written is ``word`` itself), so that the
+        reads may forward it without waiting for the write enable. Column group ``k`` of the
+        lanes takes the op's line while ``adds[k]`` (equal to the op's
         ``accepted`` whenever the slot is written), G-Ternary while ``ternary_copies[k]``."""
         p = self._params.datapath
         n = word.state.n
@@ -822,7 +829,7 @@ class SlotPool(wiring.Component):
         full = n == p.capacity
         accepted = contribute & ~(bad_mode | partial | full)
         ternary = op.mode == Mode.GTERNARY
-        complete = accepted & (n + 1 == op.expected)
+        complete = accepted & (n == before_last)
         new = Signal.like(word)
         m.d.comb += new.eq(word)
         write_back = Signal()
@@ -856,7 +863,8 @@ class SlotPool(wiring.Component):
             Mux(add, accumulate(p, lanes, line, is_ternary), lanes)
             for add, is_ternary, lanes, line in groups))
         m.d.comb += [write.addr.eq(op.index), write.data.eq(new),
-                     departure.eq(write.en & word.valid & ~new.valid)]
+                     departure.eq(write.en & word.valid & ~new.valid),
+                     full_after.eq(Mux(live & accepted, n == p.capacity - 1, full))]
 
         reason = Mux(bad_mode, Reason.MODE, Mux(partial, Reason.PARTIAL,
                                                  Mux(full, Reason.CAPACITY, Reason.NONE)))
