@@ -761,9 +761,12 @@ class SlotPool(wiring.Component):
         full_w1 = register_copies(m, full_after, groups, "full_w1")
         adds = [add & ~Mux(fwd, at_w1, taken)
                 for add, fwd, at_w1, taken in zip(may_add, fwd1, full_w1, full_taken)]
-        departure = Signal()        # P2 takes a line out of its slot
+        # P2 takes a line out of its slot: a retag that installs none, of a slot that held
+        # one (from registers and the forwarding select, as ``retag``).
+        departure = Signal()
+        m.d.comb += departure.eq(retag & ~p2_install & word.valid)
         self._update(m, p2, p2_valid, p2_install, word, covered, p2_before_last, write,
-                     full_after, unit_input.sink, side_layout, events, departure, adds,
+                     full_after, unit_input.sink, side_layout, events, adds,
                      ternary, live)
 
         # Room in the output queues for every op from TA on and one more: ``room`` now (the
@@ -809,17 +812,17 @@ class SlotPool(wiring.Component):
         return m
 
     def _update(self, m, op, valid, install, word, covered, before_last, write, full_after,
-                request, side_layout, events, departure, adds, ternary_copies, live):
+                request, side_layout, events, adds, ternary_copies, live):
         """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``
         (a fill's, to be written whatever the op does, while ``install``); ``covered``: the
         word's tag is in a ``CLEAR``'s range; ``before_last``: ``op.expected - 1`` (all ones
         for 0). Drives the slot's write port, ``full_after`` (the count written is
-        ``capacity``), ``request`` (to the result unit, through its input register) and
-        ``departure`` (a line leaves its slot). ``write.data`` is the slot's word after this
-        edge whether or not ``write.en`` (a word not written is ``word`` itself), so that the
-        reads may forward it without waiting for the write enable. Column group ``k`` of the
-        lanes takes the op's line while ``adds[k]`` (equal to the op's
-        ``accepted`` whenever the slot is written), G-Ternary while ``ternary_copies[k]``."""
+        ``capacity``) and ``request`` (to the result unit, through its input register).
+        ``write.data`` is the slot's word after this edge whether or not ``write.en`` (a word
+        not written is ``word`` itself), so that the reads may forward it without waiting for
+        the write enable. Column group ``k`` of the lanes takes the op's line while
+        ``adds[k]`` (equal to the op's ``accepted`` whenever the slot is written), G-Ternary
+        while ``ternary_copies[k]``."""
         p = self._params.datapath
         n = word.state.n
         kind = op.kind
@@ -863,7 +866,6 @@ class SlotPool(wiring.Component):
             Mux(add, accumulate(p, lanes, line, is_ternary), lanes)
             for add, is_ternary, lanes, line in groups))
         m.d.comb += [write.addr.eq(op.index), write.data.eq(new),
-                     departure.eq(write.en & word.valid & ~new.valid),
                      full_after.eq(Mux(live & accepted, n == p.capacity - 1, full))]
 
         reason = Mux(bad_mode, Reason.MODE, Mux(partial, Reason.PARTIAL,
