@@ -747,27 +747,27 @@ class SlotPool(wiring.Component):
         m.d.comb += [tag_write.en.eq(retag), tag_write.addr.eq(p2.index),
                      tag_write.data.valid.eq(p2_install),
                      tag_write.data.tag.eq(p2.tag[tag_lsb:])]
-        # What steers P2's lanes, registered in one copy per column group (pipeline rule 2),
-        # from the same terms as P2's own decision: whether the op is a contribution that may
-        # be accepted, whether it is G-Ternary, and whether the word it starts from (W1 or the
-        # one taken) is at capacity.
+        # P2's decision to accept a contribution, made of registers (pipeline rule 3), one
+        # copy per column group to steer its lanes (rule 2) and one for the rest of its word:
+        # whether the op is a contribution that may be accepted, and whether the word it
+        # starts from (W1 or the one taken) is at capacity. And whether it is G-Ternary.
         may_add = register_copies(
             m, ((Mux(evict, SlotOp.EVICT, t1.kind) == SlotOp.CONTRIBUTE)
-                & aggregates(t1.mode) & t1.full_line), groups, "may_add")
+                & aggregates(t1.mode) & t1.full_line), copies, "may_add")
         ternary = register_copies(m, t1.mode == Mode.GTERNARY, groups, "ternary")
-        full_taken = register_copies(m, next_word.state.n == p.capacity, groups,
+        full_taken = register_copies(m, next_word.state.n == p.capacity, copies,
                                      "full_taken")
         full_after = Signal()       # ``write.data.state.n == capacity``, without its adder
-        full_w1 = register_copies(m, full_after, groups, "full_w1")
-        adds = [add & ~Mux(fwd, at_w1, taken)
-                for add, fwd, at_w1, taken in zip(may_add, fwd1, full_w1, full_taken)]
+        full_w1 = register_copies(m, full_after, copies, "full_w1")
+        full = [Mux(fwd, at_w1, taken) for fwd, at_w1, taken in zip(fwd1, full_w1, full_taken)]
+        adds = [add & ~at_capacity for add, at_capacity in zip(may_add[:groups], full)]
         # P2 takes a line out of its slot: a retag that installs none, of a slot that held
         # one (from registers and the forwarding select, as ``retag``).
         departure = Signal()
         m.d.comb += departure.eq(retag & ~p2_install & word.valid)
-        self._update(m, p2, p2_valid, p2_install, word, covered, p2_before_last, write,
-                     full_after, unit_input.sink, side_layout, events, adds,
-                     ternary, live)
+        self._update(m, p2, p2_valid, p2_install, word, may_add[-1], full[-1], covered,
+                     p2_before_last, write, full_after, unit_input.sink, side_layout, events,
+                     adds, ternary, live)
 
         # Room in the output queues for every op from TA on and one more: ``room`` now (the
         # miss handler's eviction); ``room_take`` a clock late, so it also leaves room for the
@@ -811,13 +811,15 @@ class SlotPool(wiring.Component):
                                  & (write_backs.level == 0) & ~self.writes_pending)
         return m
 
-    def _update(self, m, op, valid, install, word, covered, before_last, write, full_after,
-                request, side_layout, events, adds, ternary_copies, live):
+    def _update(self, m, op, valid, install, word, may_add, full, covered, before_last, write,
+                full_after, request, side_layout, events, adds, ternary_copies, live):
         """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``
-        (a fill's, to be written whatever the op does, while ``install``); ``covered``: the
-        word's tag is in a ``CLEAR``'s range; ``before_last``: ``op.expected - 1`` (all ones
-        for 0). Drives the slot's write port, ``full_after`` (the count written is
-        ``capacity``) and ``request`` (to the result unit, through its input register).
+        (a fill's, to be written whatever the op does, while ``install``); ``may_add``: the
+        op is a contribution in an aggregating mode to a whole line; ``full``: ``word``'s
+        count is ``capacity``; ``covered``: the word's tag is in a ``CLEAR``'s range;
+        ``before_last``: ``op.expected - 1`` (all ones for 0). Drives the slot's write port,
+        ``full_after`` (the count written is ``capacity``) and ``request`` (to the result
+        unit, through its input register).
         ``write.data`` is the slot's word after this edge whether or not ``write.en`` (a word
         not written is ``word`` itself), so that the reads may forward it without waiting for
         the write enable. Column group ``k`` of the lanes takes the op's line while
@@ -829,8 +831,7 @@ class SlotPool(wiring.Component):
         contribute = kind == SlotOp.CONTRIBUTE
         bad_mode = ~aggregates(op.mode)
         partial = ~op.full_line
-        full = n == p.capacity
-        accepted = contribute & ~(bad_mode | partial | full)
+        accepted = may_add & ~full
         ternary = op.mode == Mode.GTERNARY
         complete = accepted & (n == before_last)
         new = Signal.like(word)
