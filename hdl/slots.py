@@ -980,10 +980,12 @@ class SlotPool(wiring.Component):
                 with m.If(reader.done & reader.error & answer_room):
                     # The state is unknown: the contribution is answered, not counted.
                     answer_and_drop()
-                with m.Elif(reader.held & ~reader.error & ~p2_valid):
+                with m.If(reader.held & ~reader.error & ~p2_valid):
                     # The op moves on with the filled word, which P2 writes to the slot. It
                     # has had room since it was taken, and the filled word comes from the
                     # reader's registers (``held``): ``install`` moves TA and intake, so
-                    # it is decided from registers (pipeline rule 3).
+                    # it is decided from registers (pipeline rule 3), not after the answer's
+                    # room above (``If``, not ``Elif``: the two exclude each other by
+                    # ``reader.error``).
                     m.d.comb += [install.eq(1), reader.finish.eq(1), events.fills.eq(1)]
                     m.d.comb += next_state.eq(_Fsm.RUN)
