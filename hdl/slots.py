@@ -585,15 +585,17 @@ class SlotPool(wiring.Component):
         # ``rd_index`` as it stands: the data read, or P2's word of the slot on one of the two
         # clock edges the read could not see (W1: the last edge, W2: the one before).
         read_addr = Signal(index_bits)
+        reread = Signal()                   # the read is T1's slot's again, not T0's
         ra_index = Signal(index_bits)       # the slot read on the last edge
         rd_index = Signal(index_bits)       # the slot read on the edge before: its data is in
         ra_valid = Signal()
-        collided = Signal()      # P2's op on the edge of ra's read was on its slot
+        # P2's op on the edge of ra's read was on its slot (compared with both slots the read
+        # may be of, in parallel with the choice between them).
+        collided = Signal()
         w1 = Signal(entry_layout, reset_less=True)
         w2 = Signal(entry_layout, reset_less=True)
         m.d.comb += slots.read_addr.eq(read_addr)
         m.d.sync += [ra_index.eq(read_addr), ra_valid.eq(1), rd_index.eq(ra_index),
-                     collided.eq(p2_valid & (p2.index == read_addr)),
                      w2.eq(w1), w1.eq(write.data)]
         # The selects of a slot's word, one copy per column group (pipeline rule 2).
         groups = p.control_copies
@@ -667,9 +669,11 @@ class SlotPool(wiring.Component):
         take = t0_valid & room_take & (~ta_valid | ta_moves) & (state != _Fsm.DRAIN) & (
             state != _Fsm.DECIDE)
         t1_read_landing = ra_valid & (ra_index == t1.index)
-        reread = ~running | (t1_valid & ~t1_data_ok & ~t1_read_landing)
-        m.d.comb += [read_addr.eq(Mux(reread, t1.index, t0.index)),
-                     intake.source.ready.eq(take & ~scanning)]
+        m.d.comb += [reread.eq(~running | (t1_valid & ~t1_data_ok & ~t1_read_landing)),
+                     read_addr.eq(Mux(reread, t1.index, t0.index))]
+        m.d.sync += collided.eq(p2_valid & Mux(reread, p2.index == t1.index,
+                                               p2.index == t0.index))
+        m.d.comb += intake.source.ready.eq(take & ~scanning)
         # TA loads T0 whenever it is free, taken or not (its enables then do not wait for
         # the conditions of ``take``).
         with m.If(~ta_valid | ta_moves):
