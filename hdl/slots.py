@@ -709,7 +709,12 @@ class SlotPool(wiring.Component):
         # P2 took it.
         p2_word = Signal(entry_layout, reset_less=True)
         filled = Signal(entry_layout)
-        in_flight = Signal(range(depth + 1))    # ops in the result unit or in front of it
+        # Ops in the result unit, counted from its input register's valid (a register, not
+        # P2's decision to send one); with that register's op, ``in_flight``.
+        in_unit = Signal(range(depth + 1))
+        queued = unit_input.source.valid
+        in_flight = in_unit + queued
+        unit_empty = (in_unit == 0) & ~queued
         fwd1 = register_copies(m, p2_valid & (p2.index == t1.index), copies, "fwd1")
         word = _by_group(m, p, entry_layout, fwd1, w1, p2_word, "word")
         # P2 takes a fill only in INSTALL, and nothing else then: the word it takes is the
@@ -800,18 +805,18 @@ class SlotPool(wiring.Component):
             write_backs.w_en.eq(response.valid & side.write_back),
             events.write_backs.eq(response.valid & side.write_back),
         ]
-        m.d.sync += in_flight.eq(in_flight + unit_input.sink.valid - response.valid)
+        m.d.sync += in_unit.eq(in_unit + queued - response.valid)
 
         m.submodules.fill_reader = reader = FillReader(params)
         wiring.connect(m, reader.fill_read, wiring.flipped(self.fill_read))
         wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
         self._miss_handler(m, state, next_state, t1, miss, t1_data_ok, current, p2_valid,
-                           in_flight, room, results, answer, answering, write_backs, events,
+                           unit_empty, room, results, answer, answering, write_backs, events,
                            departure, reader, evict, install, filled, dropped, live)
         with m.If(~scanning & ~ta_valid & ~t1_valid & ~p2_valid):
             m.d.sync += settling.eq(0)
         m.d.comb += self.idle.eq(~settling & ~intake.full & ~ta_valid & ~t1_valid
-                                 & ~p2_valid & (in_flight == 0) & running
+                                 & ~p2_valid & unit_empty & running
                                  & (write_backs.level == 0) & ~self.writes_pending)
         return m
 
@@ -901,7 +906,7 @@ class SlotPool(wiring.Component):
         ]
 
     def _miss_handler(self, m, state, next_state, t1, miss, t1_data_ok, occupant, p2_valid,
-                      in_flight, room, results, answer, answering, write_backs, events,
+                      unit_empty, room, results, answer, answering, write_backs, events,
                       departure, reader, evict, install, filled, dropped, live):
         """The steps of a miss of T1's op (see the module docstring), from ``state`` to
         ``next_state``, which the handler drives and ``state`` takes on the clock edge. Drives
@@ -913,7 +918,7 @@ class SlotPool(wiring.Component):
         waits until the pool is drained (the result unit gives nothing on that clock, so the
         result queue's data is chosen by the unit's valid alone)."""
         params = self._params
-        drained = ~p2_valid & (in_flight == 0)
+        drained = ~p2_valid & unit_empty
         writes_done = drained & (write_backs.level == 0) & ~self.writes_pending
         # Fills and writes (module docstring): a line left its slot since every write was last
         # done; and that, as it stood before this miss's own eviction.
