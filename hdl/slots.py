@@ -718,9 +718,10 @@ class SlotPool(wiring.Component):
         fwd1 = register_copies(m, p2_valid & (p2.index == t1.index), copies, "fwd1")
         word = _by_group(m, p, entry_layout, fwd1, w1, p2_word, "word")
         # P2 takes a fill only in INSTALL, and nothing else then: the word it takes is the
-        # filled one throughout INSTALL, chosen by copies of the state (pipeline rule 2).
-        installing = register_copies(m, (next_state == _Fsm.INSTALL) & live, copies,
-                                     "installing")
+        # filled one throughout INSTALL, chosen by copies (pipeline rule 2) of the miss
+        # handler's ``fill_next``.
+        fill_next = Signal()
+        installing = register_copies(m, fill_next, copies, "installing")
         next_word = _by_group(m, p, entry_layout, installing, filled, current, "next_word")
         # A CLEAR's range check, made in T1 for both words P2 may start from (pipeline rule
         # 3: a carry chain over the address stays out of P2's write enable). The word
@@ -812,7 +813,7 @@ class SlotPool(wiring.Component):
         wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
         self._miss_handler(m, state, next_state, t1, miss, t1_data_ok, current, p2_valid,
                            unit_empty, room, results, answer, answering, write_backs, events,
-                           departure, reader, evict, install, filled, dropped, live)
+                           departure, reader, evict, install, filled, dropped, fill_next, live)
         with m.If(~scanning & ~ta_valid & ~t1_valid & ~p2_valid):
             m.d.sync += settling.eq(0)
         m.d.comb += self.idle.eq(~settling & ~intake.full & ~ta_valid & ~t1_valid
@@ -907,12 +908,13 @@ class SlotPool(wiring.Component):
 
     def _miss_handler(self, m, state, next_state, t1, miss, t1_data_ok, occupant, p2_valid,
                       unit_empty, room, results, answer, answering, write_backs, events,
-                      departure, reader, evict, install, filled, dropped, live):
+                      departure, reader, evict, install, filled, dropped, fill_next, live):
         """The steps of a miss of T1's op (see the module docstring), from ``state`` to
         ``next_state``, which the handler drives and ``state`` takes on the clock edge. Drives
         ``evict`` (P2 takes the eviction of T1's slot's occupant, ``occupant``), ``install``
         (P2 takes T1's op with the word ``filled``), ``dropped`` (T1's op is answered here
-        and leaves), ``answer`` and ``answering`` (the result queue takes ``answer``).
+        and leaves), ``answer`` and ``answering`` (the result queue takes ``answer``), and
+        ``fill_next``: P2 is to take the word ``filled`` on the next clock if it takes one.
         An eviction is made while P2 is empty and ``room`` (the output queues have room for
         it and every op in flight) holds, an install while P2 is empty; an answer given here
         waits until the pool is drained (the result unit gives nothing on that clock, so the
@@ -953,6 +955,15 @@ class SlotPool(wiring.Component):
 
         m.d.comb += next_state.eq(state)
         m.d.sync += state.eq(next_state)
+        # ``fill_next`` is high on every clock before P2 may install (in INSTALL, entered from
+        # DECIDE or WAIT_WRITES) and low on every clock before P2 may take another word (in
+        # RUN, and the eviction in DECIDE). It is made of the state and registers rather than
+        # of ``next_state``, which waits for the queues' levels: it may also be high before a
+        # clock on which P2 takes nothing (WAIT_WRITES, READ_ANSWER, and RUN after an answer
+        # in INSTALL has dropped T1's op, when T1 is empty).
+        m.d.comb += fill_next.eq(live & (((state == _Fsm.DECIDE) & t1_data_ok & started)
+                                         | (state == _Fsm.WAIT_WRITES)
+                                         | ((state == _Fsm.INSTALL) & ~install)))
         with m.If(live), m.Switch(state):  # see the module docstring, Icarus
             with m.Case(_Fsm.RUN):
                 # The line's read starts at once unless a write may be to its line; the ops
