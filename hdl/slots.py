@@ -23,9 +23,10 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
   small memory read without a clock (``tags``), for the hit check: it is read as an op enters
   TA, into a register.
 - Ops enter through ``intake``, a skid buffer (:class:`hdl.pipeline.SkidBuffer`), so that
-  ``op.ready`` is a register. An op's line of data does not stall with it in TA and T1
-  (pipeline rule 1): it waits in ``op_data``, a small memory written every clock, and P2
-  reads it there.
+  ``op.ready`` is a register, and wait in **T0**, a register, so that the pool's logic
+  starts from registers, not from its caller's. An op's line of data does not travel with
+  it (pipeline rule 1): it is written on arrival to ``op_data``, a small memory written
+  every clock, and P2 reads it there.
 - **TA** holds an op whose slot is being read, and checks its tag in ``tags``. **T1** holds
   the op with the result of that check, a register kept exact by every write to the slot
   since (``hit_after_edge``): the decision to move on or to miss has no logic in front of it
@@ -471,9 +472,9 @@ class SlotPool(wiring.Component):
             "events": Out(slot_event_layout()),
         })
 
-    #: Stages an op is in before the result unit: one per clock of the slot read (TA, T1),
-    #: then P2. The forwarding (``W1``, ``W2``, ``ra_index``, ``rd_index``) is built for a
-    #: read of two clocks.
+    #: Stages an op is in from its slot's read to the result unit: one per clock of the read
+    #: (TA, T1), then P2. The forwarding (``W1``, ``W2``, ``ra_index``, ``rd_index``) is built
+    #: for a read of two clocks.
     STAGES = READ_LATENCY + 1
 
     #: Entries of each output queue beyond the ops that can be in the stages, the result unit
@@ -481,19 +482,13 @@ class SlotPool(wiring.Component):
     SPARE = 2
 
     #: Entries of ``op_data``, where an op's line waits until P2 (a power of two, so that
-    #: ``data_slot`` wraps): TA's, T1's, and the one being written.
-    DATA_SLOTS = 4
+    #: ``data_slot`` wraps): the intake's, T0's, TA's, T1's, and the one being written.
+    DATA_SLOTS = 8
 
     #: Pipeline registers of the result unit (at most the datapath's ``latency``): it only
-    #: reads states back (majority, gate), so it needs fewer than a datapath that adds, and
-    #: each one is a clock on every result read.
-    RESULT_LATENCY = 2
-
-    #: Registers between P2 and the result unit: P2's new word goes to the slot on one edge
-    #: and to the unit's request on the next, so that the unit's decisions (which read the
-    #: new ``n``) do not follow P2's additions within one clock. A clock on every result
-    #: read from a slot; a result read that misses is answered by the miss handler.
-    RESULT_INPUT_REGISTERS = 1
+    #: reads states back (majority, gate), from a register of its own (``unit_input``), so
+    #: one is enough, and each one is a clock on every result read.
+    RESULT_LATENCY = 1
 
     def elaborate(self, platform):
         m = Module()
@@ -535,10 +530,15 @@ class SlotPool(wiring.Component):
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
         m.submodules.result_unit = unit = AggregationDatapath(unit_params,
                                                               user_width=side_layout.size)
+        # P2's new word goes to the slot on one edge and to the unit's request on the next, so
+        # that the unit's decisions (which read the new ``n``) do not follow P2's additions
+        # within one clock: a clock on every result read from a slot (a result read that
+        # misses is answered by the miss handler).
         m.submodules.unit_input = unit_input = PipelineRegister(unit.request.payload.shape())
         wiring.connect(m, unit_input.source, unit.request)
-        depth = (self.STAGES + self.RESULT_INPUT_REGISTERS + unit_params.latency + 1
-                 + self.SPARE)
+        # An output queue holds, beyond its own, every op from TA on (the stages, the unit's
+        # input register and the unit) and the one ``room_take`` does not see.
+        depth = self.STAGES + 1 + unit_params.latency + 1 + self.SPARE
         result_layout = slot_result_layout(params, u)
         # Results and write-backs are read without a clock from their queue's memory (one
         # clock from a write to its read): a head register as wide as a line would be
@@ -552,25 +552,45 @@ class SlotPool(wiring.Component):
                      self.write_back.valid.eq(write_backs.r_rdy),
                      write_backs.r_en.eq(self.write_back.ready)]
 
-        # Ops enter through a skid buffer: ``op.ready`` is a register.
-        m.submodules.intake = intake = SkidBuffer(op_layout, group_bits=p.control_copy_bits)
-        wiring.connect(m, wiring.flipped(self.op), intake.sink)
+        # An op's line of data does not travel with it (pipeline rule 1): it is written to
+        # ``op_data`` on every clock at ``arrival_slot``, which moves on when an op enters, and
+        # the op carries its ``data_slot`` instead, through the stages to P2, which reads the
+        # line there. The op enters through a skid buffer (``op.ready`` is a register) and
+        # waits in T0, a register: the pool's logic starts from registers, not from the
+        # payload of its caller.
+        stage_fields = [name for name in op_layout.members if name != "data"]
+        stage_layout = data.StructLayout({**{name: op_layout.members[name]
+                                             for name in stage_fields},
+                                          "data_slot": range(self.DATA_SLOTS)})
+        m.submodules.op_data = op_data = Memory(shape=p.line_bits, depth=self.DATA_SLOTS,
+                                                init=[])
+        data_write = op_data.write_port()
+        data_read = op_data.read_port(domain="comb")
+        arrival_slot = Signal(range(self.DATA_SLOTS))
+        m.d.comb += [data_write.en.eq(1), data_write.addr.eq(arrival_slot),
+                     data_write.data.eq(self.op.payload.data)]
+        with m.If(self.op.valid & self.op.ready):
+            m.d.sync += arrival_slot.eq(arrival_slot + 1)
+        m.submodules.intake = intake = SkidBuffer(stage_layout)
+        m.d.comb += [intake.sink.valid.eq(self.op.valid), self.op.ready.eq(intake.sink.ready),
+                     intake.sink.payload.eq(Cat(*(self.op.payload[name]
+                                                  for name in stage_fields), arrival_slot))]
 
         # After reset: a DROP of every slot before any op (see the module docstring), and no
         # op until the last DROP has written its slot (``settling``).
         scanning = Signal(init=1)
         settling = Signal(init=1)
         scan_index = Signal(index_bits)
-        # T0: the op about to enter, from the scan or from the intake (one Mux each, so that
-        # they are continuous assignments: see the module docstring, Icarus). A DROP reads
-        # only its kind and index, so the scan chooses those alone: its other fields are the
-        # intake's, whatever they are, and ``scanning`` stays off the line-wide ones.
-        t0 = Signal(op_layout)
+        # T0: the op about to be taken, from the scan or from the intake (one Mux each, so
+        # that they are continuous assignments: see the module docstring, Icarus). A DROP
+        # reads only its kind and index, so the scan chooses those alone: its other fields are
+        # the intake's, whatever they are.
+        t0 = Signal(stage_layout)
         t0_valid = Signal()
-        m.d.comb += [t0_valid.eq(Mux(scanning, 1, intake.source.valid & ~settling)),
-                     t0.eq(intake.source.payload),
-                     t0.kind.eq(Mux(scanning, SlotOp.DROP, intake.source.payload.kind)),
-                     t0.index.eq(Mux(scanning, scan_index, intake.source.payload.index))]
+        t0_next = Signal(stage_layout)
+        m.d.comb += [t0_next.eq(intake.source.payload),
+                     t0_next.kind.eq(Mux(scanning, SlotOp.DROP, intake.source.payload.kind)),
+                     t0_next.index.eq(Mux(scanning, scan_index, intake.source.payload.index))]
 
         # P2 (below): its op, and whether it writes a fill to its slot in any case. Its word
         # after the edge (``write.data``) is the slot's word after the edge whether the slot
@@ -618,21 +638,6 @@ class SlotPool(wiring.Component):
             return (((op.kind == SlotOp.CONTRIBUTE) & aggregates(op.mode) & op.full_line)
                     | (op.kind == SlotOp.READ))
 
-        # An op's line of data does not wait in TA and T1 with it (pipeline rule 1): it is
-        # written to ``op_data`` on every clock at ``data_slot``, which moves on when the op
-        # is taken, and the stages carry the op's ``data_slot`` instead. P2 reads it there.
-        stage_fields = [name for name in op_layout.members if name != "data"]
-        stage_layout = data.StructLayout({**{name: op_layout.members[name]
-                                             for name in stage_fields},
-                                          "data_slot": range(self.DATA_SLOTS)})
-        m.submodules.op_data = op_data = Memory(shape=p.line_bits, depth=self.DATA_SLOTS,
-                                                init=[])
-        data_write = op_data.write_port()
-        data_read = op_data.read_port(domain="comb")
-        data_slot = Signal(range(self.DATA_SLOTS))
-        m.d.comb += [data_write.en.eq(1), data_write.addr.eq(data_slot),
-                     data_write.data.eq(t0.data)]
-
         # TA: the op whose slot was read on the last edge (if it was taken while the read port
         # was free: ``reread``); its hit check, from registers: its slot's tag as the tag
         # memory stood when the op entered TA (``ta_tag``), unless P2 has given the slot
@@ -673,20 +678,23 @@ class SlotPool(wiring.Component):
                      read_addr.eq(Mux(reread, t1.index, t0.index))]
         m.d.sync += collided.eq(p2_valid & Mux(reread, p2.index == t1.index,
                                                p2.index == t0.index))
-        m.d.comb += intake.source.ready.eq(take & ~scanning)
+        # T0 loads whenever it is free or taken.
+        t0_loads = ~t0_valid | take
+        m.d.comb += intake.source.ready.eq(t0_loads & ~scanning & ~settling)
+        with m.If(t0_loads):
+            m.d.sync += [t0.eq(t0_next),
+                         t0_valid.eq(scanning | (intake.source.valid & ~settling))]
         # TA loads T0 whenever it is free, taken or not (its enables then do not wait for
         # the conditions of ``take``).
         with m.If(~ta_valid | ta_moves):
-            m.d.sync += [ta.eq(Cat(*(t0[name] for name in stage_fields), data_slot)),
+            m.d.sync += [ta.eq(t0),
                          ta_valid.eq(take), ta_tag.eq(tag_read.data),
                          ta_retagged.eq(retag & (p2.index == t0.index)),
                          ta_retag_hit.eq(p2_install & same_line(p2.tag, t0.tag))]
         with m.Elif(retag & (p2.index == ta.index)):
             m.d.sync += [ta_retagged.eq(1),
                          ta_retag_hit.eq(p2_install & same_line(p2.tag, ta.tag))]
-        with m.If(take):
-            m.d.sync += data_slot.eq(data_slot + 1)
-        with m.If(take & scanning):
+        with m.If(t0_loads & scanning):
             m.d.sync += [scan_index.eq(scan_index + 1),
                          scanning.eq(scan_index != params.slots - 1)]
         # An op that moves into T1 as T1's own moves to P2 with its fill (``install``), to the
@@ -814,9 +822,9 @@ class SlotPool(wiring.Component):
         self._miss_handler(m, state, next_state, t1, miss, t1_data_ok, current, p2_valid,
                            unit_empty, room, results, answer, answering, write_backs, events,
                            departure, reader, evict, install, filled, dropped, fill_next, live)
-        with m.If(~scanning & ~ta_valid & ~t1_valid & ~p2_valid):
+        with m.If(~scanning & ~t0_valid & ~ta_valid & ~t1_valid & ~p2_valid):
             m.d.sync += settling.eq(0)
-        m.d.comb += self.idle.eq(~settling & ~intake.full & ~ta_valid & ~t1_valid
+        m.d.comb += self.idle.eq(~settling & ~intake.full & ~t0_valid & ~ta_valid & ~t1_valid
                                  & ~p2_valid & unit_empty & running
                                  & (write_backs.level == 0) & ~self.writes_pending)
         return m
@@ -1003,7 +1011,7 @@ class SlotPool(wiring.Component):
                 with m.If(reader.held & ~reader.error & ~p2_valid):
                     # The op moves on with the filled word, which P2 writes to the slot. It
                     # has had room since it was taken, and the filled word comes from the
-                    # reader's registers (``held``): ``install`` moves TA and intake, so
+                    # reader's registers (``held``): ``install`` moves TA and T0, so
                     # it is decided from registers (pipeline rule 3), not after the answer's
                     # room above (``If``, not ``Elif``: the two exclude each other by
                     # ``reader.error``).
