@@ -783,7 +783,7 @@ class SlotPool(wiring.Component):
         # one (from registers and the forwarding select, as ``retag``).
         departure = Signal()
         m.d.comb += departure.eq(retag & ~p2_install & word.valid)
-        self._update(m, p2, p2_valid, p2_install, word, may_add[-1], full[-1], covered,
+        self._update(m, p2, p2_valid, word, may_add[-1], full[-1], covered,
                      p2_before_last, write, full_after, unit_input.sink, side_layout, events,
                      adds, ternary, live)
 
@@ -829,20 +829,21 @@ class SlotPool(wiring.Component):
                                  & (write_backs.level == 0) & ~self.writes_pending)
         return m
 
-    def _update(self, m, op, valid, install, word, may_add, full, covered, before_last, write,
+    def _update(self, m, op, valid, word, may_add, full, covered, before_last, write,
                 full_after, request, side_layout, events, adds, ternary_copies, live):
         """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``
-        (a fill's, to be written whatever the op does, while ``install``); ``may_add``: the
-        op is a contribution in an aggregating mode to a whole line; ``full``: ``word``'s
-        count is ``capacity``; ``covered``: the word's tag is in a ``CLEAR``'s range;
-        ``before_last``: ``op.expected - 1`` (all ones for 0). Drives the slot's write port,
+        (a fill's after an install); ``may_add``: the op is a contribution in an aggregating
+        mode to a whole line; ``full``: ``word``'s count is ``capacity``; ``covered``: the
+        word's tag is in a ``CLEAR``'s range; ``before_last``: ``op.expected - 1`` (all ones
+        for 0). Drives the slot's write port,
         ``full_after`` (the count written is ``capacity``) and ``request`` (to the result
         unit, through its input register).
-        ``write.data`` is the slot's word after this edge whether or not ``write.en`` (a word
-        not written is ``word`` itself), so that the reads may forward it without waiting for
-        the write enable. Column group ``k`` of the lanes takes the op's line while
-        ``adds[k]`` (equal to the op's ``accepted`` whenever the slot is written), G-Ternary
-        while ``ternary_copies[k]``."""
+        ``write.data`` is the slot's word after this edge (a word the op leaves alone is
+        ``word`` itself), so the slot is written by every valid op: ``write.en`` is ``valid``,
+        a register that steers every block's write port without logic in front of it, and the
+        reads forward the word without waiting for the op's decisions. Column group ``k`` of
+        the lanes takes the op's line while ``adds[k]`` (a copy of the op's ``accepted``),
+        G-Ternary while ``ternary_copies[k]``."""
         p = self._params.datapath
         n = word.state.n
         kind = op.kind
@@ -862,29 +863,24 @@ class SlotPool(wiring.Component):
                     m.d.comb += [
                         new.dirty.eq(~complete), new.mode.eq(op.mode),
                         new.threshold.eq(op.threshold), new.state.n.eq(n + 1),
-                        write.en.eq(valid), write_back.eq(complete)]
+                        write_back.eq(complete)]
             with m.Case(SlotOp.FLUSH):
                 m.d.comb += [new.dirty.eq(word.dirty & ~word.valid),
-                             write.en.eq(valid & word.valid & word.dirty),
                              write_back.eq(word.valid & word.dirty)]
             with m.Case(SlotOp.EVICT):
-                m.d.comb += [new.valid.eq(0), write.en.eq(valid & word.valid),
-                             write_back.eq(word.valid & word.dirty),
+                m.d.comb += [new.valid.eq(0), write_back.eq(word.valid & word.dirty),
                              events.evictions.eq(valid & word.valid)]
             with m.Case(SlotOp.CLEAR):
-                m.d.comb += [new.valid.eq(word.valid & ~covered),
-                             write.en.eq(valid & word.valid & covered)]
+                m.d.comb += new.valid.eq(word.valid & ~covered)
             with m.Case(SlotOp.DROP):
-                m.d.comb += [new.valid.eq(0), write.en.eq(valid & word.valid),
+                m.d.comb += [new.valid.eq(0),
                              events.dropped.eq(valid & word.valid & word.dirty)]
-        with m.If(install):
-            m.d.comb += write.en.eq(valid)
         groups = zip(adds, ternary_copies, _lane_groups(p, word.state.lanes),
                      _lane_groups(p, op.data, p.control_copy_bits))
         m.d.comb += new.state.lanes.eq(Cat(
             Mux(add, accumulate(p, lanes, line, is_ternary), lanes)
             for add, is_ternary, lanes, line in groups))
-        m.d.comb += [write.addr.eq(op.index), write.data.eq(new),
+        m.d.comb += [write.en.eq(valid), write.addr.eq(op.index), write.data.eq(new),
                      full_after.eq(Mux(live & accepted, n == p.capacity - 1, full))]
 
         reason = Mux(bad_mode, Reason.MODE, Mux(partial, Reason.PARTIAL,
