@@ -259,6 +259,7 @@ class _Fsm(enum.Enum, shape=3):
     WAIT_WRITES = 3
     INSTALL = 4
     READ_ANSWER = 5
+    READ_AFTER_WRITES = 6
 
 
 class _Step(enum.Enum, shape=3):
@@ -277,8 +278,9 @@ class FillReader(wiring.Component):
     ``W`` bit-plane lines only if ``n`` is not 0 (a fresh or cleared line costs one line).
 
     One read at a time: ``start`` is ready only while the reader is idle, and the read's
-    first command is offered on ``fill_read`` from the clock after it starts (from registers
-    only, so that the pool's miss handling does not reach the port's command mux). ``done``
+    first command is offered on ``fill_read`` from the clock it starts, at the address the
+    owner gives (``first``, from registers: no adder in front of the port's command mux).
+    ``done``
     rises on the clock the last line arrives (``line`` and ``error`` are then read from the
     arriving line) and stays high, with ``line``, ``image`` and ``error`` held, until the
     owner strobes ``finish``; the reader is idle from the next clock. ``held`` is ``done``
@@ -295,8 +297,9 @@ class FillReader(wiring.Component):
 
     Members
     -------
-    start : In(stream.Signature({"tag": address_bits, "state": 1}))
-        ``tag``: the accumulator's first byte; ``state``: read the state, not the result line.
+    start : In(stream.Signature({"tag": address_bits, "first": address_bits, "state": 1}))
+        ``tag``: the accumulator's first byte; ``state``: read the state, not the result line;
+        ``first``: the address of the read's first line (:meth:`first_line`).
     fill_read : Out(stream.Signature(fill_command_layout(params)))
     fill_data : In(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
         The lines of ``fill_read``'s reads, in order.
@@ -317,7 +320,8 @@ class FillReader(wiring.Component):
         self._params = params
         super().__init__({
             "start": In(stream.Signature(data.StructLayout({
-                "tag": unsigned(params.address_bits), "state": 1}))),
+                "tag": unsigned(params.address_bits), "first": unsigned(params.address_bits),
+                "state": 1}))),
             "fill_read": Out(stream.Signature(fill_command_layout(params))),
             "fill_data": In(stream.Signature(data.StructLayout({"data": p.line_bits,
                                                                   "error": 1}),
@@ -330,6 +334,13 @@ class FillReader(wiring.Component):
             "error": Out(1),
         })
 
+    @staticmethod
+    def first_line(params, tag, state):
+        """The address of a read's first line: the ``n`` line of the state at ``tag`` while
+        ``state``, else its result line."""
+        p = params.datapath
+        return Mux(state, tag + p.state_lines * p.line_bytes, tag)
+
     def elaborate(self, platform):
         m = Module()
         p = self._params.datapath
@@ -337,6 +348,7 @@ class FillReader(wiring.Component):
         step = Signal(_Step)
         next_step = Signal(_Step)
         tag = Signal.like(self.start.payload.tag)
+        first_address = Signal.like(self.start.payload.first)
         state = Signal()
         beats = Signal(range(width + 1))
         error = Signal()
@@ -356,10 +368,11 @@ class FillReader(wiring.Component):
             self.held.eq(done),
             self.error.eq(Mux(done, error, error | beat.error)),
             self.image.eq(Cat(planes, first)),
-            self.fill_read.valid.eq((step == _Step.ISSUE_FIRST) | (step == _Step.ISSUE_PLANES)),
+            self.fill_read.valid.eq((step == _Step.ISSUE_FIRST) | (step == _Step.ISSUE_PLANES)
+                                    | (idle & self.start.valid)),
             self.fill_read.payload.address.eq(Mux(
                 step == _Step.ISSUE_PLANES, tag + p.line_bytes,
-                Mux(state, tag + p.state_lines * p.line_bytes, tag))),
+                Mux(idle, self.start.payload.first, first_address))),
             self.fill_read.payload.beats.eq(Mux(step == _Step.ISSUE_PLANES, width, 1)),
         ]
         m.d.comb += next_step.eq(step)
@@ -369,8 +382,10 @@ class FillReader(wiring.Component):
             with m.Case(_Step.IDLE):
                 with m.If(self.start.valid):
                     m.d.sync += [tag.eq(self.start.payload.tag),
+                                 first_address.eq(self.start.payload.first),
                                  state.eq(self.start.payload.state), error.eq(0), beats.eq(0)]
-                    m.d.comb += next_step.eq(_Step.ISSUE_FIRST)
+                    m.d.comb += next_step.eq(Mux(self.fill_read.ready, _Step.FIRST,
+                                                 _Step.ISSUE_FIRST))
             with m.Case(_Step.ISSUE_FIRST, _Step.ISSUE_PLANES):
                 with m.If(self.fill_read.ready):
                     m.d.comb += next_step.eq(Mux(step == _Step.ISSUE_FIRST, _Step.FIRST,
@@ -659,6 +674,7 @@ class SlotPool(wiring.Component):
         t1_hit = Signal()
         t1_data_ok = Signal()
         t1_needs_slot = Signal()
+        t1_first_line = Signal(params.address_bits)     # where a miss's read starts
         state = Signal(_Fsm)
         next_state = Signal(_Fsm)           # the miss handler's state after this clock
         running = state == _Fsm.RUN
@@ -702,6 +718,8 @@ class SlotPool(wiring.Component):
         filling_slot = install & (ta.index == t1.index)
         with m.If(ta_moves):
             m.d.sync += [t1.eq(ta), t1_valid.eq(1), t1_needs_slot.eq(needs_slot(ta)),
+                         t1_first_line.eq(FillReader.first_line(params, ta.tag,
+                                                                ta.kind != SlotOp.READ)),
                          t1_data_ok.eq(ra_valid & (ra_index == ta.index)),
                          t1_hit.eq(Mux(filling_slot, same_line(ta.tag, t1.tag),
                                        hit_after_edge(ta.index, ta.tag, ta_hit)))]
@@ -819,6 +837,7 @@ class SlotPool(wiring.Component):
         m.submodules.fill_reader = reader = FillReader(params)
         wiring.connect(m, reader.fill_read, wiring.flipped(self.fill_read))
         wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
+        m.d.comb += reader.start.payload.first.eq(t1_first_line)
         self._miss_handler(m, state, next_state, t1, miss, t1_data_ok, current, p2_valid,
                            unit_empty, room, results, answer, answering, write_backs, events,
                            departure, reader, evict, install, filled, dropped, fill_next, live)
@@ -960,13 +979,15 @@ class SlotPool(wiring.Component):
         m.d.comb += next_state.eq(state)
         m.d.sync += state.eq(next_state)
         # ``fill_next`` is high on every clock before P2 may install (in INSTALL, entered from
-        # DECIDE or WAIT_WRITES) and low on every clock before P2 may take another word (in
-        # RUN, and the eviction in DECIDE). It is made of the state and registers rather than
-        # of ``next_state``, which waits for the queues' levels: it may also be high before a
-        # clock on which P2 takes nothing (WAIT_WRITES, READ_ANSWER, and RUN after an answer
-        # in INSTALL has dropped T1's op, when T1 is empty).
+        # DECIDE or READ_AFTER_WRITES) and low on every clock before P2 may take another word
+        # (in RUN, and the eviction in DECIDE). It is made of the state and registers rather
+        # than of ``next_state``, which waits for the queues' levels: it may also be high
+        # before a clock on which P2 takes nothing (WAIT_WRITES, READ_AFTER_WRITES,
+        # READ_ANSWER, and RUN after an answer in INSTALL has dropped T1's op, when T1 is
+        # empty).
         m.d.comb += fill_next.eq(live & (((state == _Fsm.DECIDE) & t1_data_ok & started)
                                          | (state == _Fsm.WAIT_WRITES)
+                                         | (state == _Fsm.READ_AFTER_WRITES)
                                          | ((state == _Fsm.INSTALL) & ~install)))
         with m.If(live), m.Switch(state):  # see the module docstring, Icarus
             with m.Case(_Fsm.RUN):
@@ -994,9 +1015,13 @@ class SlotPool(wiring.Component):
                     m.d.sync += wait_for_writes.eq(departed)
                     m.d.comb += next_state.eq(Mux(started, _Fsm.INSTALL, _Fsm.WAIT_WRITES))
             with m.Case(_Fsm.WAIT_WRITES):
+                # The read starts on the next clock, from the state alone: the reader offers
+                # its command on the clock it starts, and ``may_read`` compares levels.
                 with m.If(may_read):
-                    m.d.comb += reader.start.valid.eq(1)
-                    m.d.comb += next_state.eq(Mux(is_read, _Fsm.READ_ANSWER, _Fsm.INSTALL))
+                    m.d.comb += next_state.eq(_Fsm.READ_AFTER_WRITES)
+            with m.Case(_Fsm.READ_AFTER_WRITES):
+                m.d.comb += reader.start.valid.eq(1)
+                m.d.comb += next_state.eq(Mux(is_read, _Fsm.READ_ANSWER, _Fsm.INSTALL))
             with m.Case(_Fsm.READ_ANSWER):
                 with m.If(reader.done & answer_room):
                     answer_and_drop()
