@@ -677,7 +677,9 @@ class SlotPool(wiring.Component):
         t1_first_line = Signal(params.address_bits)     # where a miss's read starts
         state = Signal(_Fsm)
         next_state = Signal(_Fsm)           # the miss handler's state after this clock
-        running = state == _Fsm.RUN
+        # ``state == RUN``, a register of its own: it steers the slot read's address.
+        running = Signal(init=1)
+        m.d.sync += running.eq(next_state == _Fsm.RUN)
         miss = t1_valid & running & t1_needs_slot & ~t1_hit
         advance = t1_valid & running & t1_data_ok & (t1_hit | ~t1_needs_slot)
         # From the miss handler.
@@ -689,7 +691,10 @@ class SlotPool(wiring.Component):
         # No op is taken while the miss handler may inject its eviction into P2 (room).
         take = t0_valid & room_take & (~ta_valid | ta_moves) & (state != _Fsm.DRAIN) & (
             state != _Fsm.DECIDE)
-        t1_read_landing = ra_valid & (ra_index == t1.index)
+        # ``ra_valid & (ra_index == t1.index)``, a register made from the two's next values
+        # (``ra_valid`` is low only on the first clock, and so is the register).
+        t1_read_landing = Signal()
+        m.d.sync += t1_read_landing.eq(read_addr == Mux(ta_moves, ta.index, t1.index))
         m.d.comb += [reread.eq(~running | (t1_valid & ~t1_data_ok & ~t1_read_landing)),
                      read_addr.eq(Mux(reread, t1.index, t0.index))]
         m.d.sync += collided.eq(p2_valid & Mux(reread, p2.index == t1.index,
