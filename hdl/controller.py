@@ -33,7 +33,7 @@ from .control import ControlRegisters
 from .csr import csr_bus_signature
 from .decode import AddressDecoder, decoded_layout
 from .ingress import Ingress, Operation, request_layout
-from .pipeline import EagerFIFO, out_of_reset
+from .pipeline import EagerFIFO, out_of_reset, register_copies
 from .responder import Responder, Source
 from .slots import SlotOp, SlotPool
 from .window import RegisterWindow
@@ -224,31 +224,47 @@ class CxlMemController(wiring.Component):
         zero_write = Signal(write.payload.shape())
         zero_write_valid = Signal()
         write_back = pool.write_back
+        # The write command's source: a write-back, a clear's zero write or the host's queue
+        # head, in that order of priority, chosen by the valids of the last clock, so that the
+        # first line's mux (the W buffer's input, spread over the die) is steered by registers:
+        # one copy of the choice per column group of the line (pipeline rule 2), and one for
+        # the other fields and the handshakes. A source chosen but not valid on this clock
+        # (its last command left on the last one) leaves the port a clock without a command.
+        groups = p.control_copies
+        from_pool = register_copies(m, write_back.valid, groups + 1, "write_from_pool")
+        zeroing = register_copies(m, ~write_back.valid & zero_write_valid, groups + 1,
+                                  "write_zeroing")
         # Only write-backs have lines after the first (host and zero writes are one line):
-        # those go to the port from the write-back without a mux (the assignment after the
-        # If, which overrides it), and the mux of the first line is one line wide.
-        first = slice(0, p.line_bits)
-        with m.If(write_back.valid):
+        # those go to the port from the write-back without a mux.
+        with m.If(from_pool[-1]):
             m.d.comb += [write.payload.id.eq(_POOL_ID),
                          write.payload.address.eq(write_back.payload.address),
                          write.payload.beats.eq(1 + p.state_lines),
-                         write.payload.lines[first].eq(write_back.payload.lines[first]),
                          write.payload.strobe.eq(-1)]
-        with m.Elif(zero_write_valid):
-            m.d.comb += write.payload.eq(zero_write)
+        with m.Elif(zeroing[-1]):
+            m.d.comb += [write.payload.id.eq(zero_write.id),
+                         write.payload.address.eq(zero_write.address),
+                         write.payload.beats.eq(zero_write.beats),
+                         write.payload.strobe.eq(zero_write.strobe)]
         with m.Else():
             m.d.comb += [write.payload.id.eq(_HOST_ID),
                          write.payload.address.eq(host_write_head.address),
                          write.payload.beats.eq(1),
-                         write.payload.lines[first].eq(host_write_head.line),
                          write.payload.strobe.eq(host_write_head.strobe)]
-        m.d.comb += write.payload.lines[p.line_bits:].eq(write_back.payload.lines[p.line_bits:])
-        m.d.comb += [write.valid.eq(write_back.valid | zero_write_valid
-                                    | host_write_queue.r_rdy),
-                     write_back.ready.eq(write.ready),
-                     host_write_queue.r_en.eq(write.ready & ~write_back.valid
-                                              & ~zero_write_valid)]
-        zero_write_taken = zero_write_valid & write.ready & ~write_back.valid
+        bits = p.control_copy_bits
+        m.d.comb += write.payload.lines.eq(Cat(
+            *(Mux(pool_copy, write_back.payload.lines[g * bits:(g + 1) * bits],
+                  Mux(zero_copy, zero_write.lines[g * bits:(g + 1) * bits],
+                      host_write_head.line[g * bits:(g + 1) * bits]))
+              for g, (pool_copy, zero_copy) in enumerate(zip(from_pool[:groups],
+                                                            zeroing[:groups]))),
+            write_back.payload.lines[p.line_bits:]))
+        m.d.comb += [write.valid.eq(Mux(from_pool[-1], write_back.valid,
+                                        Mux(zeroing[-1], zero_write_valid,
+                                            host_write_queue.r_rdy))),
+                     write_back.ready.eq(write.ready & from_pool[-1]),
+                     host_write_queue.r_en.eq(write.ready & ~from_pool[-1] & ~zeroing[-1])]
+        zero_write_taken = zero_write_valid & write.ready & zeroing[-1]
         response = memory.write_response
         # Writes not yet acknowledged: the pool's (write-backs, zero writes), and the host's
         # (from dispatch on: queued ones too).
