@@ -505,6 +505,11 @@ class SlotPool(wiring.Component):
     #: one is enough, and each one is a clock on every result read.
     RESULT_LATENCY = 1
 
+    #: Clock edges from the one that takes a hit's op on ``op`` to the first that can take its
+    #: result on ``result``, with nothing else in the pool: T0, the stages, the unit's input
+    #: register, the unit, and the result queue (written on one edge, read from the next).
+    HIT_LATENCY = 1 + STAGES + 1 + RESULT_LATENCY + 1
+
     def elaborate(self, platform):
         m = Module()
         params, u = self._params, self._user_width

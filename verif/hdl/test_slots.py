@@ -264,3 +264,34 @@ def test_clear_behind_a_fill_checks_the_filled_line():
                                f"{y:#x} at its eviction, then line X {x:#x} at the flush "
                                f"(the CLEAR of Y's range must leave X resident)")
 
+
+
+def test_hit_latency():
+    """A hit with nothing else in the pool (a result read, then a contribution, of a resident
+    line) has its result taken ``SlotPool.HIT_LATENCY`` clock edges after the edge that takes
+    the op (pipeline rule 4)."""
+    params = CONFIGS[0]
+    p = params.datapath
+    dut = SlotPool(params, user_width=16)
+    measured = {}
+
+    async def driver(ctx):
+        ctx.set(dut.result.ready, 1)
+        await _contribute(ctx, dut, p, ACC_BASE, 0)       # a miss: the line is filled
+        await ctx.tick().until(dut.idle)
+        for kind in (SlotOp.READ, SlotOp.CONTRIBUTE):
+            await send(ctx, dut.op, kind=kind, index=0, tag=ACC_BASE, data=1, full_line=1,
+                       mode=Mode.GBINARY.value, threshold=1, expected=p.capacity, user=1)
+            edges = 0
+            while edges < 4 * SlotPool.HIT_LATENCY:
+                edges += 1
+                _, _, valid = await ctx.tick().sample(dut.result.valid)
+                if valid:
+                    break
+            measured[kind.name] = edges
+            await ctx.tick().until(dut.idle)
+
+    simulate(dut, driver, processes=[_plain_memory(dut, p, [])])
+    want = {"READ": SlotPool.HIT_LATENCY, "CONTRIBUTE": SlotPool.HIT_LATENCY}
+    assert measured == want, (f"clock edges from op to result {measured}, "
+                              f"SlotPool.HIT_LATENCY {SlotPool.HIT_LATENCY}")
