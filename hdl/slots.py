@@ -697,9 +697,11 @@ class SlotPool(wiring.Component):
         take = t0_valid & room_take & (~ta_valid | ta_moves) & (state != _Fsm.DRAIN) & (
             state != _Fsm.DECIDE)
         # ``ra_valid & (ra_index == t1.index)``, a register made from the two's next values
-        # (``ra_valid`` is low only on the first clock, and so is the register).
+        # (``ra_valid`` is low only on the first clock, and so is the register); both
+        # compares are made, and ``ta_moves`` chooses between them last.
         t1_read_landing = Signal()
-        m.d.sync += t1_read_landing.eq(read_addr == Mux(ta_moves, ta.index, t1.index))
+        m.d.sync += t1_read_landing.eq(Mux(ta_moves, read_addr == ta.index,
+                                           read_addr == t1.index))
         m.d.comb += [reread.eq(~running | (t1_valid & ~t1_data_ok & ~t1_read_landing)),
                      read_addr.eq(Mux(reread, t1.index, t0.index))]
         m.d.sync += collided.eq(p2_valid & Mux(reread, p2.index == t1.index,
