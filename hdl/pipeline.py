@@ -123,8 +123,9 @@ class SkidBuffer(wiring.Component):
 class EagerFIFO(Elaboratable):
     """A first-in first-out queue of ``depth`` entries of ``width`` bits, with the ports of
     :class:`amaranth.lib.fifo.SyncFIFO` (``w_data``, ``w_en``, ``w_rdy``, ``r_data``, ``r_en``,
-    ``r_rdy``, ``level``) and its timing: an entry is readable from the clock after its write;
-    ``w_rdy`` and ``r_rdy`` come from the level register.
+    ``r_rdy``, ``level``) and its timing: an entry is readable from the clock after its write.
+    ``w_rdy`` and ``r_rdy`` are registers of their own, set from the level's next value, so
+    that the logic that steers by them starts from a flip-flop, not from a compare.
 
     Its memory is written on every clock, at the entry after the last one taken, and read
     without a clock at the oldest: the handshakes move only its pointers and level, and reach
@@ -139,7 +140,7 @@ class EagerFIFO(Elaboratable):
         self.depth = depth
         self.w_data = Signal(width)
         self.w_en = Signal()
-        self.w_rdy = Signal()
+        self.w_rdy = Signal(init=1)
         self.r_data = Signal(width)
         self.r_en = Signal()
         self.r_rdy = Signal()
@@ -155,12 +156,20 @@ class EagerFIFO(Elaboratable):
         written = self.w_en & self.w_rdy
         taken = self.r_en & self.r_rdy
         m.d.comb += [write.en.eq(1), write.addr.eq(produce), write.data.eq(self.w_data),
-                     read.addr.eq(consume), self.r_data.eq(read.data),
-                     self.w_rdy.eq(self.level != self.depth), self.r_rdy.eq(self.level != 0)]
+                     read.addr.eq(consume), self.r_data.eq(read.data)]
         for pointer, moves in ((produce, written), (consume, taken)):
             with m.If(moves):
                 m.d.sync += pointer.eq(Mux(pointer == entries - 1, 0, pointer + 1))
-        m.d.sync += self.level.eq(self.level + written - taken)
+        # The level's next value and the flags' are computed for each way it can move, from
+        # the level register, and the handshakes choose among them last: they come at the
+        # end of the longest decisions of the design (dispatch's, the pool's).
+        grows, shrinks = written & ~taken, taken & ~written
+        m.d.sync += [
+            self.level.eq(Mux(grows, self.level + 1, Mux(shrinks, self.level - 1, self.level))),
+            self.w_rdy.eq(Mux(grows, self.level != self.depth - 1,
+                              Mux(shrinks, 1, self.level != self.depth))),
+            self.r_rdy.eq(Mux(grows, 1, Mux(shrinks, self.level != 1, self.level != 0))),
+        ]
         return m
 
 
