@@ -71,11 +71,8 @@ class SkidBuffer(wiring.Component):
     Parameters
     ----------
     shape : shape-like
-        Payload shape.
-    group_bits : None or int
-        For a wide payload: the payload's bits are chosen between the skid and ``sink`` in
-        groups of this many bits, each group by a copy of ``full`` of its own (rule 2), and
-        ``full`` itself steers only the valid and the skid's enables.
+        Payload shape: a narrow one (its bits are chosen by one ``full``; rule 1 keeps
+        line-wide payloads out of buffers with handshakes).
 
     Members
     -------
@@ -85,11 +82,7 @@ class SkidBuffer(wiring.Component):
         A payload waits in the buffer.
     """
 
-    def __init__(self, shape, *, group_bits=None):
-        if group_bits is not None and (not isinstance(group_bits, int) or group_bits < 1):
-            raise ValueError(f"group_bits must be None or a positive integer, "
-                             f"not {group_bits!r}")
-        self._group_bits = group_bits
+    def __init__(self, shape):
         super().__init__({"sink": In(stream.Signature(shape)),
                           "source": Out(stream.Signature(shape)),
                           "full": Out(1)})
@@ -101,18 +94,7 @@ class SkidBuffer(wiring.Component):
         m.d.sync += self.full.eq(following)
         m.d.comb += [self.sink.ready.eq(~self.full),
                      self.source.valid.eq(self.full | self.sink.valid)]
-        width = len(Value.cast(skid))
-        group_bits = self._group_bits or width
-        fulls = [self.full]
-        if group_bits < width:
-            # Copies with the reset of ``full``: they equal it on every clock.
-            fulls = [Signal(name=f"full_{k}") for k in range(-(-width // group_bits))]
-            m.d.sync += [copy.eq(following) for copy in fulls]
-        payload = Value.cast(self.source.payload)
-        m.d.comb += [payload[k * group_bits:(k + 1) * group_bits].eq(
-            Mux(copy, Value.cast(skid)[k * group_bits:(k + 1) * group_bits],
-                Value.cast(self.sink.payload)[k * group_bits:(k + 1) * group_bits]))
-            for k, copy in enumerate(fulls)]
+        m.d.comb += self.source.payload.eq(Mux(self.full, skid, self.sink.payload))
         # The skid takes every payload offered while it is empty, so that its enables do not
         # wait for ``source.ready``; it is read only once ``full``.
         with m.If(~self.full):

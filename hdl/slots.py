@@ -280,9 +280,8 @@ class FillReader(wiring.Component):
     One read at a time: ``start`` is ready only while the reader is idle, and the read's
     first command is offered on ``fill_read`` from the clock it starts, at the address the
     owner gives (``first``, from registers: no adder in front of the port's command mux).
-    ``done``
-    rises on the clock the last line arrives (``line`` and ``error`` are then read from the
-    arriving line) and stays high, with ``line``, ``image`` and ``error`` held, until the
+    ``done`` rises on the clock the last line arrives (``line`` and ``error`` are then read
+    from the arriving line) and stays high, with ``line``, ``image`` and ``error`` held, until the
     owner strobes ``finish``; the reader is idle from the next clock. ``held`` is ``done``
     from the clock after the last line, a register: ``image`` is valid only then, and the
     answer comes from registers only.

@@ -12,13 +12,11 @@ from bench.sim import simulate
 from hdl.pipeline import EagerFIFO, SkidBuffer, out_of_reset
 
 
-@pytest.mark.parametrize("group_bits", [None, 5])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_skid_buffer_passes_everything_in_order(seed, group_bits):
-    """With ``group_bits``, each group of payload bits is chosen by a copy of ``full``."""
+def test_skid_buffer_passes_everything_in_order(seed):
     rng = np.random.default_rng(seed)
     payloads = [int(x) for x in rng.integers(0, 1 << 16, 300)]
-    dut = SkidBuffer(16, group_bits=group_bits)
+    dut = SkidBuffer(16)
     received, errors = [], []
     offer = [bool(x) for x in rng.random(2000) < 0.7]
     take = [bool(x) for x in rng.random(2000) < 0.6]
@@ -49,12 +47,6 @@ def test_skid_buffer_passes_everything_in_order(seed, group_bits):
     assert received == payloads[:len(received)] and len(received) == len(payloads), \
         f"seed {seed}: {len(received)} of {len(payloads)} payloads out; first difference at " \
         f"{next((k for k, (a, b) in enumerate(zip(received, payloads)) if a != b), None)}"
-
-
-@pytest.mark.parametrize("group_bits", [0, 2.5, "8"])
-def test_skid_buffer_rejects_a_bad_group_size(group_bits):
-    with pytest.raises(ValueError, match="group_bits must be None or a positive integer"):
-        SkidBuffer(16, group_bits=group_bits)
 
 
 class _TwoFifos(Elaboratable):
