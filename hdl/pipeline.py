@@ -133,26 +133,38 @@ class EagerFIFO(Elaboratable):
         entries = self.depth + 1
         m.submodules.storage = storage = Memory(shape=self.width, depth=entries, init=[])
         write, read = storage.write_port(), storage.read_port(domain="comb")
-        produce = Signal(range(entries))
-        consume = Signal(range(entries))
         written = self.w_en & self.w_rdy
         taken = self.r_en & self.r_rdy
+        produce, consume = queue_pointers(m, self, entries, written, taken)
         m.d.comb += [write.en.eq(1), write.addr.eq(produce), write.data.eq(self.w_data),
                      read.addr.eq(consume), self.r_data.eq(read.data)]
-        for pointer, moves in ((produce, written), (consume, taken)):
-            with m.If(moves):
-                m.d.sync += pointer.eq(Mux(pointer == entries - 1, 0, pointer + 1))
-        # The level's next value and the flags' are computed for each way it can move, from
-        # the level register, and the handshakes choose among them last: they come at the
-        # end of the longest decisions of the design (dispatch's, the pool's).
         grows, shrinks = written & ~taken, taken & ~written
-        m.d.sync += [
-            self.level.eq(Mux(grows, self.level + 1, Mux(shrinks, self.level - 1, self.level))),
-            self.w_rdy.eq(Mux(grows, self.level != self.depth - 1,
-                              Mux(shrinks, 1, self.level != self.depth))),
-            self.r_rdy.eq(Mux(grows, 1, Mux(shrinks, self.level != 1, self.level != 0))),
-        ]
+        m.d.sync += self.r_rdy.eq(Mux(grows, 1, Mux(shrinks, self.level != 1,
+                                                    self.level != 0)))
         return m
+
+
+def queue_pointers(m, queue, entries, written, taken):
+    """The pointers of a queue of ``entries`` memory words (one more than ``queue.depth``):
+    ``produce``, moved on by ``written``, and ``consume``, by ``taken``, returned as a pair;
+    and ``queue.level`` and ``queue.w_rdy``, registers, kept with them.
+
+    The level's next value and ``w_rdy``'s are computed for each way the level can move,
+    from the level register, and the handshakes choose among them last: they come at the end
+    of the longest decisions of the design (dispatch's, the pool's)."""
+    produce = Signal(range(entries))
+    consume = Signal(range(entries))
+    for pointer, moves in ((produce, written), (consume, taken)):
+        with m.If(moves):
+            m.d.sync += pointer.eq(Mux(pointer == entries - 1, 0, pointer + 1))
+    grows, shrinks = written & ~taken, taken & ~written
+    level = queue.level
+    m.d.sync += [
+        level.eq(Mux(grows, level + 1, Mux(shrinks, level - 1, level))),
+        queue.w_rdy.eq(Mux(grows, level != queue.depth - 1,
+                           Mux(shrinks, 1, level != queue.depth))),
+    ]
+    return produce, consume
 
 
 def register_selected(m, out, values, index, enable=None):
