@@ -95,7 +95,7 @@ from amaranth.lib.wiring import In, Out
 
 from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggregates
 
-from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory
+from .bram import PRIMITIVES, READ_LATENCY, BlockFIFO, RegisteredMemory
 from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
 from .pipeline import EagerFIFO, PipelineRegister, SkidBuffer, out_of_reset, register_copies
 
@@ -559,12 +559,14 @@ class SlotPool(wiring.Component):
         # input register and the unit) and the one ``room_take`` does not see.
         depth = self.STAGES + 1 + unit_params.latency + 1 + self.SPARE
         result_layout = slot_result_layout(params, u)
-        # Results and write-backs are read without a clock from their queue's memory (one
-        # clock from a write to its read): a head register as wide as a line would be
-        # enabled by the taker's ``ready`` (rule 1).
+        # Results are read without a clock from their queue's memory (one clock from a write
+        # to its read): a head register as wide as a line would be enabled by the taker's
+        # ``ready`` (rule 1). Write-backs, whole states, wait in block RAM: device memory takes
+        # each as a burst of a line per clock, so the queue's two clocks after a take cost
+        # nothing while it does.
         m.submodules.results = results = EagerFIFO(width=result_layout.size, depth=depth)
-        m.submodules.write_backs = write_backs = EagerFIFO(
-            width=write_back_layout(params).size, depth=depth)
+        m.submodules.write_backs = write_backs = BlockFIFO(
+            width=write_back_layout(params).size, depth=depth, primitives=self._primitives)
         m.d.comb += [self.result.payload.eq(results.r_data), self.result.valid.eq(results.r_rdy),
                      results.r_en.eq(self.result.ready),
                      self.write_back.payload.eq(write_backs.r_data),
