@@ -96,7 +96,13 @@ from amaranth.lib.wiring import In, Out
 from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggregates
 
 from .bram import PRIMITIVES, READ_LATENCY, BlockFIFO, RegisteredMemory
-from .datapath import AggregationDatapath, planes_of_state, state_layout, state_of_planes
+from .datapath import (
+    AggregationDatapath,
+    decision_inputs_layout,
+    planes_of_state,
+    state_layout,
+    state_of_planes,
+)
 from .pipeline import EagerFIFO, PipelineRegister, SkidBuffer, out_of_reset, register_copies
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
@@ -547,14 +553,25 @@ class SlotPool(wiring.Component):
         rdata = entry_layout(slots.read_data)
 
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
-        m.submodules.result_unit = unit = AggregationDatapath(unit_params,
-                                                              user_width=side_layout.size)
+        m.submodules.result_unit = unit = AggregationDatapath(
+            unit_params, user_width=side_layout.size, replicated_inputs=True)
         # P2's new word goes to the slot on one edge and to the unit's request on the next, so
         # that the unit's decisions (which read the new ``n``) do not follow P2's additions
         # within one clock: a clock on every result read from a slot (a result read that
         # misses is answered by the miss handler).
         m.submodules.unit_input = unit_input = PipelineRegister(unit.request.payload.shape())
         wiring.connect(m, unit_input.source, unit.request)
+        # Beside that register, each control copy of the unit has registers of its own with
+        # the fields its decisions are made of (rule 2): the unit has one clock from them to
+        # its result, and a threshold's negation spread over the whole line took most of it.
+        unit_request = unit_input.sink.payload
+        decision = Signal(decision_inputs_layout(p))
+        m.d.comb += [decision.n.eq(unit_request.state.n), decision.mode.eq(unit_request.mode),
+                     decision.threshold.eq(unit_request.threshold),
+                     decision.contribute.eq(unit_request.contribute),
+                     decision.full_line.eq(unit_request.byte_enable.all())]
+        m.d.comb += [into.eq(copy) for into, copy in zip(
+            unit.decision_inputs, register_copies(m, decision, p.control_copies, "unit_decision"))]
         # An output queue holds, beyond its own, every op from TA on (the stages, the unit's
         # input register and the unit) and the one ``room_take`` does not see.
         depth = self.STAGES + 1 + unit_params.latency + 1 + self.SPARE
