@@ -352,7 +352,8 @@ class FillReader(wiring.Component):
         width = p.counter_width
         step = Signal(_Step)
         next_step = Signal(_Step)
-        tag = Signal.like(self.start.payload.tag)
+        # The planes' read address, a register (no adder in front of the port's command mux).
+        planes_address = Signal.like(self.start.payload.tag)
         first_address = Signal.like(self.start.payload.first)
         state = Signal()
         beats = Signal(range(width + 1))
@@ -376,7 +377,7 @@ class FillReader(wiring.Component):
             self.fill_read.valid.eq((step == _Step.ISSUE_FIRST) | (step == _Step.ISSUE_PLANES)
                                     | (idle & self.start.valid)),
             self.fill_read.payload.address.eq(Mux(
-                step == _Step.ISSUE_PLANES, tag + p.line_bytes,
+                step == _Step.ISSUE_PLANES, planes_address,
                 Mux(idle, self.start.payload.first, first_address))),
             self.fill_read.payload.beats.eq(Mux(step == _Step.ISSUE_PLANES, width, 1)),
         ]
@@ -386,7 +387,7 @@ class FillReader(wiring.Component):
         with m.If(live), m.Switch(step):  # see the module docstring, Icarus
             with m.Case(_Step.IDLE):
                 with m.If(self.start.valid):
-                    m.d.sync += [tag.eq(self.start.payload.tag),
+                    m.d.sync += [planes_address.eq(self.start.payload.tag + p.line_bytes),
                                  first_address.eq(self.start.payload.first),
                                  state.eq(self.start.payload.state), error.eq(0), beats.eq(0)]
                     m.d.comb += next_step.eq(Mux(self.fill_read.ready, _Step.FIRST,
