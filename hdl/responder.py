@@ -1,6 +1,6 @@
 """The host side's way out: every request's response, in the order the requests were taken."""
 
-from amaranth import Module, Mux, ResetSignal, Signal, unsigned
+from amaranth import Cat, Module, Mux, ResetSignal, Signal, unsigned
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -86,34 +86,41 @@ class Responder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.queue = queue = fifo.SyncFIFOBuffered(width=completion_layout().size,
-                                                           depth=self.DEPTH)
-        m.d.comb += [queue.w_data.eq(self.completion.payload),
+        # Each entry carries its source also as one bit per source, so that the decision to
+        # send reads four flip-flops of its own rather than the source field, which also
+        # steers the line mux over every lane.
+        sources = list(Source)
+        m.submodules.queue = queue = fifo.SyncFIFOBuffered(
+            width=completion_layout().size + len(sources), depth=self.DEPTH)
+        m.d.comb += [queue.w_data.eq(Cat(self.completion.payload,
+                                          *(self.completion.payload.source == source
+                                            for source in sources))),
                      queue.w_en.eq(self.completion.valid),
                      self.completion.ready.eq(queue.w_rdy)]
-        head = completion_layout()(queue.r_data)
+        head = completion_layout()(queue.r_data[:completion_layout().size])
+        head_is = dict(zip(sources, queue.r_data[completion_layout().size:]))
 
-        # B responses of identity writes not yet answered.
+        # B responses of identity writes not yet answered, and whether there are any (a
+        # register: its next value chosen last by the pulses, as EagerFIFO's flags).
         written = Signal(range(self.DEPTH + 1))
+        written_any = Signal()
 
-        have = Signal()
         line = Signal.like(self.s2m_drs.payload.data)
         poison = Signal()
         # Under an If of a register out of reset (see the hdl.slots docstring, Icarus).
         with m.If(out_of_reset(m)), m.Switch(head.source):
-            with m.Case(Source.NOW):
-                m.d.comb += have.eq(1)
             with m.Case(Source.MEMORY):
-                m.d.comb += [have.eq(Mux(head.data, self.memory_data.valid, written != 0)),
-                             line.eq(self.memory_data.payload.data),
+                m.d.comb += [line.eq(self.memory_data.payload.data),
                              poison.eq(self.memory_data.payload.error)]
             with m.Case(Source.POOL):
-                m.d.comb += [have.eq(self.pool_result.valid),
-                             line.eq(self.pool_result.payload.line),
+                m.d.comb += [line.eq(self.pool_result.payload.line),
                              poison.eq(self.pool_result.payload.error)]
             with m.Case(Source.WINDOW):
-                m.d.comb += [have.eq(self.window_result.valid),
-                             line.eq(self.window_result.payload)]
+                m.d.comb += line.eq(self.window_result.payload)
+        have = (head_is[Source.NOW]
+                | head_is[Source.MEMORY] & Mux(head.data, self.memory_data.valid, written_any)
+                | head_is[Source.POOL] & self.pool_result.valid
+                | head_is[Source.WINDOW] & self.window_result.valid)
 
         ready = Mux(head.data, self.s2m_drs.ready, self.s2m_ndr.ready)
         # No response leaves during a reset, its first clock included (out_of_reset is
@@ -133,12 +140,14 @@ class Responder(wiring.Component):
             self.s2m_drs.payload.data.eq(line),
             self.s2m_drs.payload.poison.eq(poison),
             queue.r_en.eq(sent),
-            self.memory_data.ready.eq(sent & (head.source == Source.MEMORY) & head.data),
-            self.pool_result.ready.eq(sent & (head.source == Source.POOL)),
-            self.window_result.ready.eq(sent & (head.source == Source.WINDOW)),
+            self.memory_data.ready.eq(sent & head_is[Source.MEMORY] & head.data),
+            self.pool_result.ready.eq(sent & head_is[Source.POOL]),
+            self.window_result.ready.eq(sent & head_is[Source.WINDOW]),
             self.sent_read.eq(sent & head.data),
             self.sent_write.eq(sent & ~head.data & head.write),
         ]
-        answered = sent & (head.source == Source.MEMORY) & ~head.data
-        m.d.sync += written.eq(written + self.memory_written - answered)
+        answered = sent & head_is[Source.MEMORY] & ~head.data
+        grows, shrinks = self.memory_written & ~answered, answered & ~self.memory_written
+        m.d.sync += [written.eq(written + self.memory_written - answered),
+                     written_any.eq(Mux(grows, 1, Mux(shrinks, written != 1, written_any)))]
         return m
