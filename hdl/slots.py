@@ -52,7 +52,8 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
   acknowledged. Meanwhile P2 drains, T1's slot is read again and its occupant is written
   back if it is dirty (an eviction). When the state is in, the op moves to P2 with the
   filled word, which P2 writes to the slot whatever the op does; the op behind it moves into
-  T1 on the same edge, and hits if it is the same line. A result read of a line that is not
+  T1 on the next edge (an install empties T1, so that no stage's enable waits for the fill
+  reader), and hits if it is the same line. A result read of a line that is not
   resident takes no slot: its read is of the line's result line (one line), and its answer
   leaves after the ops ahead of it.
 - When a contribution makes ``n`` reach the region's ``EXPECTED``, the line is *complete*: its
@@ -710,7 +711,10 @@ class SlotPool(wiring.Component):
         evict = Signal()
         install = Signal()
         dropped = Signal()
-        ta_moves = ta_valid & (~t1_valid | advance | install)
+        # TA moves into an empty T1 or behind an op that advances, all registers; not on an
+        # install or an answer, which empty T1 for a clock (they are made of the miss
+        # handler's state, and ``ta_moves`` enables every stage register).
+        ta_moves = ta_valid & (~t1_valid | advance)
         room_take = Signal()
         # No op is taken while the miss handler may inject its eviction into P2 (room).
         take = t0_valid & room_take & (~ta_valid | ta_moves) & (state != _Fsm.DRAIN) & (
@@ -744,16 +748,12 @@ class SlotPool(wiring.Component):
         with m.If(t0_loads & scanning):
             m.d.sync += [scan_index.eq(scan_index + 1),
                          scanning.eq(scan_index != params.slots - 1)]
-        # An op that moves into T1 as T1's own moves to P2 with its fill (``install``), to the
-        # same slot, hits if it is the same line: the fill is written on the next edge.
-        filling_slot = install & (ta.index == t1.index)
         with m.If(ta_moves):
             m.d.sync += [t1.eq(ta), t1_valid.eq(1), t1_needs_slot.eq(needs_slot(ta)),
                          t1_first_line.eq(FillReader.first_line(params, ta.tag,
                                                                 ta.kind != SlotOp.READ)),
                          t1_data_ok.eq(ra_valid & (ra_index == ta.index)),
-                         t1_hit.eq(Mux(filling_slot, same_line(ta.tag, t1.tag),
-                                       hit_after_edge(ta.index, ta.tag, ta_hit)))]
+                         t1_hit.eq(hit_after_edge(ta.index, ta.tag, ta_hit))]
         with m.Else():
             m.d.sync += [t1_data_ok.eq(t1_read_landing),
                          t1_hit.eq(hit_after_edge(t1.index, t1.tag, t1_hit))]
@@ -1063,9 +1063,9 @@ class SlotPool(wiring.Component):
                 with m.If(reader.held & ~reader.error & ~p2_valid):
                     # The op moves on with the filled word, which P2 writes to the slot. It
                     # has had room since it was taken, and the filled word comes from the
-                    # reader's registers (``held``): ``install`` moves TA and T0, so
-                    # it is decided from registers (pipeline rule 3), not after the answer's
-                    # room above (``If``, not ``Elif``: the two exclude each other by
-                    # ``reader.error``).
+                    # reader's registers (``held``): ``install`` steers P2's word and T1's
+                    # valid, so it is decided from registers (pipeline rule 3), not after the
+                    # answer's room above (``If``, not ``Elif``: the two exclude each other
+                    # by ``reader.error``).
                     m.d.comb += [install.eq(1), reader.finish.eq(1), events.fills.eq(1)]
                     m.d.comb += next_state.eq(_Fsm.RUN)
