@@ -155,8 +155,9 @@ class RegisteredMemory(wiring.Component):
 class BlockFIFO(EagerFIFO):
     """An :class:`~hdl.pipeline.EagerFIFO` (the same ports and parameters, and ``primitives``
     as :class:`RegisteredMemory` takes it) whose memory is block RAM, for queues too wide for
-    LUT RAM: a queue of whole accumulator states held in LUT RAM took a third of the LUT RAM
-    of the LFE5UM-85F, and its placement spread the design over the die.
+    LUT RAM (whole accumulator states): the LFE5UM-85F has several times less LUT RAM than
+    block RAM, and LUT RAM that a design fills up is spread over the die with the logic
+    around it.
 
     Its timing differs from ``EagerFIFO``'s in two ways, both from the memory's two-clock
     read (:data:`READ_LATENCY`): an entry is readable from the third clock after its write,

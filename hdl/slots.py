@@ -565,7 +565,7 @@ class SlotPool(wiring.Component):
         wiring.connect(m, unit_input.source, unit.request)
         # Beside that register, each control copy of the unit has registers of its own with
         # the fields its decisions are made of (rule 2): the unit has one clock from them to
-        # its result, and a threshold's negation spread over the whole line took most of it.
+        # its result, and one threshold register reached every lane through its negation.
         unit_request = unit_input.sink.payload
         decision = Signal(decision_inputs_layout(p))
         m.d.comb += [decision.n.eq(unit_request.state.n), decision.mode.eq(unit_request.mode),
