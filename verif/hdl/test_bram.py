@@ -169,9 +169,9 @@ def test_block_fifo_against_a_model_of_its_timing(depth, seed):
             ctx.set(dut.w_data, word)
             ctx.set(dut.r_en, pop)
             want = {"w_rdy": int(len(queue) < depth), "level": len(queue),
-                    "r_rdy": int(bool(queue) and queue[0][0] <= clock - 3
-                                 and clock - 1 not in last_takes
-                                 and clock - 2 not in last_takes)}
+                    "r_rdy": int(bool(queue) and queue[0][0] < clock - READ_LATENCY
+                                 and all(clock - k not in last_takes
+                                         for k in range(1, READ_LATENCY + 1)))}
             for port, value in want.items():
                 got = ctx.get(getattr(dut, port))
                 if got != value:
