@@ -90,15 +90,16 @@ class Responder(wiring.Component):
         # send reads four flip-flops of its own rather than the source field, which also
         # steers the line mux over every lane.
         sources = list(Source)
-        m.submodules.queue = queue = fifo.SyncFIFOBuffered(
-            width=completion_layout().size + len(sources), depth=self.DEPTH)
+        layout = completion_layout()
+        m.submodules.queue = queue = fifo.SyncFIFOBuffered(width=layout.size + len(sources),
+                                                           depth=self.DEPTH)
         m.d.comb += [queue.w_data.eq(Cat(self.completion.payload,
                                           *(self.completion.payload.source == source
                                             for source in sources))),
                      queue.w_en.eq(self.completion.valid),
                      self.completion.ready.eq(queue.w_rdy)]
-        head = completion_layout()(queue.r_data[:completion_layout().size])
-        head_is = dict(zip(sources, queue.r_data[completion_layout().size:]))
+        head = layout(queue.r_data[:layout.size])
+        head_is = dict(zip(sources, queue.r_data[layout.size:]))
 
         # B responses of identity writes not yet answered, and whether there are any (a
         # register: its next value chosen last by the pulses, as EagerFIFO's flags).
