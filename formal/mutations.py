@@ -141,9 +141,11 @@ _route = CxlMemController._route
 
 
 def _route_invalidate_as_hint(request, decoded):
-    # A MemInv is dispatched as a MemSpecRd: taken, never answered.
-    route = _route(request, decoded)
-    return Mux(route == hdl.controller._Route.NO_ACCESS, hdl.controller._Route.IGNORE, route)
+    # A MemInv is dispatched as a MemSpecRd: taken, never answered. The route is one-hot: the
+    # hint's flag takes the invalidate's, which clears its own (and "now").
+    layout = hdl.controller._ROUTES
+    route = layout(_route(request, decoded))
+    return Cat(Mux(route.no_access, name == "ignore", route[name]) for name, _ in layout)
 
 
 class _MisaddressingPort(AxiMemoryPort):

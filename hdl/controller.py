@@ -13,7 +13,7 @@ work on the slots (``CTRL.FLUSH``, ``CTRL.CLEAR``) and the accesses to accumulat
 between requests (``docs/controller.md``, "Hazards").
 """
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -42,7 +42,8 @@ __all__ = ["CxlMemController"]
 
 
 class _Route(enum.Enum, shape=4):
-    """Where dispatch sends a decoded request: the first that applies, in this order."""
+    """Where dispatch sends a decoded request: the first that applies, in this order. A
+    request carries its route one-hot (:data:`_ROUTES`)."""
     IGNORE = 0        # MemSpecRd, a hint: no access, no response
     BAD_OPCODE = 1    # an unsupported opcode: Cmp, STATUS.BAD_OPCODE
     NO_ACCESS = 2     # an invalidate: Cmp
@@ -57,12 +58,20 @@ class _Route(enum.Enum, shape=4):
     LINE_WRITE = 11   # identity
 
 
+#: A route, one-hot: a flag per :class:`_Route`, named after it.
+_ROUTES = data.StructLayout({route.name.lower(): 1 for route in _Route})
+
+
 class _Task(enum.Enum, shape=2):
     """Work on the slots that runs between requests."""
     FLUSH = 0         # CTRL.FLUSH, or before a raw read: write every dirty slot back
     EVICT = 1         # before a raw write: write every dirty slot back and empty them all
     CLEAR = 2         # CTRL.CLEAR: empty the region's slots, zero its accumulators
 
+
+#: The phases of a task (``_tasks``): none, the scan of every slot, waiting for the pool to settle,
+#: a clear's zero writes, waiting for their responses.
+_PHASES = ("idle", "scan", "settle", "zero", "zero_wait")
 
 #: AXI IDs: the host's identity accesses, and the slot pool's fills and write-backs (with the
 #: clear's zero writes), whose write responses the pool waits for.
@@ -373,53 +382,58 @@ class CxlMemController(wiring.Component):
             host_write.address.eq(request.address), host_write.line.eq(request.data),
             host_write.strobe.eq(request.byte_enable),
         ]
-        go = head_valid & completion.ready
-        fire = Signal()
         # Whether the pool is idle, from a register (its ``idle`` is a wide AND of its
         # stages): the last clock's, unless an op or a host write went in on it, which
         # makes the pool, or memory, busy on this clock.
         pool_idle = Signal()
         m.d.sync += pool_idle.eq(pool.idle & ~(pool.op.valid & pool.op.ready)
                                  & ~host_write_taken)
-        raw_wait = Signal()                # a raw access waits for the slots to settle
+        # The decision is a sum of products of registers: the route is one-hot (chosen as the
+        # request entered the queue), and each route's product names what it needs.
+        # Accumulator memory is read only once memory holds every slot's state and no
+        # write-back is on its way, and written only with no slot resident; until then a raw
+        # access starts the task that makes it so (``raw_start``), and waits.
+        now = route.bad_opcode | route.no_access | route.bad_read | route.bad_write | (
+            route.poisoned)
+        answered = completion.ready
+        line_read_ready = answered & host_read_queue.w_rdy & (
+            reads_in_flight < _READS_IN_FLIGHT)
+        line_write_ready = answered & host_write_queue.w_rdy
+        raw_read_clean = ~any_dirty & pool_idle
+        raw_write_clean = ~any_dirty & ~any_resident & pool_idle
+        ready = ((route.ignore)
+                 | (now & answered)
+                 | (route.window & answered & window.request.ready)
+                 | (route.pool & answered & pool.op.ready)
+                 | (route.line_read & line_read_ready)
+                 | (route.raw_read & line_read_ready & raw_read_clean)
+                 | (route.line_write & line_write_ready)
+                 | (route.raw_write & line_write_ready & raw_write_clean))
         # Under an If of a register out of reset (see the hdl.slots docstring, Icarus).
-        with m.If(out_of_reset(m, "dispatch_in_reset") & ~task_busy), m.Switch(route):
-            with m.Case(_Route.IGNORE):
-                m.d.comb += fire.eq(head_valid)
-            with m.Case(_Route.BAD_OPCODE, _Route.NO_ACCESS, _Route.BAD_READ, _Route.BAD_WRITE,
-                        _Route.POISONED):
-                m.d.comb += [fire.eq(go), completion.payload.source.eq(Source.NOW),
-                             completion.payload.nxm.eq(route == _Route.BAD_READ)]
-                m.d.comb += [
-                    events.bad_opcode.eq(fire & (route == _Route.BAD_OPCODE)),
-                    events.bad_address.eq(fire & ((route == _Route.BAD_READ)
-                                                  | (route == _Route.BAD_WRITE))),
-                    events.poison.eq(fire & (route == _Route.POISONED)),
-                ]
-            with m.Case(_Route.WINDOW):
-                m.d.comb += [window.request.valid.eq(go), fire.eq(go & window.request.ready),
-                             completion.payload.source.eq(Source.WINDOW)]
-            with m.Case(_Route.POOL):
-                m.d.comb += [pool.op.valid.eq(go), fire.eq(go & pool.op.ready),
-                             completion.payload.source.eq(Source.POOL)]
-            with m.Case(_Route.RAW_READ, _Route.RAW_WRITE, _Route.LINE_READ, _Route.LINE_WRITE):
-                raw = (route == _Route.RAW_READ) | (route == _Route.RAW_WRITE)
-                # Accumulator memory is read only once memory holds every slot's state and no
-                # write-back is on its way, and written only with no slot resident.
-                dirty = any_dirty | ((route == _Route.RAW_WRITE) & any_resident)
-                m.d.comb += [raw_wait.eq(raw & (dirty | ~pool_idle)),
-                             raw_start.eq(raw & dirty & head_valid),
-                             raw_task.eq(Mux(route == _Route.RAW_WRITE, _Task.EVICT,
-                                             _Task.FLUSH))]
-                m.d.comb += [
-                    host_read_valid.eq(go & ~raw_wait & is_read
-                                       & (reads_in_flight < _READS_IN_FLIGHT)),
-                    host_write_valid.eq(go & ~raw_wait & ~is_read),
-                    fire.eq(host_read_taken | host_write_taken),
-                    completion.payload.source.eq(Source.MEMORY),
-                ]
-        m.d.comb += [completion.valid.eq(fire & (route != _Route.IGNORE)), pop.eq(fire),
-                     ignored.eq(fire & (route == _Route.IGNORE))]
+        free = Signal()
+        m.d.comb += free.eq(out_of_reset(m, "dispatch_in_reset") & ~task_busy & head_valid)
+        fire = free & ready
+        go = free & answered
+        m.d.comb += [
+            window.request.valid.eq(go & route.window),
+            host_read_valid.eq(go & (route.line_read | (route.raw_read & raw_read_clean))
+                               & (reads_in_flight < _READS_IN_FLIGHT)),
+            host_write_valid.eq(go & (route.line_write | (route.raw_write & raw_write_clean))),
+            raw_start.eq(free & ((route.raw_read & any_dirty)
+                                 | (route.raw_write & (any_dirty | any_resident)))),
+            raw_task.eq(Mux(route.raw_write, _Task.EVICT, _Task.FLUSH)),
+            completion.payload.source.eq(Mux(now, Source.NOW, Mux(
+                route.window, Source.WINDOW, Mux(route.pool, Source.POOL, Source.MEMORY)))),
+            completion.payload.nxm.eq(route.bad_read),
+            events.bad_opcode.eq(fire & route.bad_opcode),
+            events.bad_address.eq(fire & (route.bad_read | route.bad_write)),
+            events.poison.eq(fire & route.poisoned),
+            completion.valid.eq(fire & ~route.ignore), pop.eq(fire),
+            ignored.eq(fire & route.ignore),
+        ]
+        # The pool's valid is the scan's while a task runs (``_tasks``).
+        with m.If(~task_busy):
+            m.d.comb += pool.op.valid.eq(go & route.pool)
         return m
 
     def _decode(self, m, ingress, decoder, control):
@@ -440,7 +454,7 @@ class CxlMemController(wiring.Component):
         narrow = data.StructLayout({name: field.shape for name, field in full
                                     if name not in lines})
         entry = data.StructLayout({"request": narrow, "decoded": decoded_layout(self._params),
-                                   "route": _Route})
+                                   "route": _ROUTES})
         m.submodules.decoded = queue = fifo.SyncFIFOBuffered(width=entry.size,
                                                              depth=latency + 3)
         m.submodules.decoded_lines = line_queue = EagerFIFO(
@@ -474,7 +488,7 @@ class CxlMemController(wiring.Component):
         # a clock earlier).
         narrow_head = entry(queue.r_data)
         head = Signal(data.StructLayout({"request": full, "decoded": entry["decoded"].shape,
-                                         "route": _Route}))
+                                         "route": _ROUTES}))
         line_head = Signal(data.StructLayout({name: full[name].shape for name in lines}))
         m.d.comb += [*(head.request[name].eq(narrow_head.request[name])
                        for name in narrow.members),
@@ -485,27 +499,29 @@ class CxlMemController(wiring.Component):
 
     @staticmethod
     def _route(request, decoded):
-        """The first route in order whose condition holds (a chain of Muxes: see
-        ``Ingress._req_entry``)."""
+        """The route of a request, one-hot: the first in order whose condition holds."""
         operation = request.operation
         read = operation == Operation.READ
-        choices = [
-            (operation == Operation.SPECULATIVE, _Route.IGNORE),
-            (operation == Operation.UNSUPPORTED, _Route.BAD_OPCODE),
-            (operation == Operation.INVALIDATE, _Route.NO_ACCESS),
-            (request.out_of_range & read, _Route.BAD_READ),
-            (request.out_of_range, _Route.BAD_WRITE),
-            (request.poison, _Route.POISONED),
-            (decoded.window, _Route.WINDOW),
-            (aggregates(decoded.mode), _Route.POOL),
-            (decoded.accumulator & read, _Route.RAW_READ),
-            (decoded.accumulator, _Route.RAW_WRITE),
-            (read, _Route.LINE_READ),
-        ]
-        chosen = _Route.LINE_WRITE
-        for condition, route in reversed(choices):
-            chosen = Mux(condition, route, chosen)
-        return chosen
+        conditions = {
+            _Route.IGNORE: operation == Operation.SPECULATIVE,
+            _Route.BAD_OPCODE: operation == Operation.UNSUPPORTED,
+            _Route.NO_ACCESS: operation == Operation.INVALIDATE,
+            _Route.BAD_READ: request.out_of_range & read,
+            _Route.BAD_WRITE: request.out_of_range,
+            _Route.POISONED: request.poison,
+            _Route.WINDOW: decoded.window,
+            _Route.POOL: aggregates(decoded.mode),
+            _Route.RAW_READ: decoded.accumulator & read,
+            _Route.RAW_WRITE: decoded.accumulator,
+            _Route.LINE_READ: read,
+            _Route.LINE_WRITE: 1,
+        }
+        flags = []
+        taken = Const(0)                    # an earlier route applies
+        for route in _Route:
+            flags.append(conditions[route] & ~taken)
+            taken = taken | conditions[route]
+        return Cat(flags)
 
     def _tasks(self, m, control, pool, raw_start, raw_task, any_dirty, any_resident,
                zero_write, zero_write_valid, zero_write_taken, writes_pending):
@@ -536,7 +552,10 @@ class CxlMemController(wiring.Component):
         wanted = ((region_number < params.regions) & region.enable
                   & aggregates(region.mode))
 
-        phase = Signal(range(5))             # idle, scan, settle, zero, zero_wait
+        # The task's phase, one-hot: each phase is a flip-flop of its own, so a test of it (the
+        # scan's valid steers the pool's op fields, the zero writes' valid the write command's,
+        # ``busy`` dispatch) is a register, not a compare.
+        phase = Signal(data.StructLayout({name: 1 for name in _PHASES}), init={"idle": 1})
         task = Signal(_Task)
         command = Signal()                   # a register command (not a raw access's scan)
         scan = Signal(data.StructLayout({
@@ -547,32 +566,37 @@ class CxlMemController(wiring.Component):
         high = Signal(params.address_bits + 1)
         zero_address = Signal(params.address_bits + 1)
         zero_left = Signal()                 # zero_address < high (a register: it is a valid)
-        running = phase != 0
+        running = ~phase.idle
         busy = running | flush_pending | clear_pending | evict_pending
         m.d.comb += [
             control.flush_busy.eq(flush_pending | (running & command & (task == _Task.FLUSH))),
             control.clear_busy.eq(clear_pending | (running & command & (task == _Task.CLEAR))),
         ]
 
+        def enter(name):
+            m.d.sync += [phase[other].eq(other == name) for other in _PHASES]
+
         def start(kind, is_command):
-            m.d.sync += [phase.eq(1), task.eq(kind), command.eq(is_command), index.eq(0)]
+            enter("scan")
+            m.d.sync += [task.eq(kind), command.eq(is_command), index.eq(0)]
             if kind != _Task.CLEAR:
                 m.d.sync += any_dirty.eq(0)
             if kind == _Task.EVICT:
                 m.d.sync += any_resident.eq(0)
 
         def finish():
-            m.d.sync += phase.eq(0)
+            enter("idle")
             with m.If(command):
                 m.d.comb += [control.flush_done.eq(task == _Task.FLUSH),
                              control.clear_done.eq(task == _Task.CLEAR)]
 
-        m.d.comb += [scan.valid.eq(phase == 1), scan.index.eq(index), scan.low.eq(low),
+        m.d.comb += [scan.valid.eq(phase.scan), scan.index.eq(index), scan.low.eq(low),
                      scan.high.eq(high),
                      scan.kind.eq(Mux(task == _Task.CLEAR, SlotOp.CLEAR,
                                       Mux(task == _Task.EVICT, SlotOp.EVICT, SlotOp.FLUSH)))]
-        with m.If(out_of_reset(m, "tasks_in_reset")), m.Switch(phase):  # hdl.slots, Icarus
-            with m.Case(0):
+        # One block per phase (they are one-hot: no priority chain between them).
+        with m.If(out_of_reset(m, "tasks_in_reset")):  # see the hdl.slots docstring, Icarus
+            with m.If(phase.idle):
                 with m.If(clear_pending):
                     m.d.sync += [clear_pending.eq(0), low.eq(region.acc),
                                  high.eq(region.acc_end)]
@@ -591,19 +615,20 @@ class CxlMemController(wiring.Component):
                         start(_Task.EVICT, 0)
                     with m.Else():
                         start(_Task.FLUSH, 0)
-            with m.Case(1):
+            with m.If(phase.scan):
                 m.d.comb += pool.op.valid.eq(1)
                 with m.If(pool.op.ready):
                     m.d.sync += index.eq(index + 1)
                     with m.If(index == params.slots - 1):
-                        m.d.sync += phase.eq(2)
-            with m.Case(2):
+                        enter("settle")
+            with m.If(phase.settle):
                 with m.If(pool.idle):
                     with m.If(task == _Task.CLEAR):
-                        m.d.sync += [phase.eq(3), zero_address.eq(low), zero_left.eq(low < high)]
+                        enter("zero")
+                        m.d.sync += [zero_address.eq(low), zero_left.eq(low < high)]
                     with m.Else():
                         finish()
-            with m.Case(3):
+            with m.If(phase.zero):
                 m.d.comb += [
                     zero_write_valid.eq(zero_left),
                     zero_write.id.eq(_POOL_ID), zero_write.address.eq(zero_address),
@@ -613,8 +638,8 @@ class CxlMemController(wiring.Component):
                 with m.If(zero_write_taken):
                     m.d.sync += [zero_address.eq(following), zero_left.eq(following < high)]
                 with m.If(~zero_left):
-                    m.d.sync += phase.eq(4)
-            with m.Case(4):
+                    enter("zero_wait")
+            with m.If(phase.zero_wait):
                 with m.If(~writes_pending):
                     finish()
         return busy, scan
