@@ -700,6 +700,10 @@ class SlotPool(wiring.Component):
         t1_data_ok = Signal()
         t1_needs_slot = Signal()
         t1_first_line = Signal(params.address_bits)     # where a miss's read starts
+        # ``EXPECTED - 1`` and ``- 2`` of T1's op, in a bit more than a count (all ones, above
+        # every count, for 0; and ``- 2`` for 1): P2 compares counts with them, no adder.
+        t1_before_last = Signal(p.counter_width + 1)
+        t1_two_before = Signal(p.counter_width + 1)
         state = Signal(_Fsm)
         next_state = Signal(_Fsm)           # the miss handler's state after this clock
         # ``state == RUN``, a register of its own: it steers the slot read's address.
@@ -753,6 +757,7 @@ class SlotPool(wiring.Component):
                          t1_first_line.eq(FillReader.first_line(params, ta.tag,
                                                                 ta.kind != SlotOp.READ)),
                          t1_data_ok.eq(ra_valid & (ra_index == ta.index)),
+                         t1_before_last.eq(ta.expected - 1), t1_two_before.eq(ta.expected - 2),
                          t1_hit.eq(hit_after_edge(ta.index, ta.tag, ta_hit))]
         with m.Else():
             m.d.sync += [t1_data_ok.eq(t1_read_landing),
@@ -785,9 +790,7 @@ class SlotPool(wiring.Component):
         # written on this edge keeps the tag of P2's ``word``: no op changes a slot's tag.
         covered_read = Signal()
         covered_w1 = Signal()
-        # The count before a line's last contribution, ``EXPECTED - 1`` (all ones, above every
-        # count, for 0), from T1: P2 compares its count with it, no adder in between.
-        p2_before_last = Signal(p.counter_width + 1)
+        last_taken = Signal()       # the count of the word P2 takes is its op's EXPECTED - 1
 
         def in_clear_range(entry):
             return (entry.tag >= t1.tag) & (entry.tag < t1.high)
@@ -799,7 +802,7 @@ class SlotPool(wiring.Component):
             p2.kind.eq(Mux(evict, SlotOp.EVICT, t1.kind)),
             p2_word.eq(next_word), p2_install.eq(install),
             covered_read.eq(in_clear_range(next_word)), covered_w1.eq(in_clear_range(word)),
-            p2_before_last.eq(t1.expected - 1),
+            last_taken.eq(next_word.state.n == t1_before_last),
         ]
         m.d.comb += data_read.addr.eq(t1.data_slot)
         # P2 gives its slot another line (an install) or none (an eviction, a drop, a clear
@@ -824,17 +827,23 @@ class SlotPool(wiring.Component):
         ternary = register_copies(m, t1.mode == Mode.GTERNARY, groups, "ternary")
         full_taken = register_copies(m, next_word.state.n == p.capacity, copies,
                                      "full_taken")
-        full_after = Signal()       # ``write.data.state.n == capacity``, without its adder
-        full_w1 = register_copies(m, full_after, copies, "full_w1")
+        # What P2's word tells the op behind it, made without P2's adder: whether the count
+        # written is ``capacity`` (``full``), and whether it is the op's ``EXPECTED - 1``
+        # (``last``: its contribution would complete the line).
+        after = Signal(data.StructLayout({"full": 1, "last": 1}))
+        full_w1 = register_copies(m, after.full, copies, "full_w1")
         full = [Mux(fwd, at_w1, taken) for fwd, at_w1, taken in zip(fwd1, full_w1, full_taken)]
+        last_w1 = Signal()
+        m.d.sync += last_w1.eq(after.last)
+        last = Mux(fwd1[-1], last_w1, last_taken)
         adds = [add & ~at_capacity for add, at_capacity in zip(may_add[:groups], full)]
         # P2 takes a line out of its slot: a retag that installs none, of a slot that held
         # one (from registers and the forwarding select, as ``retag``).
         departure = Signal()
         m.d.comb += departure.eq(retag & ~p2_install & word.valid)
-        self._update(m, p2, p2_valid, word, may_add[-1], full[-1], covered,
-                     p2_before_last, write, full_after, unit_input.sink, side_layout, events,
-                     adds, ternary, live)
+        self._update(m, p2, p2_valid, word, may_add[-1], full[-1], last, covered, write,
+                     after, (t1_before_last, t1_two_before), unit_input.sink, side_layout,
+                     events, adds, ternary, live)
 
         # Room in the output queues for every op from TA on and one more: ``room`` now (the
         # miss handler's eviction); ``room_take`` a clock late, so it also leaves room for the
@@ -879,15 +888,17 @@ class SlotPool(wiring.Component):
                                  & (write_backs.level == 0) & ~self.writes_pending)
         return m
 
-    def _update(self, m, op, valid, word, may_add, full, covered, before_last, write,
-                full_after, request, side_layout, events, adds, ternary_copies, live):
+    def _update(self, m, op, valid, word, may_add, full, last, covered, write, after, behind,
+                request, side_layout, events, adds, ternary_copies, live):
         """P2: what ``op`` (valid while ``valid``) does to its slot, whose word is ``word``
         (a fill's after an install); ``may_add``: the op is a contribution in an aggregating
-        mode to a whole line; ``full``: ``word``'s count is ``capacity``; ``covered``: the
-        word's tag is in a ``CLEAR``'s range; ``before_last``: ``op.expected - 1`` (all ones
-        for 0). Drives the slot's write port,
-        ``full_after`` (the count written is ``capacity``) and ``request`` (to the result
-        unit, through its input register).
+        mode to a whole line; ``full``: ``word``'s count is ``capacity``; ``last``: it is
+        ``op.expected - 1``; ``covered``: the word's tag is in a ``CLEAR``'s range;
+        ``behind``: ``EXPECTED - 1`` and ``EXPECTED - 2`` of the op behind (all ones for
+        ``EXPECTED`` = 0, above every count; ``EXPECTED - 2`` likewise for 1). Drives the
+        slot's write port, ``after`` (whether the count written is ``capacity``, and the op
+        behind's ``EXPECTED - 1``) and ``request`` (to the result unit, through its input
+        register).
         ``write.data`` is the slot's word after this edge (a word the op leaves alone is
         ``word`` itself), so the slot is written by every valid op: ``write.en`` is ``valid``,
         a register that steers every block's write port without logic in front of it, and the
@@ -896,13 +907,14 @@ class SlotPool(wiring.Component):
         G-Ternary while ``ternary_copies[k]``."""
         p = self._params.datapath
         n = word.state.n
+        before_last, two_before = behind
         kind = op.kind
         contribute = kind == SlotOp.CONTRIBUTE
         bad_mode = ~aggregates(op.mode)
         partial = ~op.full_line
         accepted = may_add & ~full
         ternary = op.mode == Mode.GTERNARY
-        complete = accepted & (n == before_last)
+        complete = accepted & last
         new = Signal.like(word)
         m.d.comb += new.eq(word)
         write_back = Signal()
@@ -931,7 +943,8 @@ class SlotPool(wiring.Component):
             Mux(add, accumulate(p, lanes, line, is_ternary), lanes)
             for add, is_ternary, lanes, line in groups))
         m.d.comb += [write.en.eq(valid), write.addr.eq(op.index), write.data.eq(new),
-                     full_after.eq(Mux(live & accepted, n == p.capacity - 1, full))]
+                     after.full.eq(Mux(live & accepted, n == p.capacity - 1, full)),
+                     after.last.eq(Mux(live & accepted, n == two_before, n == before_last))]
 
         reason = Mux(bad_mode, Reason.MODE, Mux(partial, Reason.PARTIAL,
                                                  Mux(full, Reason.CAPACITY, Reason.NONE)))
