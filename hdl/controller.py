@@ -13,7 +13,7 @@ work on the slots (``CTRL.FLUSH``, ``CTRL.CLEAR``) and the accesses to accumulat
 between requests (``docs/controller.md``, "Hazards").
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -58,8 +58,13 @@ class _Route(enum.Enum, shape=4):
     LINE_WRITE = 11   # identity
 
 
-#: A route, one-hot: a flag per :class:`_Route`, named after it.
-_ROUTES = data.StructLayout({route.name.lower(): 1 for route in _Route})
+#: A route, one-hot: a flag per :class:`_Route`, named after it; and ``now``, whether it is one
+#: of the routes answered at once (:data:`_ANSWERED_NOW`), a flag of its own for dispatch.
+_ROUTES = data.StructLayout({**{route.name.lower(): 1 for route in _Route}, "now": 1})
+
+#: The routes of bad input and of MemInv: answered at once, with no access.
+_ANSWERED_NOW = (_Route.BAD_OPCODE, _Route.NO_ACCESS, _Route.BAD_READ, _Route.BAD_WRITE,
+                 _Route.POISONED)
 
 
 class _Task(enum.Enum, shape=2):
@@ -345,7 +350,7 @@ class CxlMemController(wiring.Component):
             m.d.sync += any_resident.eq(1)
         raw_start = Signal()
         raw_task = Signal(_Task)
-        task_busy, scan = self._tasks(m, control, pool, raw_start, raw_task, any_dirty,
+        task_blocked, scan = self._tasks(m, control, pool, raw_start, raw_task, any_dirty,
                                       any_resident, zero_write, zero_write_valid,
                                       zero_write_taken, writes_pending)
 
@@ -393,8 +398,7 @@ class CxlMemController(wiring.Component):
         # Accumulator memory is read only once memory holds every slot's state and no
         # write-back is on its way, and written only with no slot resident; until then a raw
         # access starts the task that makes it so (``raw_start``), and waits.
-        now = route.bad_opcode | route.no_access | route.bad_read | route.bad_write | (
-            route.poisoned)
+        now = route.now
         answered = completion.ready
         line_read_ready = answered & host_read_queue.w_rdy & (
             reads_in_flight < _READS_IN_FLIGHT)
@@ -409,9 +413,7 @@ class CxlMemController(wiring.Component):
                  | (route.raw_read & line_read_ready & raw_read_clean)
                  | (route.line_write & line_write_ready)
                  | (route.raw_write & line_write_ready & raw_write_clean))
-        # Under an If of a register out of reset (see the hdl.slots docstring, Icarus).
-        free = Signal()
-        m.d.comb += free.eq(out_of_reset(m, "dispatch_in_reset") & ~task_busy & head_valid)
+        free = ~task_blocked & head_valid
         fire = free & ready
         go = free & answered
         m.d.comb += [
@@ -431,9 +433,8 @@ class CxlMemController(wiring.Component):
             completion.valid.eq(fire & ~route.ignore), pop.eq(fire),
             ignored.eq(fire & route.ignore),
         ]
-        # The pool's valid is the scan's while a task runs (``_tasks``).
-        with m.If(~task_busy):
-            m.d.comb += pool.op.valid.eq(go & route.pool)
+        # The pool's op is the scan's while a task runs (``_tasks``).
+        m.d.comb += pool.op.valid.eq(scan.valid | (go & route.pool))
         return m
 
     def _decode(self, m, ingress, decoder, control):
@@ -516,12 +517,12 @@ class CxlMemController(wiring.Component):
             _Route.LINE_READ: read,
             _Route.LINE_WRITE: 1,
         }
-        flags = []
+        flags = {}
         taken = Const(0)                    # an earlier route applies
         for route in _Route:
-            flags.append(conditions[route] & ~taken)
+            flags[route] = conditions[route] & ~taken
             taken = taken | conditions[route]
-        return Cat(flags)
+        return Cat(*flags.values(), Cat(flags[route] for route in _ANSWERED_NOW).any())
 
     def _tasks(self, m, control, pool, raw_start, raw_task, any_dirty, any_resident,
                zero_write, zero_write_valid, zero_write_taken, writes_pending):
@@ -532,30 +533,40 @@ class CxlMemController(wiring.Component):
         scan op per slot to the pool and waits until the pool is idle (every write-back
         acknowledged); a clear then writes zeros over the region's accumulators, a line per
         write (``zero_write``), and waits for their write responses. Returns whether a task
-        runs or waits to (dispatch holds the next request meanwhile), and the scan: while
-        ``scan.valid``, the pool's op is ``scan.kind`` of slot ``scan.index`` (a clear's
-        range ``[scan.low, scan.high)``), offered on ``pool.op.valid`` here."""
+        runs or waits to, or the reset was high on the last edge (dispatch holds the next
+        request meanwhile; a register), and the scan: while ``scan.valid``, the pool's op is
+        ``scan.kind`` of slot ``scan.index`` (a clear's range ``[scan.low, scan.high)``)."""
         params = self._params
         p = params.datapath
-        flush_pending, clear_pending = Signal(), Signal()
+        # The tasks waiting to start, and the phase of the one running, one-hot: each phase is
+        # a flip-flop of its own, so a test of it (the scan's valid steers the pool's op
+        # fields, the zero writes' valid the write command's) is a register, not a compare.
+        # Both are set from their values after the edge (``*_next``, assigned below where the
+        # registers would be), so that whether dispatch is held (``blocked``: a task runs or
+        # waits, or the reset was high on the last edge) is a register too.
+        pending = Signal(data.StructLayout({"flush": 1, "clear": 1, "evict": 1}))
+        phase = Signal(data.StructLayout({name: 1 for name in _PHASES}), init={"idle": 1})
+        pending_next = Signal.like(pending)
+        phase_next = Signal.like(phase)
+        blocked = Signal(init=1, reset_less=True)
+        m.d.comb += [pending_next.eq(pending), phase_next.eq(phase)]
+        m.d.sync += [pending.eq(pending_next), phase.eq(phase_next),
+                     blocked.eq(ResetSignal() | ~phase_next.idle
+                                | pending_next.as_value().any())]
         region_number = Signal.like(control.clear_region)
         with m.If(control.flush_start):
-            m.d.sync += flush_pending.eq(1)
+            m.d.comb += pending_next.flush.eq(1)
         with m.If(control.clear_start):
-            m.d.sync += [clear_pending.eq(1), region_number.eq(control.clear_region)]
-        evict_pending = Signal()
+            m.d.comb += pending_next.clear.eq(1)
+            m.d.sync += region_number.eq(control.clear_region)
         table_was_ready = Signal(init=1)
         m.d.sync += table_was_ready.eq(control.table_ready)
         with m.If(table_was_ready & ~control.table_ready):
-            m.d.sync += evict_pending.eq(1)
+            m.d.comb += pending_next.evict.eq(1)
         region = control.regions[region_number[:max(1, (params.regions - 1).bit_length())]]
         wanted = ((region_number < params.regions) & region.enable
                   & aggregates(region.mode))
 
-        # The task's phase, one-hot: each phase is a flip-flop of its own, so a test of it (the
-        # scan's valid steers the pool's op fields, the zero writes' valid the write command's,
-        # ``busy`` dispatch) is a register, not a compare.
-        phase = Signal(data.StructLayout({name: 1 for name in _PHASES}), init={"idle": 1})
         task = Signal(_Task)
         command = Signal()                   # a register command (not a raw access's scan)
         scan = Signal(data.StructLayout({
@@ -567,14 +578,13 @@ class CxlMemController(wiring.Component):
         zero_address = Signal(params.address_bits + 1)
         zero_left = Signal()                 # zero_address < high (a register: it is a valid)
         running = ~phase.idle
-        busy = running | flush_pending | clear_pending | evict_pending
         m.d.comb += [
-            control.flush_busy.eq(flush_pending | (running & command & (task == _Task.FLUSH))),
-            control.clear_busy.eq(clear_pending | (running & command & (task == _Task.CLEAR))),
+            control.flush_busy.eq(pending.flush | (running & command & (task == _Task.FLUSH))),
+            control.clear_busy.eq(pending.clear | (running & command & (task == _Task.CLEAR))),
         ]
 
         def enter(name):
-            m.d.sync += [phase[other].eq(other == name) for other in _PHASES]
+            m.d.comb += [phase_next[other].eq(other == name) for other in _PHASES]
 
         def start(kind, is_command):
             enter("scan")
@@ -597,18 +607,18 @@ class CxlMemController(wiring.Component):
         # One block per phase (they are one-hot: no priority chain between them).
         with m.If(out_of_reset(m, "tasks_in_reset")):  # see the hdl.slots docstring, Icarus
             with m.If(phase.idle):
-                with m.If(clear_pending):
-                    m.d.sync += [clear_pending.eq(0), low.eq(region.acc),
-                                 high.eq(region.acc_end)]
+                with m.If(pending.clear):
+                    m.d.comb += pending_next.clear.eq(0)
+                    m.d.sync += [low.eq(region.acc), high.eq(region.acc_end)]
                     with m.If(wanted):
                         start(_Task.CLEAR, 1)
                     with m.Else():
                         m.d.comb += control.clear_done.eq(1)
-                with m.Elif(flush_pending):
-                    m.d.sync += flush_pending.eq(0)
+                with m.Elif(pending.flush):
+                    m.d.comb += pending_next.flush.eq(0)
                     start(_Task.FLUSH, 1)
-                with m.Elif(evict_pending & control.table_ready):
-                    m.d.sync += evict_pending.eq(0)
+                with m.Elif(pending.evict & control.table_ready):
+                    m.d.comb += pending_next.evict.eq(0)
                     start(_Task.EVICT, 0)
                 with m.Elif(raw_start):
                     with m.If(raw_task == _Task.EVICT):
@@ -616,7 +626,6 @@ class CxlMemController(wiring.Component):
                     with m.Else():
                         start(_Task.FLUSH, 0)
             with m.If(phase.scan):
-                m.d.comb += pool.op.valid.eq(1)
                 with m.If(pool.op.ready):
                     m.d.sync += index.eq(index + 1)
                     with m.If(index == params.slots - 1):
@@ -642,4 +651,4 @@ class CxlMemController(wiring.Component):
             with m.If(phase.zero_wait):
                 with m.If(~writes_pending):
                     finish()
-        return busy, scan
+        return blocked, scan
