@@ -287,11 +287,12 @@ class FillReader(wiring.Component):
     One read at a time: ``start`` is ready only while the reader is idle, and the read's
     first command is offered on ``fill_read`` from the clock it starts, at the address the
     owner gives (``first``, from registers: no adder in front of the port's command mux).
-    ``done`` rises on the clock the last line arrives (``line`` and ``error`` are then read
-    from the arriving line) and stays high, with ``line``, ``image`` and ``error`` held, until the
-    owner strobes ``finish``; the reader is idle from the next clock. ``held`` is ``done``
-    from the clock after the last line, a register: ``image`` is valid only then, and the
-    answer comes from registers only.
+    ``held`` rises on the clock after the last line arrives, a register, and stays high,
+    with ``line``, ``image`` and ``error`` held, until the owner strobes ``finish``; the
+    reader is idle from the next clock. A result read's line may be taken a clock earlier:
+    ``done`` is ``held``, or a result read's line arriving (``line`` and ``error`` are then
+    read from it). A state read is done only when held: its last line is known only from
+    the lines' data (``n`` = 0, an error), which stays out of ``done``.
 
     The lines are captured by column group (pipeline rule 2): each group of ``first`` and of
     the planes has its own copy of the reader's step, so the capture enables and ``line``'s
@@ -312,6 +313,7 @@ class FillReader(wiring.Component):
     done : Out(1)
     held : Out(1)
     finish : In(1)
+        Strobed only while ``done``.
     line : Out(line_bits)
         The result line of a result read (0 after an error).
     image : Out(state_lines * line_bits)
@@ -363,7 +365,7 @@ class FillReader(wiring.Component):
         first = Signal(p.line_bits, reset_less=True)    # the result line, or the n line
         beat = self.fill_data.payload
         arriving = self.fill_data.valid
-        done = step == _Step.DONE
+        held = step == _Step.DONE
         idle = step == _Step.IDLE
         # The last line of the read arrives on this clock.
         last_first = (step == _Step.FIRST) & arriving & (
@@ -371,9 +373,9 @@ class FillReader(wiring.Component):
         last_plane = (step == _Step.PLANES) & arriving & (beats == width - 1)
         m.d.comb += [
             self.start.ready.eq(idle),
-            self.done.eq(done | last_first | last_plane),
-            self.held.eq(done),
-            self.error.eq(Mux(done, error, error | beat.error)),
+            self.done.eq(held | ((step == _Step.FIRST) & arriving & ~state)),
+            self.held.eq(held),
+            self.error.eq(Mux(held, error, error | beat.error)),
             self.image.eq(Cat(planes, first)),
             self.fill_read.valid.eq((step == _Step.ISSUE_FIRST) | (step == _Step.ISSUE_PLANES)
                                     | (idle & self.start.valid)),
@@ -406,7 +408,7 @@ class FillReader(wiring.Component):
                     m.d.sync += [beats.eq(beats + 1), error.eq(self.error)]
                     with m.If(last_plane):
                         m.d.comb += next_step.eq(_Step.DONE)
-        with m.If(self.done & self.finish):
+        with m.If(self.finish):
             m.d.comb += next_step.eq(_Step.IDLE)
 
         # The lines, by column group, each with its own copy of the step: ``first`` takes
@@ -1070,7 +1072,7 @@ class SlotPool(wiring.Component):
                 with m.If(reader.done & answer_room):
                     answer_and_drop()
             with m.Case(_Fsm.INSTALL):
-                with m.If(reader.done & reader.error & answer_room):
+                with m.If(reader.held & reader.error & answer_room):
                     # The state is unknown: the contribution is answered, not counted.
                     answer_and_drop()
                 with m.If(reader.held & ~reader.error & ~p2_valid):
