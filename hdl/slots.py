@@ -14,7 +14,7 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
                                                          v                 v register
                                          drain, evict, fill, install   result unit
                                                                        (AggregationDatapath,
-                                            result stream <---+-------  contribute = 0)
+                                            result stream <---+-------  line = 0)
                                                               +---> write_back
 
 - The slots are block RAM whose data comes two clocks after its address, from the RAM's
@@ -968,7 +968,11 @@ class SlotPool(wiring.Component):
             side.reason.eq(Mux(contribute, reason, Reason.NONE)),
             side.invalid.eq(accepted & ternary & invalid_codes(p, op.data)),
             request.valid.eq(valid & (emit_result | write_back)),
-            request.payload.state.eq(new.state),
+            # The unit counts an accepted contribution itself, from the count P2 starts from
+            # (its line is 0: P2 has added the lanes), so that its decisions, whose copies
+            # span the line (see ``unit_decision``), follow P2's registers by little logic.
+            request.payload.state.lanes.eq(new.state.lanes), request.payload.state.n.eq(n),
+            request.payload.contribute.eq(accepted),
             request.payload.mode.eq(Mux(scan, word.mode, op.mode)),
             request.payload.threshold.eq(Mux(scan, word.threshold, op.threshold)),
             request.payload.byte_enable.eq(-1),
