@@ -65,12 +65,21 @@ class RegisterWindow(wiring.Component):
         line = Signal(p.line_bits, reset_less=True)
         m.d.comb += self.result.payload.eq(line)
 
-        m.d.comb += self.request.ready.eq(~busy & ~self.result.valid)
-        # ``current`` takes every payload offered while the window is free, so that its
-        # enable (a line wide) does not wait for ``request.valid`` (pipeline rule 1).
-        with m.If(self.request.ready):
+        # Whether the window is free (neither busy nor holding a result), in two registers of
+        # their own: ``request.ready``, and ``taking``, the enable of ``current`` (a line
+        # wide), which takes every payload offered while the window is free, so that its
+        # enable does not wait for ``request.valid`` (pipeline rule 1).
+        free, taking = Signal(init=1), Signal(init=1)
+        accepted = self.request.valid & free
+        for copy in (free, taking):
+            with m.If(accepted):
+                m.d.sync += copy.eq(0)
+            with m.If(self.result.valid & self.result.ready):
+                m.d.sync += copy.eq(1)
+        m.d.comb += self.request.ready.eq(free)
+        with m.If(taking):
             m.d.sync += current.eq(self.request.payload)
-        with m.If(self.request.valid & self.request.ready):
+        with m.If(accepted):
             m.d.sync += [busy.eq(1), issued.eq(0), captured.eq(0), settle.eq(0)]
 
         index = issued[:max(1, (words - 1).bit_length())]
