@@ -348,11 +348,17 @@ class CxlMemController(wiring.Component):
             m.d.sync += any_dirty.eq(1)
         with m.If(pool.events.fills):
             m.d.sync += any_resident.eq(1)
+        # Whether the pool is idle, from a register (its ``idle`` is a wide AND of its
+        # stages): the last clock's, unless an op or a host write went in on it, which
+        # makes the pool, or memory, busy on this clock.
+        pool_idle = Signal()
+        m.d.sync += pool_idle.eq(pool.idle & ~(pool.op.valid & pool.op.ready)
+                                 & ~host_write_taken)
         raw_start = Signal()
         raw_task = Signal(_Task)
-        task_blocked, scan = self._tasks(m, control, pool, raw_start, raw_task, any_dirty,
-                                      any_resident, zero_write, zero_write_valid,
-                                      zero_write_taken, writes_pending)
+        task_blocked, scan = self._tasks(m, control, pool, pool_idle, raw_start, raw_task,
+                                         any_dirty, any_resident, zero_write, zero_write_valid,
+                                         zero_write_taken, writes_pending)
 
         # Dispatch: the head request goes where its route says once everything it needs has
         # room, and its response is queued with the responder on the same clock.
@@ -387,12 +393,6 @@ class CxlMemController(wiring.Component):
             host_write.address.eq(request.address), host_write.line.eq(request.data),
             host_write.strobe.eq(request.byte_enable),
         ]
-        # Whether the pool is idle, from a register (its ``idle`` is a wide AND of its
-        # stages): the last clock's, unless an op or a host write went in on it, which
-        # makes the pool, or memory, busy on this clock.
-        pool_idle = Signal()
-        m.d.sync += pool_idle.eq(pool.idle & ~(pool.op.valid & pool.op.ready)
-                                 & ~host_write_taken)
         # The decision is a sum of products of registers: the route is one-hot (chosen as the
         # request entered the queue), and each route's product names what it needs.
         # Accumulator memory is read only once memory holds every slot's state and no
@@ -524,18 +524,19 @@ class CxlMemController(wiring.Component):
             taken = taken | conditions[route]
         return Cat(*flags.values(), Cat(flags[route] for route in _ANSWERED_NOW).any())
 
-    def _tasks(self, m, control, pool, raw_start, raw_task, any_dirty, any_resident,
-               zero_write, zero_write_valid, zero_write_taken, writes_pending):
+    def _tasks(self, m, control, pool, pool_idle, raw_start, raw_task, any_dirty,
+               any_resident, zero_write, zero_write_valid, zero_write_taken, writes_pending):
         """The work on the slots that runs between requests: ``CTRL.FLUSH``, ``CTRL.CLEAR``,
         the scan a raw access asks for (``raw_start``, ``raw_task``), and the eviction of every
         slot after an APPLY has copied its table (a slot may hold a line of a region the new
         table drops or moves, whose old accumulators are now ordinary memory). Each sends one
-        scan op per slot to the pool and waits until the pool is idle (every write-back
-        acknowledged); a clear then writes zeros over the region's accumulators, a line per
-        write (``zero_write``), and waits for their write responses. Returns whether a task
-        runs or waits to, or the reset was high on the last edge (dispatch holds the next
-        request meanwhile; a register), and the scan: while ``scan.valid``, the pool's op is
-        ``scan.kind`` of slot ``scan.index`` (a clear's range ``[scan.low, scan.high)``)."""
+        scan op per slot to the pool and waits until the pool is idle (``pool_idle``, a
+        register: every write-back acknowledged); a clear then writes zeros over the region's
+        accumulators, a line per write (``zero_write``), and waits for their write responses.
+        Returns whether a task runs or waits to, or the reset was high on the last edge
+        (dispatch holds the next request meanwhile; a register), and the scan: while
+        ``scan.valid``, the pool's op is ``scan.kind`` of slot ``scan.index`` (a clear's range
+        ``[scan.low, scan.high)``)."""
         params = self._params
         p = params.datapath
         # The tasks waiting to start, and the phase of the one running, one-hot: each phase is
@@ -631,7 +632,7 @@ class CxlMemController(wiring.Component):
                     with m.If(index == params.slots - 1):
                         enter("settle")
             with m.If(phase.settle):
-                with m.If(pool.idle):
+                with m.If(pool_idle):
                     with m.If(task == _Task.CLEAR):
                         enter("zero")
                         m.d.sync += [zero_address.eq(low), zero_left.eq(low < high)]
