@@ -710,7 +710,11 @@ class SlotPool(wiring.Component):
         next_state = Signal(_Fsm)           # the miss handler's state after this clock
         # ``state == RUN``, a register of its own: it steers the slot read's address.
         running = Signal(init=1)
-        m.d.sync += running.eq(next_state == _Fsm.RUN)
+        # No op is taken while the miss handler may inject its eviction into P2 (room): the
+        # state is neither DRAIN nor DECIDE, a register of its own too.
+        may_take = Signal(init=1)
+        m.d.sync += [running.eq(next_state == _Fsm.RUN),
+                     may_take.eq((next_state != _Fsm.DRAIN) & (next_state != _Fsm.DECIDE))]
         miss = t1_valid & running & t1_needs_slot & ~t1_hit
         advance = t1_valid & running & t1_data_ok & (t1_hit | ~t1_needs_slot)
         # From the miss handler.
@@ -722,9 +726,7 @@ class SlotPool(wiring.Component):
         # handler's state, and ``ta_moves`` enables every stage register).
         ta_moves = ta_valid & (~t1_valid | advance)
         room_take = Signal()
-        # No op is taken while the miss handler may inject its eviction into P2 (room).
-        take = t0_valid & room_take & (~ta_valid | ta_moves) & (state != _Fsm.DRAIN) & (
-            state != _Fsm.DECIDE)
+        take = t0_valid & room_take & (~ta_valid | ta_moves) & may_take
         # ``ra_valid & (ra_index == t1.index)``, a register made from the two's next values
         # (``ra_valid`` is low only on the first clock, and so is the register); both
         # compares are made, and ``ta_moves`` chooses between them last.
