@@ -291,8 +291,9 @@ class FillReader(wiring.Component):
     with ``line``, ``image`` and ``error`` held, until the owner strobes ``finish``; the
     reader is idle from the next clock. A result read's line may be taken a clock earlier:
     ``done`` is ``held``, or a result read's line arriving (``line`` and ``error`` are then
-    read from it). A state read is done only when held: its last line is known only from
-    the lines' data (``n`` = 0, an error), which stays out of ``done``.
+    read from it). A state read is done only when held. Whether it reads the planes is
+    decided on the clock after its ``n`` line, from the register that took it: a clock more
+    for a state of ``n`` = 0, and no line's data in front of the reader's step.
 
     The lines are captured by column group (pipeline rule 2): each group of ``first`` and of
     the planes has its own copy of the reader's step, so the capture enables and ``line``'s
@@ -367,9 +368,10 @@ class FillReader(wiring.Component):
         arriving = self.fill_data.valid
         held = step == _Step.DONE
         idle = step == _Step.IDLE
-        # The last line of the read arrives on this clock.
-        last_first = (step == _Step.FIRST) & arriving & (
-            ~state | beat.error | (beat.data[:width] == 0))
+        # A state read goes on to the planes if its n line came without an error and says
+        # n != 0: decided on the clock after that line, from the register that took it (0
+        # after an error), so that no line's data reaches the step (and its copies).
+        has_planes = first[:width].any()
         last_plane = (step == _Step.PLANES) & arriving & (beats == width - 1)
         m.d.comb += [
             self.start.ready.eq(idle),
@@ -377,7 +379,8 @@ class FillReader(wiring.Component):
             self.held.eq(held),
             self.error.eq(Mux(held, error, error | beat.error)),
             self.image.eq(Cat(planes, first)),
-            self.fill_read.valid.eq((step == _Step.ISSUE_FIRST) | (step == _Step.ISSUE_PLANES)
+            self.fill_read.valid.eq((step == _Step.ISSUE_FIRST)
+                                    | ((step == _Step.ISSUE_PLANES) & has_planes)
                                     | (idle & self.start.valid)),
             self.fill_read.payload.address.eq(Mux(
                 step == _Step.ISSUE_PLANES, planes_address,
@@ -395,14 +398,18 @@ class FillReader(wiring.Component):
                                  state.eq(self.start.payload.state), error.eq(0), beats.eq(0)]
                     m.d.comb += next_step.eq(Mux(self.fill_read.ready, _Step.FIRST,
                                                  _Step.ISSUE_FIRST))
-            with m.Case(_Step.ISSUE_FIRST, _Step.ISSUE_PLANES):
+            with m.Case(_Step.ISSUE_FIRST):
                 with m.If(self.fill_read.ready):
-                    m.d.comb += next_step.eq(Mux(step == _Step.ISSUE_FIRST, _Step.FIRST,
-                                                 _Step.PLANES))
+                    m.d.comb += next_step.eq(_Step.FIRST)
             with m.Case(_Step.FIRST):
                 with m.If(arriving):
                     m.d.sync += error.eq(beat.error)
-                    m.d.comb += next_step.eq(Mux(last_first, _Step.DONE, _Step.ISSUE_PLANES))
+                    m.d.comb += next_step.eq(Mux(state, _Step.ISSUE_PLANES, _Step.DONE))
+            with m.Case(_Step.ISSUE_PLANES):
+                with m.If(~has_planes):
+                    m.d.comb += next_step.eq(_Step.DONE)
+                with m.Elif(self.fill_read.ready):
+                    m.d.comb += next_step.eq(_Step.PLANES)
             with m.Case(_Step.PLANES):
                 with m.If(arriving):
                     m.d.sync += [beats.eq(beats + 1), error.eq(self.error)]
