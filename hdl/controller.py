@@ -400,8 +400,8 @@ class CxlMemController(wiring.Component):
         # access starts the task that makes it so (``raw_start``), and waits.
         now = route.now
         answered = completion.ready
-        line_read_ready = answered & host_read_queue.w_rdy & (
-            reads_in_flight < _READS_IN_FLIGHT)
+        read_room = reads_in_flight < _READS_IN_FLIGHT
+        line_read_ready = answered & host_read_queue.w_rdy & read_room
         line_write_ready = answered & host_write_queue.w_rdy
         raw_read_clean = ~any_dirty & pool_idle
         raw_write_clean = ~any_dirty & ~any_resident & pool_idle
@@ -419,7 +419,7 @@ class CxlMemController(wiring.Component):
         m.d.comb += [
             window.request.valid.eq(go & route.window),
             host_read_valid.eq(go & (route.line_read | (route.raw_read & raw_read_clean))
-                               & (reads_in_flight < _READS_IN_FLIGHT)),
+                               & read_room),
             host_write_valid.eq(go & (route.line_write | (route.raw_write & raw_write_clean))),
             raw_start.eq(free & ((route.raw_read & any_dirty)
                                  | (route.raw_write & (any_dirty | any_resident)))),
