@@ -158,14 +158,17 @@ class AxiMemoryPort(wiring.Component):
         # entry at ``produce`` is never one waiting to be sent.
         entries = 2 * self.W_BURSTS
         queued = Signal(range(self.W_BURSTS + 1))     # bursts in the W buffer
-        produce = Signal(range(entries))
+        # Each column group of the buffer is written at a copy of ``produce`` of its own.
+        groups = max(1, line_bits // CONTROL_COPY_BITS)
+        group_bits = line_bits // groups
+        next_produce = Signal(range(entries))
+        produce = register_copies(m, next_produce, groups, "w_produce", reset=True)
         m.d.comb += job.ready.eq(aw_skid.sink.ready & (queued != self.W_BURSTS))
         take = job.valid & job.ready
         m.d.comb += [aw_skid.sink.valid.eq(take), aw_skid.sink.payload.id.eq(job.payload.id),
                      aw_skid.sink.payload.address.eq(job.payload.address),
                      aw_skid.sink.payload.beats.eq(job.payload.beats)]
-        with m.If(take):
-            m.d.sync += produce.eq(produce + 1)
+        m.d.comb += next_produce.eq(produce[0] + take)
 
         # The W buffer's read side: the burst at ``consume``, its beat ``beat``. Each column
         # group reads with copies of their next values (registers equal to ``consume`` and
@@ -184,15 +187,13 @@ class AxiMemoryPort(wiring.Component):
         next_beat = Signal.like(beat)
         m.d.comb += [next_consume.eq(consume + last_moves),
                      next_beat.eq(Mux(w_moves, Mux(axi.wlast, 0, beat + 1), beat)),
-                     head_write.en.eq(1), head_write.addr.eq(produce),
+                     head_write.en.eq(1), head_write.addr.eq(produce[0]),
                      head_write.data.eq(Cat(job.payload.strobe, job.payload.beats)),
                      head_read.addr.eq(consume),
                      axi.wvalid.eq(queued != 0), axi.wlast.eq(beat == head.beats - 1),
                      axi.wstrb.eq(Mux(beat == 0, head.strobe, -1))]
         m.d.sync += [consume.eq(next_consume), beat.eq(next_beat),
                      queued.eq(queued + take - last_moves)]
-        groups = max(1, line_bits // CONTROL_COPY_BITS)
-        group_bits = line_bits // groups
         consume_copies = register_copies(m, next_consume, groups, "w_consume")
         beat_copies = register_copies(m, next_beat, groups, "w_beat")
         wdata = []
@@ -204,7 +205,7 @@ class AxiMemoryPort(wiring.Component):
                 write, read = bank.write_port(), bank.read_port(domain="comb")
                 start = b * line_bits + g * group_bits
                 m.d.comb += [write.en.eq(1),
-                             write.addr.eq(produce),
+                             write.addr.eq(produce[g]),
                              write.data.eq(job.payload.lines[start:start + group_bits]),
                              read.addr.eq(consume_copies[g])]
                 lines.append(read.data)

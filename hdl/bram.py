@@ -179,7 +179,7 @@ class BlockFIFO(EagerFIFO):
                                                           primitives=self._primitives)
         written = self.w_en & self.w_rdy
         taken = self.r_en & self.r_rdy
-        produce, consume = queue_pointers(m, self, entries, written, taken)
+        [produce], [consume] = queue_pointers(m, self, entries, written, taken)
         m.d.comb += [storage.write_en.eq(1), storage.write_addr.eq(produce),
                      storage.write_data.eq(self.w_data), storage.read_addr.eq(consume),
                      self.r_data.eq(storage.read_data)]

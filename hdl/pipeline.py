@@ -28,6 +28,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from spec.params import CONTROL_COPY_BITS
+
 __all__ = ["PipelineRegister", "SkidBuffer", "EagerFIFO", "register_selected",
            "register_copies", "out_of_reset"]
 
@@ -112,7 +114,9 @@ class EagerFIFO(Elaboratable):
     Its memory is written on every clock, at the entry after the last one taken, and read
     without a clock at the oldest: the handshakes move only its pointers and level, and reach
     neither the memory's write enables nor its data (rule 1). The memory has an entry more than
-    the queue holds, so the one being written is never one that waits.
+    the queue holds, so the one being written is never one that waits. It is built in column
+    groups of ``CONTROL_COPY_BITS`` bits, each addressed by copies of the pointers of its own
+    (rule 2): a pointer is the address of every LUT RAM cell of the queue.
     """
 
     def __init__(self, *, width, depth):
@@ -131,32 +135,40 @@ class EagerFIFO(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         entries = self.depth + 1
-        m.submodules.storage = storage = Memory(shape=self.width, depth=entries, init=[])
-        write, read = storage.write_port(), storage.read_port(domain="comb")
         written = self.w_en & self.w_rdy
         taken = self.r_en & self.r_rdy
-        produce, consume = queue_pointers(m, self, entries, written, taken)
-        m.d.comb += [write.en.eq(1), write.addr.eq(produce), write.data.eq(self.w_data),
-                     read.addr.eq(consume), self.r_data.eq(read.data)]
+        groups = -(-self.width // CONTROL_COPY_BITS)
+        produce, consume = queue_pointers(m, self, entries, written, taken, copies=groups)
+        for g in range(groups):
+            bits = slice(g * CONTROL_COPY_BITS, min(self.width, (g + 1) * CONTROL_COPY_BITS))
+            m.submodules[f"storage{g}"] = storage = Memory(
+                shape=len(self.w_data[bits]), depth=entries, init=[])
+            write, read = storage.write_port(), storage.read_port(domain="comb")
+            m.d.comb += [write.en.eq(1), write.addr.eq(produce[g]),
+                         write.data.eq(self.w_data[bits]),
+                         read.addr.eq(consume[g]), self.r_data[bits].eq(read.data)]
         grows, shrinks = written & ~taken, taken & ~written
         m.d.sync += self.r_rdy.eq(Mux(grows, 1, Mux(shrinks, self.level != 1,
                                                     self.level != 0)))
         return m
 
 
-def queue_pointers(m, queue, entries, written, taken):
+def queue_pointers(m, queue, entries, written, taken, copies=1):
     """The pointers of a queue of ``entries`` memory words (one more than ``queue.depth``):
-    ``produce``, moved on by ``written``, and ``consume``, by ``taken``, returned as a pair;
-    and ``queue.level`` and ``queue.w_rdy``, registers, kept with them.
+    ``produce``, moved on by ``written``, and ``consume``, by ``taken``, returned as a pair of
+    lists of ``copies`` equal registers (one per group of the memory's bits, rule 2); and
+    ``queue.level`` and ``queue.w_rdy``, registers, kept with them.
 
     The level's next value and ``w_rdy``'s are computed for each way the level can move,
     from the level register, and the handshakes choose among them last: they come at the end
     of the longest decisions of the design (dispatch's, the pool's)."""
-    produce = Signal(range(entries))
-    consume = Signal(range(entries))
-    for pointer, moves in ((produce, written), (consume, taken)):
-        with m.If(moves):
-            m.d.sync += pointer.eq(Mux(pointer == entries - 1, 0, pointer + 1))
+    pointers = []
+    for moves, name in ((written, "produce"), (taken, "consume")):
+        following = Signal(range(entries), name=f"{name}_next")
+        pointer = register_copies(m, following, copies, name, reset=True)
+        m.d.comb += following.eq(Mux(moves, Mux(pointer[0] == entries - 1, 0, pointer[0] + 1),
+                                     pointer[0]))
+        pointers.append(pointer)
     grows, shrinks = written & ~taken, taken & ~written
     level = queue.level
     m.d.sync += [
@@ -164,7 +176,7 @@ def queue_pointers(m, queue, entries, written, taken):
         queue.w_rdy.eq(Mux(grows, level != queue.depth - 1,
                            Mux(shrinks, 1, level != queue.depth))),
     ]
-    return produce, consume
+    return tuple(pointers)
 
 
 def register_selected(m, out, values, index, enable=None):
@@ -187,7 +199,7 @@ def register_selected(m, out, values, index, enable=None):
                 m.d.sync += out.eq(0)
 
 
-def register_copies(m, value, count, name):
+def register_copies(m, value, count, name, *, reset=False):
     """``count`` registers that each take ``value`` every clock, as a list (copy ``k`` is item
     ``k``), so that each group of the logic that reads ``value`` can read registers of its own,
     placed beside it.
@@ -196,11 +208,12 @@ def register_copies(m, value, count, name):
     ``wreduce`` folds the bits of one register whose inputs are the same signal into a single
     flip-flop, ``keep`` or not, and the copies would be gone from the netlist.
 
-    The copies have no reset: they follow ``value`` (and its reset) a clock later. A reset of
-    their own costs a gate in front of them, which Yosys shares among all of them, so that
-    every copy, however far, was reached through one LUT beside ``value``."""
+    The copies have no reset unless ``reset``: they follow ``value`` (and its reset) a clock
+    later. A reset of their own costs a gate in front of them, which Yosys shares among all of
+    them, so that every copy, however far, is reached through one LUT beside ``value``: only
+    copies that hold state of their own (a queue's pointers) take one."""
     shape = Value.cast(value).shape()
-    copies = [Signal(shape, name=f"{name}_{k}", reset_less=True) for k in range(count)]
+    copies = [Signal(shape, name=f"{name}_{k}", reset_less=not reset) for k in range(count)]
     m.d.sync += [copy.eq(value) for copy in copies]
     return copies
 

@@ -10,6 +10,7 @@ from amaranth.lib.fifo import SyncFIFO
 
 from bench.sim import simulate
 from hdl.pipeline import EagerFIFO, SkidBuffer, out_of_reset
+from spec.params import CONTROL_COPY_BITS
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -50,32 +51,40 @@ def test_skid_buffer_passes_everything_in_order(seed):
 
 
 class _TwoFifos(Elaboratable):
-    """An EagerFIFO and a SyncFIFO of the same size, side by side."""
+    """An EagerFIFO and a SyncFIFO of the same size, side by side, in a domain whose reset
+    the test drives."""
 
     def __init__(self, width, depth):
         self.eager = EagerFIFO(width=width, depth=depth)
         self.reference = SyncFIFO(width=width, depth=depth)
+        self.sync = ClockDomain()
 
     def elaborate(self, platform):
         m = Module()
+        m.domains.sync = self.sync
         m.submodules.eager, m.submodules.reference = self.eager, self.reference
         return m
 
 
+# A queue within one column group of its memory, and one over two groups and a part.
+@pytest.mark.parametrize("width", [12, 2 * CONTROL_COPY_BITS + 5])
 @pytest.mark.parametrize("depth", [1, 2, 3, 8])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_eager_fifo_behaves_as_a_sync_fifo(depth, seed):
-    """Random pushes (also while full) and pops (also while empty): ``w_rdy``, ``r_rdy``,
-    ``level`` and, while ``r_rdy``, ``r_data`` equal the SyncFIFO's on every clock."""
+def test_eager_fifo_behaves_as_a_sync_fifo(width, depth, seed):
+    """Random pushes (also while full) and pops (also while empty), and a reset of two clocks
+    half way: ``w_rdy``, ``r_rdy``, ``level`` and, while ``r_rdy``, ``r_data`` equal the
+    SyncFIFO's on every clock (every column group's pointers restart together)."""
     rng = np.random.default_rng(seed)
-    dut = _TwoFifos(12, depth)
+    dut = _TwoFifos(width, depth)
     pushes = [bool(x) for x in rng.random(600) < 0.55]
     pops = [bool(x) for x in rng.random(600) < 0.5]
-    data = [int(x) for x in rng.integers(0, 1 << 12, 600)]
+    data = [int(x) for x in rng.integers(0, 1 << width, 600, dtype=np.uint64)]
+    resets = {301, 302}
     errors = []
 
     async def bench(ctx):
         for clock, (push, pop, word) in enumerate(zip(pushes, pops, data)):
+            ctx.set(dut.sync.rst, clock in resets)
             for fifo in (dut.eager, dut.reference):
                 ctx.set(fifo.w_en, push)
                 ctx.set(fifo.w_data, word)
@@ -92,7 +101,7 @@ def test_eager_fifo_behaves_as_a_sync_fifo(depth, seed):
             await ctx.tick()
 
     simulate(dut, bench)
-    assert not errors, f"depth {depth}, seed {seed}:\n" + "\n".join(errors[:10])
+    assert not errors, f"width {width}, depth {depth}, seed {seed}:\n" + "\n".join(errors[:10])
 
 
 def test_eager_fifo_rejects_a_depth_below_one():
