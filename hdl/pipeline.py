@@ -31,7 +31,7 @@ from amaranth.lib.wiring import In, Out
 from spec.params import CONTROL_COPY_BITS
 
 __all__ = ["PipelineRegister", "SkidBuffer", "EagerFIFO", "register_selected",
-           "register_copies", "out_of_reset"]
+           "column_slices", "register_copies", "out_of_reset"]
 
 
 class PipelineRegister(wiring.Component):
@@ -137,10 +137,9 @@ class EagerFIFO(Elaboratable):
         entries = self.depth + 1
         written = self.w_en & self.w_rdy
         taken = self.r_en & self.r_rdy
-        groups = -(-self.width // CONTROL_COPY_BITS)
-        produce, consume = queue_pointers(m, self, entries, written, taken, copies=groups)
-        for g in range(groups):
-            bits = slice(g * CONTROL_COPY_BITS, min(self.width, (g + 1) * CONTROL_COPY_BITS))
+        groups = column_slices(self.width)
+        produce, consume = queue_pointers(m, self, entries, written, taken, copies=len(groups))
+        for g, bits in enumerate(groups):
             m.submodules[f"storage{g}"] = storage = Memory(
                 shape=len(self.w_data[bits]), depth=entries, init=[])
             write, read = storage.write_port(), storage.read_port(domain="comb")
@@ -197,6 +196,12 @@ def register_selected(m, out, values, index, enable=None):
                     m.d.sync += out.eq(value)
             with m.Default():
                 m.d.sync += out.eq(0)
+
+
+def column_slices(width):
+    """The bits of a ``width``-bit value in the column groups of rule 2, as slices:
+    ``CONTROL_COPY_BITS`` each, the last one the rest."""
+    return [slice(k, min(width, k + CONTROL_COPY_BITS)) for k in range(0, width, CONTROL_COPY_BITS)]
 
 
 def register_copies(m, value, count, name, *, reset=False):

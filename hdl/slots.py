@@ -104,7 +104,14 @@ from .datapath import (
     state_layout,
     state_of_planes,
 )
-from .pipeline import EagerFIFO, PipelineRegister, SkidBuffer, out_of_reset, register_copies
+from .pipeline import (
+    EagerFIFO,
+    PipelineRegister,
+    SkidBuffer,
+    column_slices,
+    out_of_reset,
+    register_copies,
+)
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
            "write_back_layout", "slot_event_layout", "accumulate", "SlotPool"]
@@ -876,7 +883,6 @@ class SlotPool(wiring.Component):
             result.user.eq(side.user), result.line.eq(response.payload.line),
             result.accepted.eq(side.accepted), result.reason.eq(side.reason),
             result.invalid.eq(side.invalid),
-            results.w_data.eq(Mux(response.valid, result, answer)),
             results.w_en.eq((response.valid & side.result) | answering),
             write_backs.w_data.eq(Cat(side.address, response.payload.line,
                                       planes_of_state(p, response.payload.state))),
@@ -884,6 +890,13 @@ class SlotPool(wiring.Component):
             events.write_backs.eq(response.valid & side.write_back),
         ]
         m.d.sync += in_unit.eq(in_unit + queued - response.valid)
+        # The unit's valid chooses the queue's data in the queue's column groups, each by a
+        # copy of its own (rule 2), the last copy the groups past the copies'.
+        valid_copies = unit.response_valid_copies
+        result_bits, answer_bits = Value.cast(result), Value.cast(answer)
+        m.d.comb += results.w_data.eq(Cat(
+            Mux(valid_copies[min(k, len(valid_copies) - 1)], result_bits[bits], answer_bits[bits])
+            for k, bits in enumerate(column_slices(len(result_bits)))))
 
         m.submodules.fill_reader = reader = FillReader(params)
         wiring.connect(m, reader.fill_read, wiring.flipped(self.fill_read))
