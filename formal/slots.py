@@ -165,11 +165,12 @@ class _PoolHarness(Elaboratable):
             m.d.sync += [busy.eq(1), address.eq(dut.fill_read.payload.address),
                          left.eq(dut.fill_read.payload.beats)]
         beat = dut.fill_data
+        failed = AnySeq(1) & ~watched(address)
         m.d.comb += [beat.valid.eq(busy & AnySeq(1)),
-                     beat.payload.data.eq(Mux(watched(address),
-                                              lines[address[offset_bits:acc_lsb]],
-                                              AnySeq(p.line_bits))),
-                     beat.payload.error.eq(AnySeq(1) & ~watched(address))]
+                     beat.payload.data.eq(Mux(failed, 0, Mux(watched(address),
+                                                             lines[address[offset_bits:acc_lsb]],
+                                                             AnySeq(p.line_bits)))),
+                     beat.payload.error.eq(failed)]
         with m.If(beat.valid):
             m.d.sync += [address.eq(address + p.line_bytes), left.eq(left - 1),
                          busy.eq(left != 1)]

@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 
 from spec.params import CONTROL_COPY_BITS
 
-from .pipeline import SkidBuffer, register_copies
+from .pipeline import SkidBuffer, column_slices, register_copies
 
 __all__ = ["axi4_signature", "read_command_layout", "write_command_layout", "AxiMemoryPort"]
 
@@ -56,8 +56,9 @@ class AxiMemoryPort(wiring.Component):
 
     - ``read_command`` issues one AR per command (``ARLEN = beats - 1``); the lines come back
       on ``read_data``, one per clock that it is valid, with the read's ID and ``error`` when
-      the memory answered anything but OKAY. ``RREADY`` is always high: an owner issues a read
-      only when it will take every line of it. Lines of one ID come back in order.
+      the memory answered anything but OKAY (the line's ``data`` is then 0). ``RREADY`` is
+      always high: an owner issues a read only when it will take every line of it. Lines of
+      one ID come back in order.
     - ``write_command`` takes a whole burst (address, lines, first line's strobe): its AW into
       the AW register (through a skid buffer), its lines into the *W buffer*, where
       ``W_BURSTS`` bursts wait in order, so that one-line writes go at one per clock even to
@@ -136,10 +137,18 @@ class AxiMemoryPort(wiring.Component):
         m.submodules.ar_skid = ar_skid = SkidBuffer(self.read_command.payload.shape())
         wiring.connect(m, wiring.flipped(self.read_command), ar_skid.sink)
         self._address_register(m, "ar", ar_skid.source)
+        # R: registered. A line answered with an error is zeroed in each column group by a
+        # copy of the error of its own (rule 2), so that no taker masks a line by one net.
+        r_error = axi.rresp != RESP_OKAY
+        rdata = Signal.like(axi.rdata, reset_less=True)
+        groups = column_slices(line_bits)
+        r_errors = register_copies(m, r_error, len(groups), "r_error")
+        m.d.comb += self.read_data.payload.data.eq(Cat(
+            Mux(error, 0, rdata[bits]) for error, bits in zip(r_errors, groups)))
         m.d.sync += [self.read_data.valid.eq(axi.rvalid),
                      self.read_data.payload.id.eq(axi.rid),
-                     self.read_data.payload.data.eq(axi.rdata),
-                     self.read_data.payload.error.eq(axi.rresp != RESP_OKAY),
+                     rdata.eq(axi.rdata),
+                     self.read_data.payload.error.eq(r_error),
                      self.write_response.valid.eq(axi.bvalid),
                      self.write_response.payload.id.eq(axi.bid),
                      self.write_response.payload.error.eq(axi.bresp != RESP_OKAY)]

@@ -303,8 +303,10 @@ class FillReader(wiring.Component):
     for a state of ``n`` = 0, and no line's data in front of the reader's step.
 
     The lines are captured by column group (pipeline rule 2): each group of ``first`` and of
-    the planes has its own copy of the reader's step, so the capture enables and ``line``'s
-    select have no net that spans the line.
+    the planes has its own copies of the reader's step and plane count, so the capture
+    enables and ``line``'s select have no net that spans the line. A register takes the bus
+    on every clock of its step, whether a line arrives or not: the line that arrives is the
+    last it takes there, and no enable waits for the line's valid.
 
     Parameters
     ----------
@@ -317,7 +319,7 @@ class FillReader(wiring.Component):
         ``first``: the address of the read's first line (:meth:`first_line`).
     fill_read : Out(stream.Signature(fill_command_layout(params)))
     fill_data : In(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
-        The lines of ``fill_read``'s reads, in order.
+        The lines of ``fill_read``'s reads, in order; ``data`` is 0 with ``error``.
     done : Out(1)
     held : Out(1)
     finish : In(1)
@@ -367,7 +369,8 @@ class FillReader(wiring.Component):
         planes_address = Signal.like(self.start.payload.tag)
         first_address = Signal.like(self.start.payload.first)
         state = Signal()
-        beats = Signal(range(width + 1))
+        beats = Signal(range(width + 1))   # planes arrived
+        next_beats = Signal.like(beats)
         error = Signal()
         planes = Signal(width * p.line_bits, reset_less=True)
         first = Signal(p.line_bits, reset_less=True)    # the result line, or the n line
@@ -394,15 +397,16 @@ class FillReader(wiring.Component):
                 Mux(idle, self.start.payload.first, first_address))),
             self.fill_read.payload.beats.eq(Mux(step == _Step.ISSUE_PLANES, width, 1)),
         ]
-        m.d.comb += next_step.eq(step)
-        m.d.sync += step.eq(next_step)
+        m.d.comb += [next_step.eq(step), next_beats.eq(beats)]
+        m.d.sync += [step.eq(next_step), beats.eq(next_beats)]
         live = out_of_reset(m)
         with m.If(live), m.Switch(step):  # see the module docstring, Icarus
             with m.Case(_Step.IDLE):
                 with m.If(self.start.valid):
                     m.d.sync += [planes_address.eq(self.start.payload.tag + p.line_bytes),
                                  first_address.eq(self.start.payload.first),
-                                 state.eq(self.start.payload.state), error.eq(0), beats.eq(0)]
+                                 state.eq(self.start.payload.state), error.eq(0)]
+                    m.d.comb += next_beats.eq(0)
                     m.d.comb += next_step.eq(Mux(self.fill_read.ready, _Step.FIRST,
                                                  _Step.ISSUE_FIRST))
             with m.Case(_Step.ISSUE_FIRST):
@@ -419,31 +423,32 @@ class FillReader(wiring.Component):
                     m.d.comb += next_step.eq(_Step.PLANES)
             with m.Case(_Step.PLANES):
                 with m.If(arriving):
-                    m.d.sync += [beats.eq(beats + 1), error.eq(self.error)]
+                    m.d.sync += error.eq(self.error)
+                    m.d.comb += next_beats.eq(beats + 1)
                     with m.If(last_plane):
                         m.d.comb += next_step.eq(_Step.DONE)
         with m.If(self.finish):
             m.d.comb += next_step.eq(_Step.IDLE)
 
-        # The lines, by column group, each with its own copy of the step: ``first`` takes
-        # the line of FIRST (zero on an error), the planes shift one in per line of PLANES and
-        # are zero while the reader is idle (a read of ``n`` = 0 reads no plane).
+        # The lines, by column group, each with its own copies of the step and plane count:
+        # ``first`` takes the line of FIRST, plane ``k`` the ``k``-th line of PLANES; the
+        # planes are zero while the reader is idle (a read of ``n`` = 0 reads no plane).
         group_bits = p.control_copy_bits
         steps = register_copies(m, next_step, p.control_copies, "reader_step")
-        masked = Signal.like(beat.data)
-        m.d.comb += masked.eq(Mux(beat.error, 0, beat.data))
+        counts = register_copies(m, next_beats, p.control_copies, "reader_beats")
         line = []
-        for g, copy in enumerate(steps):
+        for g, (copy, count) in enumerate(zip(steps, counts)):
             bits = slice(g * group_bits, (g + 1) * group_bits)
-            with m.If(arriving & (copy == _Step.FIRST)):
-                m.d.sync += first[bits].eq(masked[bits])
+            with m.If(copy == _Step.FIRST):
+                m.d.sync += first[bits].eq(beat.data[bits])
             plane = [planes[k * p.line_bits:(k + 1) * p.line_bits][bits] for k in range(width)]
             with m.If(copy == _Step.IDLE):
                 m.d.sync += [bits_of_plane.eq(0) for bits_of_plane in plane]
-            with m.Elif(arriving & (copy == _Step.PLANES)):
-                m.d.sync += [into.eq(source) for into, source
-                             in zip(plane, plane[1:] + [beat.data[bits]])]
-            line.append(Mux(copy == _Step.DONE, first[bits], masked[bits]))
+            with m.Elif(copy == _Step.PLANES):
+                for k, bits_of_plane in enumerate(plane):
+                    with m.If(count == k):
+                        m.d.sync += bits_of_plane.eq(beat.data[bits])
+            line.append(Mux(copy == _Step.DONE, first[bits], beat.data[bits]))
         m.d.comb += self.line.eq(Cat(line))
         return m
 
@@ -473,6 +478,7 @@ class SlotPool(wiring.Component):
         Device-memory reads of a fill or of a result line; the lines come back on
         ``fill_data`` in order, and the pool takes each on the clock it is valid.
     fill_data : In(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
+        ``data`` is 0 with ``error``.
     writes_pending : In(1)
         Writes to device memory (the pool's and the host's) not yet acknowledged.
     host_writes_pending : In(1)
