@@ -42,7 +42,9 @@ def request_layout(params):
         "out_of_range": 1,                         # the host address is beyond address_bits
         "poison": 1,
         "full_line": 1,                            # a write with every byte enable set
-        "byte_enable": unsigned(p.line_bytes),     # of a write (all set for a MemWr)
+        # The line fields, last: a write's (byte enables all set for a MemWr); another
+        # request carries the RwD queue's head's, which nothing reads.
+        "byte_enable": unsigned(p.line_bytes),
         "data": unsigned(p.line_bits),
     })
 
@@ -76,12 +78,16 @@ class Ingress(wiring.Component):
         m = Module()
         params = self._params
         layout = request_layout(params)
+        # A request's fields before its line's: the Req queue holds only these, and the
+        # choice of queue reaches only these (the line fields are always the RwD queue's).
+        narrow = layout["byte_enable"].offset
         queues = []
-        for name, channel, entry in (("req_queue", self.m2s_req, self._req_entry),
-                                     ("rwd_queue", self.m2s_rwd, self._rwd_entry)):
-            queue = EagerFIFO(width=layout.size, depth=params.queue_depth)
+        for name, channel, entry, width in (
+                ("req_queue", self.m2s_req, self._req_entry, narrow),
+                ("rwd_queue", self.m2s_rwd, self._rwd_entry, layout.size)):
+            queue = EagerFIFO(width=width, depth=params.queue_depth)
             m.submodules[name] = queue
-            m.d.comb += [queue.w_data.eq(entry(m, channel.payload)),
+            m.d.comb += [queue.w_data.eq(entry(m, channel.payload).as_value()[:width]),
                          queue.w_en.eq(channel.valid), channel.ready.eq(queue.w_rdy)]
             queues.append(queue)
         req_queue, rwd_queue = queues
@@ -90,7 +96,9 @@ class Ingress(wiring.Component):
         take_rwd = rwd_queue.r_rdy & (prefer_rwd | ~req_queue.r_rdy)
         m.d.comb += [
             self.request.valid.eq(req_queue.r_rdy | rwd_queue.r_rdy),
-            self.request.payload.eq(Mux(take_rwd, rwd_queue.r_data, req_queue.r_data)),
+            self.request.payload.eq(Cat(Mux(take_rwd, rwd_queue.r_data[:narrow],
+                                            req_queue.r_data),
+                                        rwd_queue.r_data[narrow:])),
             req_queue.r_en.eq(self.request.ready & ~take_rwd),
             rwd_queue.r_en.eq(self.request.ready & take_rwd),
         ]
