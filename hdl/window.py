@@ -8,6 +8,7 @@ from spec.params import ControllerParams
 from spec.regmap import REGISTER_BITS, REGISTER_BYTES
 
 from .csr import READ_LATENCY, WRITE_LATENCY, csr_bus_signature
+from .pipeline import register_copies
 
 __all__ = ["window_request_layout", "RegisterWindow"]
 
@@ -65,20 +66,30 @@ class RegisterWindow(wiring.Component):
         line = Signal(p.line_bits, reset_less=True)
         m.d.comb += self.result.payload.eq(line)
 
-        # Whether the window is free (neither busy nor holding a result), in two registers of
+        # Whether the window is free (neither busy nor holding a result), in registers of
         # their own: ``request.ready``, and ``taking``, the enable of ``current`` (a line
         # wide), which takes every payload offered while the window is free, so that its
-        # enable does not wait for ``request.valid`` (pipeline rule 1).
-        free, taking = Signal(init=1), Signal(init=1)
+        # enable does not wait for ``request.valid`` (pipeline rule 1); one ``taking`` per
+        # word of the line (rule 2), the first also for the narrow fields.
+        free = Signal(init=1)
+        taking = [Signal(init=1, name=f"taking_{k}") for k in range(words)]
         accepted = self.request.valid & free
-        for copy in (free, taking):
+        for copy in (free, *taking):
             with m.If(accepted):
                 m.d.sync += copy.eq(0)
             with m.If(self.result.valid & self.result.ready):
                 m.d.sync += copy.eq(1)
         m.d.comb += self.request.ready.eq(free)
-        with m.If(taking):
-            m.d.sync += current.eq(self.request.payload)
+        offered = self.request.payload
+        with m.If(taking[0]):
+            m.d.sync += [current.read.eq(offered.read), current.word.eq(offered.word)]
+        for k, copy in enumerate(taking):
+            with m.If(copy):
+                m.d.sync += [
+                    current.data.word_select(k, REGISTER_BITS).eq(
+                        offered.data.word_select(k, REGISTER_BITS)),
+                    current.byte_enable.word_select(k, REGISTER_BYTES).eq(
+                        offered.byte_enable.word_select(k, REGISTER_BYTES))]
         with m.If(accepted):
             m.d.sync += [busy.eq(1), issued.eq(0), captured.eq(0), settle.eq(0)]
 
@@ -93,10 +104,19 @@ class RegisterWindow(wiring.Component):
         ]
         with m.If(fire):
             m.d.sync += issued.eq(issued + 1)
-        m.d.sync += capture.eq(Cat(fire & current.read, capture[:-1]))
+        reading = fire & current.read
+        m.d.sync += capture.eq(Cat(reading, capture[:-1]))
         with m.If(capture[-1]):
-            m.d.sync += [line.eq(Cat(line[REGISTER_BITS:], self.bus.r_data)),
-                         captured.eq(captured + 1)]
+            m.d.sync += captured.eq(captured + 1)
+        # The line shifts a word in as a read's data returns, each word of it enabled by a
+        # copy of ``capture``'s last stage of its own (rule 2).
+        shifts = register_copies(m, Cat(reading, capture)[READ_LATENCY - 1], words,
+                                 "capture_last")
+        following = Cat(line[REGISTER_BITS:], self.bus.r_data)
+        for k, shift in enumerate(shifts):
+            with m.If(shift):
+                m.d.sync += line.word_select(k, REGISTER_BITS).eq(
+                    following.word_select(k, REGISTER_BITS))
 
         with m.If(busy & (issued == words)):
             with m.If(current.read):
