@@ -11,14 +11,14 @@ timing.
 """
 
 from amaranth import C, Cat, ClockSignal, Instance, Module, Signal, unsigned
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .pipeline import EagerFIFO, queue_pointers
 
-__all__ = ["PRIMITIVES", "READ_LATENCY", "ECP5_DEPTH", "ECP5_WIDTH", "RegisteredMemory",
-           "BlockFIFO"]
+__all__ = ["PRIMITIVES", "READ_LATENCY", "ECP5_DEPTH", "ECP5_WIDTH", "BLOCKS_PER_COPY",
+           "address_copies", "RegisteredMemory", "BlockFIFO"]
 
 #: The vendor primitive forms a design can be generated with (``None``: inferred memories).
 PRIMITIVES = (None, "ecp5")
@@ -33,13 +33,29 @@ READ_LATENCY = 2
 ECP5_DEPTH, ECP5_WIDTH = 512, 36
 _ADDRESS_PIN, _BYTE_ENABLES, _HALF = 5, 4, 18
 
+#: Block columns (of :data:`ECP5_WIDTH` bits) that one copy of a memory's addresses and write
+#: enable reaches (pipeline rule 2): a wide memory's blocks sit in rows across the die, and in
+#: the routed controller one register reaching 86 of them took up to 12 ns.
+BLOCKS_PER_COPY = 8
+
+
+def address_copies(width):
+    """How many copies of its addresses a :class:`RegisteredMemory` of ``width`` bits takes:
+    one per :data:`BLOCKS_PER_COPY` block columns."""
+    return -(-width // (ECP5_WIDTH * BLOCKS_PER_COPY))
+
 
 class RegisteredMemory(wiring.Component):
     """``depth`` words of ``width`` bits, one write port and one read port, both every clock.
 
+    The addresses and the write enable come in ``copies`` copies, which the owner keeps
+    equal: the word's block columns are cut into ``copies`` groups, and copy ``k`` reaches
+    only group ``k`` (pipeline rule 2; the portable form is cut the same way, so that every
+    simulation reads each copy where the blocks do).
+
     Members
     -------
-    read_addr : In(range(depth))
+    read_addr : In(data.ArrayLayout(range(depth), copies))
         Read every clock.
     read_data : Out(width)
         The word at the ``read_addr`` of two clocks before (:data:`READ_LATENCY`), as memory
@@ -47,46 +63,62 @@ class RegisteredMemory(wiring.Component):
         it, and a read and a write of the same word on the first edge collide (the ECP5 block's
         data is then not defined; the portable form gives the old word). A user forwards the
         words of those two writes itself.
-    write_addr : In(range(depth))
+    write_addr : In(data.ArrayLayout(range(depth), copies))
     write_data : In(width)
-    write_en : In(1)
+    write_en : In(copies)
 
     Parameters
     ----------
     width, depth : int
+    copies : int
+        From 1 to the block columns of a word, :func:`address_copies` for a wide one.
     primitives : None or "ecp5"
         ``"ecp5"``: DP16KD blocks of :data:`ECP5_DEPTH` x :data:`ECP5_WIDTH` with their output
         registers, as many as the width needs (side by side) times the depth needs (banks, the
         read data chosen after the output registers).
     """
 
-    def __init__(self, *, width, depth, primitives=None):
+    def __init__(self, *, width, depth, primitives=None, copies=1):
         if not isinstance(width, int) or width < 1:
             raise ValueError(f"width must be a positive integer, not {width!r}")
         if not isinstance(depth, int) or depth < 2:
             raise ValueError(f"depth must be an integer of at least 2, not {depth!r}")
         if primitives not in PRIMITIVES:
             raise ValueError(f"primitives must be one of {PRIMITIVES}, not {primitives!r}")
+        columns = -(-width // ECP5_WIDTH)
+        if not isinstance(copies, int) or not 1 <= copies <= columns:
+            raise ValueError(f"copies must be an integer from 1 to the {columns} block "
+                             f"columns of a {width}-bit word, not {copies!r}")
         self._width, self._depth, self._primitives = width, depth, primitives
+        # Block columns per copy: the groups are equal, but for the last.
+        self._per_copy = -(-columns // copies)
+        address = data.ArrayLayout(range(depth), copies)
         super().__init__({
-            "read_addr": In(range(depth)),
+            "read_addr": In(address),
             "read_data": Out(width),
-            "write_addr": In(range(depth)),
+            "write_addr": In(address),
             "write_data": In(width),
-            "write_en": In(1),
+            "write_en": In(copies),
         })
+
+    def _copy_of(self, column):
+        """The copy of the addresses that block column ``column`` takes."""
+        return column // self._per_copy
 
     def elaborate(self, platform):
         if self._primitives == "ecp5":
             return self._ecp5()
         m = Module()
-        m.submodules.array = array = Memory(shape=unsigned(self._width), depth=self._depth,
-                                            init=[])
-        read = array.read_port()
-        write = array.write_port()
-        m.d.comb += [read.addr.eq(self.read_addr), write.addr.eq(self.write_addr),
-                     write.data.eq(self.write_data), write.en.eq(self.write_en)]
-        m.d.sync += self.read_data.eq(read.data)
+        group_bits = self._per_copy * ECP5_WIDTH
+        for k, start in enumerate(range(0, self._width, group_bits)):
+            bits = slice(start, min(self._width, start + group_bits))
+            m.submodules[f"array{k}"] = array = Memory(
+                shape=unsigned(len(self.write_data[bits])), depth=self._depth, init=[])
+            read = array.read_port()
+            write = array.write_port()
+            m.d.comb += [read.addr.eq(self.read_addr[k]), write.addr.eq(self.write_addr[k]),
+                         write.data.eq(self.write_data[bits]), write.en.eq(self.write_en[k])]
+            m.d.sync += self.read_data[bits].eq(read.data)
         return m
 
     def _ecp5(self):
@@ -95,19 +127,20 @@ class RegisteredMemory(wiring.Component):
         banks = -(-self._depth // ECP5_DEPTH)
         low_bits = (min(self._depth, ECP5_DEPTH) - 1).bit_length()
         bank_bits = (banks - 1).bit_length()
-        write_word = self.write_addr[:low_bits]
-        read_word = self.read_addr[:low_bits]
-        data = Cat(self.write_data, C(0, columns * ECP5_WIDTH - self._width))
+        data_in = Cat(self.write_data, C(0, columns * ECP5_WIDTH - self._width))
         outputs = []
         for bank in range(banks):
-            bank_write = self.write_en
-            if bank_bits:
-                bank_write = bank_write & (self.write_addr[low_bits:] == bank)
             out = Signal(columns * ECP5_WIDTH, name=f"bank{bank}")
             for column in range(columns):
+                k = self._copy_of(column)
+                write_addr, read_addr = self.write_addr[k], self.read_addr[k]
+                bank_write = self.write_en[k]
+                if bank_bits:
+                    bank_write = bank_write & (write_addr[low_bits:] == bank)
                 bits = slice(column * ECP5_WIDTH, (column + 1) * ECP5_WIDTH)
                 m.submodules[f"bank{bank}_column{column}"] = self._block(
-                    write_word, read_word, bank_write, data[bits], out[bits])
+                    write_addr[:low_bits], read_addr[:low_bits], bank_write, data_in[bits],
+                    out[bits])
             outputs.append(out[:self._width])
         if not bank_bits:
             m.d.comb += self.read_data.eq(outputs[0])
@@ -115,7 +148,7 @@ class RegisteredMemory(wiring.Component):
         # The bank of the data in the output registers: the read address, two clocks late.
         late = Signal(bank_bits)
         bank = Signal(bank_bits)
-        m.d.sync += [late.eq(self.read_addr[low_bits:]), bank.eq(late)]
+        m.d.sync += [late.eq(self.read_addr[0][low_bits:]), bank.eq(late)]
         with m.Switch(bank):
             for number, out in enumerate(outputs):
                 with m.Case(number):
@@ -175,14 +208,16 @@ class BlockFIFO(EagerFIFO):
     def elaborate(self, platform):
         m = Module()
         entries = self.depth + 1
-        m.submodules.storage = storage = RegisteredMemory(width=self.width, depth=entries,
-                                                          primitives=self._primitives)
+        copies = address_copies(self.width)
+        m.submodules.storage = storage = RegisteredMemory(
+            width=self.width, depth=entries, primitives=self._primitives, copies=copies)
         written = self.w_en & self.w_rdy
         taken = self.r_en & self.r_rdy
-        [produce], [consume] = queue_pointers(m, self, entries, written, taken)
-        m.d.comb += [storage.write_en.eq(1), storage.write_addr.eq(produce),
-                     storage.write_data.eq(self.w_data), storage.read_addr.eq(consume),
+        produce, consume = queue_pointers(m, self, entries, written, taken, copies=copies)
+        m.d.comb += [storage.write_en.eq(-1), storage.write_data.eq(self.w_data),
                      self.r_data.eq(storage.read_data)]
+        m.d.comb += [storage.write_addr[k].eq(produce[k]) for k in range(copies)]
+        m.d.comb += [storage.read_addr[k].eq(consume[k]) for k in range(copies)]
         # The head is readable when it was written three clocks ago or more (the level less
         # the last clock's write is what had been written by then) and no take has moved
         # ``consume`` in the two clocks its read takes.

@@ -96,7 +96,7 @@ from amaranth.lib.wiring import In, Out
 
 from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggregates
 
-from .bram import PRIMITIVES, READ_LATENCY, BlockFIFO, RegisteredMemory
+from .bram import PRIMITIVES, READ_LATENCY, BlockFIFO, RegisteredMemory, address_copies
 from .datapath import (
     AggregationDatapath,
     decision_inputs_layout,
@@ -556,7 +556,8 @@ class SlotPool(wiring.Component):
         # and accumulators are aligned to their size, so the bits below are the same for
         # every line a slot can hold.
         m.submodules.slots = slots = RegisteredMemory(
-            width=entry_layout.size, depth=params.slots, primitives=self._primitives)
+            width=entry_layout.size, depth=params.slots, primitives=self._primitives,
+            copies=address_copies(entry_layout.size))
         tag_lsb = params.accumulator_bytes_per_line.bit_length() - 1 + index_bits
         tag_layout = data.StructLayout({
             "valid": 1, "tag": unsigned(max(0, params.address_bits - tag_lsb))})
@@ -570,10 +571,8 @@ class SlotPool(wiring.Component):
                                           attrs={"ram_style": "distributed"})
         tag_read = tags.read_port(domain="comb")
         tag_write = tags.write_port()
-        write = Signal(data.StructLayout({"en": 1, "addr": unsigned(index_bits),
-                                          "data": entry_layout}))
-        m.d.comb += [slots.write_en.eq(write.en), slots.write_addr.eq(write.addr),
-                     slots.write_data.eq(write.data)]
+        write = Signal(data.StructLayout({"data": entry_layout}))   # P2's (``_update``)
+        m.d.comb += slots.write_data.eq(write.data)
         rdata = entry_layout(slots.read_data)
 
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
@@ -676,7 +675,7 @@ class SlotPool(wiring.Component):
         collided = Signal()
         w1 = Signal(entry_layout, reset_less=True)
         w2 = Signal(entry_layout, reset_less=True)
-        m.d.comb += slots.read_addr.eq(read_addr)
+        m.d.comb += [slots.read_addr[k].eq(read_addr) for k in range(len(slots.write_en))]
         m.d.sync += [ra_index.eq(read_addr), ra_valid.eq(1), rd_index.eq(ra_index),
                      w2.eq(w1), w1.eq(write.data)]
         # The selects of a slot's word, one copy per column group (pipeline rule 2).
@@ -819,6 +818,14 @@ class SlotPool(wiring.Component):
         def in_clear_range(entry):
             return (entry.tag >= t1.tag) & (entry.tag < t1.high)
 
+        # The slot RAM's write enable and address are P2's valid and slot, in copies of their
+        # own, one per group of its block columns (hdl.bram); the enables reset with P2.
+        ram_copies = len(slots.write_en)
+        m.d.comb += [
+            slots.write_en.eq(Cat(register_copies(m, advance | evict | install, ram_copies,
+                                                  "slot_write_en", reset=True))),
+            *(slots.write_addr[k].eq(copy) for k, copy in enumerate(
+                register_copies(m, t1.index, ram_copies, "slot_write_addr")))]
         m.d.sync += [
             p2_valid.eq(advance | evict | install),
             *(p2[name].eq(t1[name]) for name in stage_fields),
@@ -926,13 +933,14 @@ class SlotPool(wiring.Component):
         ``op.expected - 1``; ``covered``: the word's tag is in a ``CLEAR``'s range;
         ``behind``: ``EXPECTED - 1`` and ``EXPECTED - 2`` of the op behind (all ones for
         ``EXPECTED`` = 0, above every count; ``EXPECTED - 2`` likewise for 1). Drives the
-        slot's write port, ``after`` (whether the count written is ``capacity``, and the op
+        slot's write data, ``after`` (whether the count written is ``capacity``, and the op
         behind's ``EXPECTED - 1``) and ``request`` (to the result unit, through its input
         register).
         ``write.data`` is the slot's word after this edge (a word the op leaves alone is
-        ``word`` itself), so the slot is written by every valid op: ``write.en`` is ``valid``,
-        a register that steers every block's write port without logic in front of it, and the
-        reads forward the word without waiting for the op's decisions. Column group ``k`` of
+        ``word`` itself), so the slot is written by every valid op (its write enables are
+        copies of ``valid``, registers that steer the block RAM's write ports without logic
+        in front of them), and the reads forward the word without waiting for the op's
+        decisions. Column group ``k`` of
         the lanes takes the op's line while ``adds[k]`` (a copy of the op's ``accepted``),
         G-Ternary while ``ternary_copies[k]``."""
         p = self._params.datapath
@@ -972,7 +980,7 @@ class SlotPool(wiring.Component):
         m.d.comb += new.state.lanes.eq(Cat(
             Mux(add, accumulate(p, lanes, line, is_ternary), lanes)
             for add, is_ternary, lanes, line in groups))
-        m.d.comb += [write.en.eq(valid), write.addr.eq(op.index), write.data.eq(new),
+        m.d.comb += [write.data.eq(new),
                      after.full.eq(Mux(live & accepted, n == p.capacity - 1, full)),
                      after.last.eq(Mux(live & accepted, n == two_before, n == before_last))]
 

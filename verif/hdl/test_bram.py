@@ -73,49 +73,55 @@ def _traffic(seed, width, depth, clocks):
     return steps, expected
 
 
+@pytest.mark.parametrize("copies", [1, 3])
 @pytest.mark.parametrize("depth", [16, 1024])
-def test_portable_form_reads_two_clocks_late(depth):
-    width, clocks = 40, 400
+def test_portable_form_reads_two_clocks_late(depth, copies):
+    """Across three block columns, with one copy of the addresses or one per column."""
+    width, clocks = 3 * ECP5_WIDTH - 4, 400
     steps, expected = _traffic(depth, width, depth, clocks)
-    dut = RegisteredMemory(width=width, depth=depth)
+    dut = RegisteredMemory(width=width, depth=depth, copies=copies)
     errors = []
 
     async def bench(ctx):
         for clock, (write_en, write_addr, data, read_addr) in enumerate(steps):
-            ctx.set(dut.write_en, write_en)
-            ctx.set(dut.write_addr, write_addr)
+            ctx.set(dut.write_en, -write_en)
+            ctx.set(dut.write_addr, [write_addr] * copies)
             ctx.set(dut.write_data, data)
-            ctx.set(dut.read_addr, read_addr)
+            ctx.set(dut.read_addr, [read_addr] * copies)
             await ctx.tick()
             read = clock + 1 - READ_LATENCY
             if read >= 0 and expected[read] is not None:
                 got = ctx.get(dut.read_data)
                 if got != expected[read]:
                     errors.append(f"read {read} of word {steps[read][3]}: {got:#x}, "
-                                  f"expected {expected[read]:#x}")
+                                  f"expected {expected[read]:#x} ({copies} address copies)")
 
     simulate(dut, bench)
     assert not errors, "\n".join(errors[:10])
 
 
-@pytest.mark.parametrize("width,depth", [(40, 256), (36, 1024)],
-                         ids=["two_columns", "two_banks"])
-def test_ecp5_form_against_a_model_of_the_block(tmp_path, width, depth):
+@pytest.mark.parametrize("width,depth,copies", [(40, 256, 1), (36, 1024, 1), (100, 1024, 2)],
+                         ids=["two_columns", "two_banks", "two_copies"])
+def test_ecp5_form_against_a_model_of_the_block(tmp_path, width, depth, copies):
     """The ECP5 form as Icarus Verilog runs it with :data:`DP16KD_MODEL`: the same data as the
-    reference, read for read, across block columns and banks."""
+    reference, read for read, across block columns and banks, and with the columns cut
+    between two copies of the addresses."""
     clocks = 600
     steps, expected = _traffic(7, width, depth, clocks)
-    dut = RegisteredMemory(width=width, depth=depth, primitives="ecp5")
+    dut = RegisteredMemory(width=width, depth=depth, primitives="ecp5", copies=copies)
     (tmp_path / "dut.v").write_text(component_verilog(dut, "dut"))
     (tmp_path / "model.v").write_text(_model())
-    stimulus = "\n".join(f"    write_en = {e}; write_addr = {a}; write_data = {width}'h{d:x}; "
-                         f"read_addr = {r}; @(posedge clk); #1 $display(\"%h\", read_data);"
-                         for e, a, d, r in steps)
     bits = (depth - 1).bit_length()
+    stimulus = "\n".join(
+        f"    write_en = {{{copies}{{1'b{e}}}}}; write_addr = {{{copies}{{{bits}'d{a}}}}}; "
+        f"write_data = {width}'h{d:x}; read_addr = {{{copies}{{{bits}'d{r}}}}}; "
+        f"@(posedge clk); #1 $display(\"%h\", read_data);"
+        for e, a, d, r in steps)
     (tmp_path / "bench.v").write_text(f"""
 module bench;
-  reg clk = 0, rst = 0, write_en = 0;
-  reg [{bits - 1}:0] write_addr = 0, read_addr = 0;
+  reg clk = 0, rst = 0;
+  reg [{copies - 1}:0] write_en = 0;
+  reg [{copies * bits - 1}:0] write_addr = 0, read_addr = 0;
   reg [{width - 1}:0] write_data = 0;
   wire [{width - 1}:0] read_data;
   always #5 clk = ~clk;
@@ -189,3 +195,49 @@ def test_block_fifo_against_a_model_of_its_timing(depth, seed):
     simulate(dut, bench)
     assert not errors, f"depth {depth}, seed {seed}:\n" + "\n".join(errors[:10])
     assert len(taken) > clocks // 8, f"only {len(taken)} entries taken in {clocks} clocks"
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"width": 0, "depth": 16}, "width must be a positive integer"),
+    ({"width": 8, "depth": 1}, "depth must be an integer of at least 2"),
+    ({"width": 8, "depth": 16, "primitives": "ice40"}, "primitives must be one of"),
+    ({"width": 2 * ECP5_WIDTH, "depth": 16, "copies": 3},
+     "copies must be an integer from 1 to the 2 block columns of a 72-bit word"),
+    ({"width": 8, "depth": 16, "copies": 0}, "copies must be an integer from 1"),
+])
+def test_registered_memory_rejects_bad_parameters(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        RegisteredMemory(**kwargs)
+
+
+def test_each_copy_of_the_addresses_reaches_its_group_of_columns_only():
+    """Three block columns, three copies: a write enabled in copy 1 alone changes the middle
+    column only, and a read at a word in copy 2 alone reads it in the last column only."""
+    width = 3 * ECP5_WIDTH
+    dut = RegisteredMemory(width=width, depth=16, copies=3)
+    ones = (1 << width) - 1
+    column = (1 << ECP5_WIDTH) - 1
+    got = {}
+
+    async def bench(ctx):
+        ctx.set(dut.write_data, ones)
+        ctx.set(dut.write_addr, [5, 5, 5])
+        ctx.set(dut.write_en, 0b010)
+        await ctx.tick()
+        ctx.set(dut.write_en, 0)
+        ctx.set(dut.read_addr, [5, 5, 5])
+        await ctx.tick().repeat(READ_LATENCY)
+        got["middle"] = ctx.get(dut.read_data)
+        ctx.set(dut.write_addr, [6, 6, 6])
+        ctx.set(dut.write_en, 0b111)
+        await ctx.tick()
+        ctx.set(dut.write_en, 0)
+        ctx.set(dut.read_addr, [0, 0, 6])
+        await ctx.tick().repeat(READ_LATENCY)
+        got["last"] = ctx.get(dut.read_data)
+
+    simulate(dut, bench)
+    assert got["middle"] == column << ECP5_WIDTH, \
+        f"after a write in copy 1 alone: {got['middle']:#x}, expected the middle column only"
+    assert got["last"] == column << (2 * ECP5_WIDTH), \
+        f"a read at word 6 in copy 2 alone: {got['last']:#x}, expected the last column only"
