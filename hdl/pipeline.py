@@ -216,7 +216,8 @@ def register_copies(m, value, count, name, *, reset=False):
     The copies have no reset unless ``reset``: they follow ``value`` (and its reset) a clock
     later. A reset of their own costs a gate in front of them, which Yosys shares among all of
     them, so that every copy, however far, is reached through one LUT beside ``value``: only
-    copies that hold state of their own (a queue's pointers) take one."""
+    copies that must be right on the first clock after a reset (a queue's pointers, a write
+    enable) take one."""
     shape = Value.cast(value).shape()
     copies = [Signal(shape, name=f"{name}_{k}", reset_less=not reset) for k in range(count)]
     m.d.sync += [copy.eq(value) for copy in copies]
