@@ -616,22 +616,33 @@ class SlotPool(wiring.Component):
         # An op's line of data does not travel with it (pipeline rule 1): it is written to
         # ``op_data`` on every clock at ``arrival_slot``, which moves on when an op enters, and
         # the op carries its ``data_slot`` instead, through the stages to P2, which reads the
-        # line there. The op enters through a skid buffer (``op.ready`` is a register) and
-        # waits in T0, a register: the pool's logic starts from registers, not from the
-        # payload of its caller.
+        # line there (``op_line``) at T1's. The op enters through a skid buffer (``op.ready``
+        # is a register) and waits in T0, a register: the pool's logic starts from registers,
+        # not from the payload of its caller. ``op_data`` is cut into the column groups of
+        # rule 2, each written and read at copies of the two slots of its own (registers
+        # that take their next values).
         stage_fields = [name for name in op_layout.members if name != "data"]
         stage_layout = data.StructLayout({**{name: op_layout.members[name]
                                              for name in stage_fields},
                                           "data_slot": range(self.DATA_SLOTS)})
-        m.submodules.op_data = op_data = Memory(shape=p.line_bits, depth=self.DATA_SLOTS,
-                                                init=[])
-        data_write = op_data.write_port()
-        data_read = op_data.read_port(domain="comb")
+        data_groups = column_slices(p.line_bits)
         arrival_slot = Signal(range(self.DATA_SLOTS))
-        m.d.comb += [data_write.en.eq(1), data_write.addr.eq(arrival_slot),
-                     data_write.data.eq(self.op.payload.data)]
-        with m.If(self.op.valid & self.op.ready):
-            m.d.sync += arrival_slot.eq(arrival_slot + 1)
+        next_arrival = Signal.like(arrival_slot)
+        m.d.comb += next_arrival.eq(arrival_slot + (self.op.valid & self.op.ready))
+        m.d.sync += arrival_slot.eq(next_arrival)
+        arrival_copies = register_copies(m, next_arrival, len(data_groups), "arrival_slot",
+                                         reset=True)
+        t1_data_slot = Signal.like(arrival_slot)        # T1's data_slot after the edge
+        t1_data_copies = register_copies(m, t1_data_slot, len(data_groups), "t1_data_slot")
+        op_line = Signal(p.line_bits)
+        for g, bits in enumerate(data_groups):
+            m.submodules[f"op_data{g}"] = op_data = Memory(
+                shape=len(op_line[bits]), depth=self.DATA_SLOTS, init=[])
+            data_write = op_data.write_port()
+            data_read = op_data.read_port(domain="comb")
+            m.d.comb += [data_write.en.eq(1), data_write.addr.eq(arrival_copies[g]),
+                         data_write.data.eq(self.op.payload.data[bits]),
+                         data_read.addr.eq(t1_data_copies[g]), op_line[bits].eq(data_read.data)]
         m.submodules.intake = intake = SkidBuffer(stage_layout)
         m.d.comb += [intake.sink.valid.eq(self.op.valid), self.op.ready.eq(intake.sink.ready),
                      intake.sink.payload.eq(Cat(*(self.op.payload[name]
@@ -829,13 +840,13 @@ class SlotPool(wiring.Component):
         m.d.sync += [
             p2_valid.eq(advance | evict | install),
             *(p2[name].eq(t1[name]) for name in stage_fields),
-            p2.data.eq(data_read.data),
+            p2.data.eq(op_line),
             p2.kind.eq(Mux(evict, SlotOp.EVICT, t1.kind)),
             p2_word.eq(next_word), p2_install.eq(install),
             covered_read.eq(in_clear_range(next_word)), covered_w1.eq(in_clear_range(word)),
             last_taken.eq(next_word.state.n == t1_before_last),
         ]
-        m.d.comb += data_read.addr.eq(t1.data_slot)
+        m.d.comb += t1_data_slot.eq(Mux(ta_moves, ta.data_slot, t1.data_slot))
         # P2 gives its slot another line (an install) or none (an eviction, a drop, a clear
         # of a line in its range: a slot already empty stays so).
         covered = Signal()
