@@ -585,16 +585,7 @@ class SlotPool(wiring.Component):
         m.submodules.unit_input = unit_input = PipelineRegister(unit.request.payload.shape())
         wiring.connect(m, unit_input.source, unit.request)
         # Beside that register, each control copy of the unit has registers of its own with
-        # the fields its decisions are made of (rule 2): the unit has one clock from them to
-        # its result, and one threshold register reached every lane through its negation.
-        unit_request = unit_input.sink.payload
-        decision = Signal(decision_inputs_layout(p))
-        m.d.comb += [decision.n.eq(unit_request.state.n), decision.mode.eq(unit_request.mode),
-                     decision.threshold.eq(unit_request.threshold),
-                     decision.contribute.eq(unit_request.contribute),
-                     decision.full_line.eq(unit_request.byte_enable.all())]
-        m.d.comb += [into.eq(copy) for into, copy in zip(
-            unit.decision_inputs, register_copies(m, decision, p.control_copies, "unit_decision"))]
+        # the fields its decisions are made of (``unit_decision``, made in P2).
         # An output queue holds, beyond its own, every op from TA on (the stages, the unit's
         # input register and the unit) and the one ``room_take`` does not see.
         depth = self.STAGES + 1 + unit_params.latency + 1 + self.SPARE
@@ -879,6 +870,25 @@ class SlotPool(wiring.Component):
         m.d.sync += last_w1.eq(after.last)
         last = Mux(fwd1[-1], last_w1, last_taken)
         adds = [add & ~at_capacity for add, at_capacity in zip(may_add[:groups], full)]
+        # The fields the unit's decisions are made of, as ``_update`` gives them to the unit
+        # (the count P2 starts from, whether it accepts the contribution, the mode and
+        # threshold: the op's, or for a scan the slot's), registered once per control copy of
+        # the unit (rule 2), each made in its column group from the group's copies of P2's
+        # selects: the unit has one clock from them to its result, and a value made in one
+        # place would reach every copy by one net across the line.
+        scan = (p2.kind != SlotOp.CONTRIBUTE) & (p2.kind != SlotOp.READ)
+        for k, (into, fwd, add) in enumerate(zip(unit.decision_inputs, fwd1, adds)):
+            decision = Signal(decision_inputs_layout(p), name=f"unit_decision_{k}",
+                              reset_less=True)
+            m.d.sync += [
+                decision.n.eq(Mux(fwd, w1.state.n, p2_word.state.n)),
+                decision.mode.eq(Mux(scan, Mux(fwd, w1.mode, p2_word.mode), p2.mode)),
+                decision.threshold.eq(Mux(scan, Mux(fwd, w1.threshold, p2_word.threshold),
+                                          p2.threshold)),
+                decision.contribute.eq(add),
+                decision.full_line.eq(1),       # the unit's request has every byte enable
+            ]
+            m.d.comb += into.eq(decision)
         # P2 takes a line out of its slot: a retag that installs none, of a slot that held
         # one (from registers and the forwarding select, as ``retag``).
         departure = Signal()
