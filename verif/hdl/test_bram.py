@@ -100,23 +100,14 @@ def test_portable_form_reads_two_clocks_late(depth, copies):
     assert not errors, "\n".join(errors[:10])
 
 
-@pytest.mark.parametrize("width,depth,copies", [(40, 256, 1), (36, 1024, 1), (100, 1024, 2)],
-                         ids=["two_columns", "two_banks", "two_copies"])
-def test_ecp5_form_against_a_model_of_the_block(tmp_path, width, depth, copies):
-    """The ECP5 form as Icarus Verilog runs it with :data:`DP16KD_MODEL`: the same data as the
-    reference, read for read, across block columns and banks, and with the columns cut
-    between two copies of the addresses."""
-    clocks = 600
-    steps, expected = _traffic(7, width, depth, clocks)
-    dut = RegisteredMemory(width=width, depth=depth, primitives="ecp5", copies=copies)
+def _run_ecp5(tmp_path, dut, width, depth, copies, stimulus):
+    """The lines a Verilog bench prints, running ``stimulus`` (statements on the ports
+    ``write_en``, ``write_addr``, ``write_data``, ``read_addr``, which ``$display``
+    ``read_data``) against ``dut``, an ECP5-form ``RegisteredMemory``, under Icarus Verilog
+    with :data:`DP16KD_MODEL`."""
+    bits = (depth - 1).bit_length()
     (tmp_path / "dut.v").write_text(component_verilog(dut, "dut"))
     (tmp_path / "model.v").write_text(_model())
-    bits = (depth - 1).bit_length()
-    stimulus = "\n".join(
-        f"    write_en = {{{copies}{{1'b{e}}}}}; write_addr = {{{copies}{{{bits}'d{a}}}}}; "
-        f"write_data = {width}'h{d:x}; read_addr = {{{copies}{{{bits}'d{r}}}}}; "
-        f"@(posedge clk); #1 $display(\"%h\", read_data);"
-        for e, a, d, r in steps)
     (tmp_path / "bench.v").write_text(f"""
 module bench;
   reg clk = 0, rst = 0;
@@ -136,8 +127,26 @@ endmodule
 """)
     subprocess.run(["iverilog", "-o", "sim", "bench.v", "dut.v", "model.v"], cwd=tmp_path,
                    check=True)
-    lines = subprocess.run(["vvp", "-n", "sim"], cwd=tmp_path, check=True, capture_output=True,
-                           text=True).stdout.split()
+    return subprocess.run(["vvp", "-n", "sim"], cwd=tmp_path, check=True, capture_output=True,
+                          text=True).stdout.split()
+
+
+@pytest.mark.parametrize("width,depth,copies", [(40, 256, 1), (36, 1024, 1), (100, 1024, 2)],
+                         ids=["two_columns", "two_banks", "two_copies"])
+def test_ecp5_form_against_a_model_of_the_block(tmp_path, width, depth, copies):
+    """The ECP5 form as Icarus Verilog runs it with :data:`DP16KD_MODEL`: the same data as the
+    reference, read for read, across block columns and banks, and with the columns cut
+    between two copies of the addresses."""
+    clocks = 600
+    steps, expected = _traffic(7, width, depth, clocks)
+    dut = RegisteredMemory(width=width, depth=depth, primitives="ecp5", copies=copies)
+    bits = (depth - 1).bit_length()
+    stimulus = "\n".join(
+        f"    write_en = {{{copies}{{1'b{e}}}}}; write_addr = {{{copies}{{{bits}'d{a}}}}}; "
+        f"write_data = {width}'h{d:x}; read_addr = {{{copies}{{{bits}'d{r}}}}}; "
+        f"@(posedge clk); #1 $display(\"%h\", read_data);"
+        for e, a, d, r in steps)
+    lines = _run_ecp5(tmp_path, dut, width, depth, copies, stimulus)
     assert len(lines) == clocks, f"{len(lines)} lines of output, {clocks} expected"
     blocks = -(-width // ECP5_WIDTH) * -(-depth // ECP5_DEPTH)
     errors = []
@@ -210,34 +219,57 @@ def test_registered_memory_rejects_bad_parameters(kwargs, message):
         RegisteredMemory(**kwargs)
 
 
-def test_each_copy_of_the_addresses_reaches_its_group_of_columns_only():
-    """Three block columns, three copies: a write enabled in copy 1 alone changes the middle
-    column only, and a read at a word in copy 2 alone reads it in the last column only."""
-    width = 3 * ECP5_WIDTH
-    dut = RegisteredMemory(width=width, depth=16, copies=3)
-    ones = (1 << width) - 1
-    column = (1 << ECP5_WIDTH) - 1
-    got = {}
+#: Two writes and reads of three block columns with three copies of the addresses: a write
+#: of all ones at a word (the same in every copy), enabled in some copies, then a read with an
+#: address per copy (copy 0 first).
+_COPY_STEPS = [(5, 0b010, [5, 5, 5]), (6, 0b111, [0, 0, 6])]
+
+
+def _copy_steps_portable():
+    """The data of each read of :data:`_COPY_STEPS`, from the portable form."""
+    dut = RegisteredMemory(width=3 * ECP5_WIDTH, depth=16, copies=3)
+    got = []
 
     async def bench(ctx):
-        ctx.set(dut.write_data, ones)
-        ctx.set(dut.write_addr, [5, 5, 5])
-        ctx.set(dut.write_en, 0b010)
-        await ctx.tick()
-        ctx.set(dut.write_en, 0)
-        ctx.set(dut.read_addr, [5, 5, 5])
-        await ctx.tick().repeat(READ_LATENCY)
-        got["middle"] = ctx.get(dut.read_data)
-        ctx.set(dut.write_addr, [6, 6, 6])
-        ctx.set(dut.write_en, 0b111)
-        await ctx.tick()
-        ctx.set(dut.write_en, 0)
-        ctx.set(dut.read_addr, [0, 0, 6])
-        await ctx.tick().repeat(READ_LATENCY)
-        got["last"] = ctx.get(dut.read_data)
+        ctx.set(dut.write_data, -1)
+        for word, enables, read_addresses in _COPY_STEPS:
+            ctx.set(dut.write_addr, [word] * 3)
+            ctx.set(dut.write_en, enables)
+            await ctx.tick()
+            ctx.set(dut.write_en, 0)
+            ctx.set(dut.read_addr, read_addresses)
+            await ctx.tick().repeat(READ_LATENCY)
+            got.append(ctx.get(dut.read_data))
 
     simulate(dut, bench)
-    assert got["middle"] == column << ECP5_WIDTH, \
-        f"after a write in copy 1 alone: {got['middle']:#x}, expected the middle column only"
-    assert got["last"] == column << (2 * ECP5_WIDTH), \
-        f"a read at word 6 in copy 2 alone: {got['last']:#x}, expected the last column only"
+    return got
+
+
+def _copy_steps_ecp5(tmp_path):
+    """The data of each read of :data:`_COPY_STEPS`, from the ECP5 form under Icarus Verilog
+    with :data:`DP16KD_MODEL`."""
+    width = 3 * ECP5_WIDTH
+    dut = RegisteredMemory(width=width, depth=16, copies=3, primitives="ecp5")
+    copies = lambda values: "{" + ", ".join(f"4'd{v}" for v in reversed(values)) + "}"  # noqa: E731
+    stimulus = "\n".join(
+        f"    write_data = -1; write_addr = {copies([word] * 3)}; write_en = 3'b{enables:03b};"
+        f" @(posedge clk); #1\n    write_en = 0; read_addr = {copies(reads)};"
+        f" @(posedge clk); #1 @(posedge clk); #1 $display(\"%h\", read_data);"
+        for word, enables, reads in _COPY_STEPS)
+    lines = _run_ecp5(tmp_path, dut, width, 16, 3, stimulus)
+    return [int(text, 16) if "x" not in text.lower() else text for text in lines]
+
+
+@pytest.mark.parametrize("form", ["portable", "ecp5"])
+def test_each_copy_of_the_addresses_reaches_its_group_of_columns_only(tmp_path, form):
+    """Three block columns, three copies: a write enabled in copy 1 alone changes the middle
+    column only, and a read at a word in copy 2 alone reads it in the last column only."""
+    got = _copy_steps_portable() if form == "portable" else _copy_steps_ecp5(tmp_path)
+    column = (1 << ECP5_WIDTH) - 1
+    want = [column << ECP5_WIDTH, column << (2 * ECP5_WIDTH)]
+    assert len(got) == len(want), f"{form} form: {len(got)} reads, expected {len(want)}"
+    for what, value, expected in zip(("after a write in copy 1 alone",
+                                      "a read at word 6 in copy 2 alone"), got, want):
+        shown = f"{value:#x}" if isinstance(value, int) else value
+        assert value == expected, \
+            f"{form} form, {what}: {shown}, expected {expected:#x} (one column of ones)"
