@@ -9,8 +9,6 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from spec.params import CONTROL_COPY_BITS
-
 from .pipeline import SkidBuffer, column_slices, register_copies
 
 __all__ = ["axi4_signature", "read_command_layout", "write_command_layout", "AxiMemoryPort"]
@@ -168,10 +166,9 @@ class AxiMemoryPort(wiring.Component):
         entries = 2 * self.W_BURSTS
         queued = Signal(range(self.W_BURSTS + 1))     # bursts in the W buffer
         # Each column group of the buffer is written at a copy of ``produce`` of its own.
-        groups = max(1, line_bits // CONTROL_COPY_BITS)
-        group_bits = line_bits // groups
+        groups = column_slices(line_bits)
         next_produce = Signal(range(entries))
-        produce = register_copies(m, next_produce, groups, "w_produce", reset=True)
+        produce = register_copies(m, next_produce, len(groups), "w_produce", reset=True)
         m.d.comb += job.ready.eq(aw_skid.sink.ready & (queued != self.W_BURSTS))
         take = job.valid & job.ready
         m.d.comb += [aw_skid.sink.valid.eq(take), aw_skid.sink.payload.id.eq(job.payload.id),
@@ -203,19 +200,19 @@ class AxiMemoryPort(wiring.Component):
                      axi.wstrb.eq(Mux(beat == 0, head.strobe, -1))]
         m.d.sync += [consume.eq(next_consume), beat.eq(next_beat),
                      queued.eq(queued + take - last_moves)]
-        consume_copies = register_copies(m, next_consume, groups, "w_consume")
-        beat_copies = register_copies(m, next_beat, groups, "w_beat")
+        consume_copies = register_copies(m, next_consume, len(groups), "w_consume")
+        beat_copies = register_copies(m, next_beat, len(groups), "w_beat")
         wdata = []
-        for g in range(groups):
+        for g, bits in enumerate(groups):
             lines = []
             for b in range(beats):
                 m.submodules[f"w_bank{b}_group{g}"] = bank = Memory(
-                    shape=group_bits, depth=entries, init=[])
+                    shape=bits.stop - bits.start, depth=entries, init=[])
                 write, read = bank.write_port(), bank.read_port(domain="comb")
-                start = b * line_bits + g * group_bits
+                line = job.payload.lines[b * line_bits:(b + 1) * line_bits]
                 m.d.comb += [write.en.eq(1),
                              write.addr.eq(produce[g]),
-                             write.data.eq(job.payload.lines[start:start + group_bits]),
+                             write.data.eq(line[bits]),
                              read.addr.eq(consume_copies[g])]
                 lines.append(read.data)
             wdata.append(Array(lines)[beat_copies[g]])
