@@ -252,6 +252,14 @@ def invalid_codes(params, line):
                for k in range(params.gternary_lanes)).any()
 
 
+def _unit_settings(op, mode, threshold):
+    """The mode and threshold the result unit makes ``op``'s result line with: the op's own,
+    or, for a scan (it writes back what the slot keeps), ``mode`` and ``threshold``, the slot
+    word's."""
+    scan = (op.kind != SlotOp.CONTRIBUTE) & (op.kind != SlotOp.READ)
+    return Mux(scan, mode, op.mode), Mux(scan, threshold, op.threshold)
+
+
 def _side_layout(params, user_width):
     """What travels beside a state through the result unit."""
     return data.StructLayout({
@@ -876,15 +884,14 @@ class SlotPool(wiring.Component):
         # the unit (rule 2), each made in its column group from the group's copies of P2's
         # selects: the unit has one clock from them to its result, and a value made in one
         # place would reach every copy by one net across the line.
-        scan = (p2.kind != SlotOp.CONTRIBUTE) & (p2.kind != SlotOp.READ)
         for k, (into, fwd, add) in enumerate(zip(unit.decision_inputs, fwd1, adds)):
             decision = Signal(decision_inputs_layout(p), name=f"unit_decision_{k}",
                               reset_less=True)
+            mode, threshold = _unit_settings(p2, Mux(fwd, w1.mode, p2_word.mode),
+                                             Mux(fwd, w1.threshold, p2_word.threshold))
             m.d.sync += [
                 decision.n.eq(Mux(fwd, w1.state.n, p2_word.state.n)),
-                decision.mode.eq(Mux(scan, Mux(fwd, w1.mode, p2_word.mode), p2.mode)),
-                decision.threshold.eq(Mux(scan, Mux(fwd, w1.threshold, p2_word.threshold),
-                                          p2.threshold)),
+                decision.mode.eq(mode), decision.threshold.eq(threshold),
                 decision.contribute.eq(add),
                 decision.full_line.eq(1),       # the unit's request has every byte enable
             ]
@@ -1016,8 +1023,7 @@ class SlotPool(wiring.Component):
             events.completed.eq(valid & complete),
         ]
         side = Signal(side_layout)
-        # A scan writes back with the mode and threshold the slot keeps; an op with its own.
-        scan = ~emit_result
+        mode, threshold = _unit_settings(op, word.mode, word.threshold)
         m.d.comb += [
             side.result.eq(emit_result), side.write_back.eq(write_back),
             side.address.eq(word.tag), side.user.eq(op.user),
@@ -1030,8 +1036,7 @@ class SlotPool(wiring.Component):
             # span the line (see ``unit_decision``), follow P2's registers by little logic.
             request.payload.state.lanes.eq(new.state.lanes), request.payload.state.n.eq(n),
             request.payload.contribute.eq(accepted),
-            request.payload.mode.eq(Mux(scan, word.mode, op.mode)),
-            request.payload.threshold.eq(Mux(scan, word.threshold, op.threshold)),
+            request.payload.mode.eq(mode), request.payload.threshold.eq(threshold),
             request.payload.byte_enable.eq(-1),
             request.payload.user.eq(side),
         ]
