@@ -529,9 +529,11 @@ class SlotPool(wiring.Component):
     #: for a read of two clocks.
     STAGES = READ_LATENCY + 1
 
-    #: Entries of each output queue beyond the ops that can be in the stages, the result unit
-    #: and the one that ``room_take``, a clock late, does not see.
-    SPARE = 2
+    #: Entries of each output queue beyond the ops that can be in the stages and the result
+    #: unit: the two that ``room_take``, made from the queues' claims two clocks late, does not
+    #: see, and two so that the intake does not stop while the queues are taken every clock
+    #: (an entry is read from the clock after its write).
+    SPARE = 4
 
     #: Entries of ``op_data``, where an op's line waits until P2 (a power of two, so that
     #: ``data_slot`` wraps): the intake's, T0's, TA's, T1's, and the one being written.
@@ -595,8 +597,8 @@ class SlotPool(wiring.Component):
         # Beside that register, each control copy of the unit has registers of its own with
         # the fields its decisions are made of (``unit_decision``, made in P2).
         # An output queue holds, beyond its own, every op from TA on (the stages, the unit's
-        # input register and the unit) and the one ``room_take`` does not see.
-        depth = self.STAGES + 1 + unit_params.latency + 1 + self.SPARE
+        # input register and the unit) and ``SPARE``.
+        depth = self.STAGES + 1 + unit_params.latency + self.SPARE
         result_layout = slot_result_layout(params, u)
         # Results are read without a clock from their queue's memory (one clock from a write
         # to its read): a head register as wide as a line would be enabled by the taker's
@@ -904,15 +906,21 @@ class SlotPool(wiring.Component):
                      after, (t1_before_last, t1_two_before), unit_input.sink, side_layout,
                      events, adds, ternary, live)
 
-        # Room in the output queues for every op from TA on and one more: ``room`` now (the
-        # miss handler's eviction); ``room_take`` a clock late, so it also leaves room for the
-        # op that may have been taken on the last edge.
+        # Room in the output queues for every op from TA on and one more. Each queue's level
+        # plus the ops from TA on (its *claim*) is summed into a register, so that no adder is
+        # in front of a decision (pipeline rule 3), and compared with constants. A claim grows
+        # by one op an edge at most (an op taken, or the miss handler's eviction, which is
+        # made only while no op is taken), so a claim a clock old is short by one at most:
+        # ``room`` (the eviction, in DRAIN) allows for it, and ``room_take``, a register, for
+        # the one more it does not see.
         in_pipe = ta_valid + t1_valid + p2_valid + in_flight
+        claims = [Signal(range(2 * depth + 1), name=f"{queue}_claim")
+                  for queue in ("results", "write_backs")]
+        m.d.sync += [claim.eq(queue.level + in_pipe)
+                     for claim, queue in zip(claims, (results, write_backs))]
         room = Signal()
-        m.d.comb += room.eq((results.level + in_pipe < depth)
-                            & (write_backs.level + in_pipe < depth))
-        m.d.sync += room_take.eq((results.level + in_pipe + 1 < depth)
-                                 & (write_backs.level + in_pipe + 1 < depth))
+        m.d.comb += room.eq(Cat(claim < depth - 1 for claim in claims).all())
+        m.d.sync += room_take.eq(Cat(claim < depth - 2 for claim in claims).all())
 
         # The result unit's output goes to the queues.
         side = side_layout(unit.response.payload.user)

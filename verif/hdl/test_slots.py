@@ -266,6 +266,44 @@ def test_clear_behind_a_fill_checks_the_filled_line():
 
 
 
+def test_hits_are_taken_one_per_clock():
+    """Contributions and result reads of a resident line, offered back to back with every
+    result and write-back taken at once, are taken one per clock edge: no room check, no
+    forwarding and no completion stops the intake. 64 ops: the line completes, then its
+    later contributions are rejected at capacity, and a read goes between each two."""
+    params = CONFIGS[0]
+    p = params.datapath
+    dut = SlotPool(params, user_width=16)
+    ops = 64
+    takes = []
+
+    async def driver(ctx):
+        ctx.set(dut.result.ready, 1)
+        await _contribute(ctx, dut, p, ACC_BASE, 0)       # a miss: the line is filled
+        await ctx.tick().until(dut.idle)
+        ctx.set(dut.op.valid, 1)
+        for k in range(ops):
+            kind = SlotOp.READ if k % 3 == 2 else SlotOp.CONTRIBUTE
+            for name, value in dict(kind=kind, index=0, tag=ACC_BASE, data=k, full_line=1,
+                                    mode=Mode.GBINARY.value, threshold=1,
+                                    expected=p.capacity, user=k).items():
+                ctx.set(getattr(dut.op.payload, name), value)
+            clock = 0
+            while not ctx.get(dut.op.ready):
+                await ctx.tick()
+                clock += 1
+                assert clock < WAIT_PER_OP, f"op {k} not taken in {WAIT_PER_OP} clocks"
+            takes.append(clock)
+            await ctx.tick()
+        ctx.set(dut.op.valid, 0)
+        await ctx.tick().until(dut.idle)
+
+    simulate(dut, driver, processes=[_plain_memory(dut, p, [])])
+    waited = {k: clocks for k, clocks in enumerate(takes) if clocks}
+    assert len(takes) == ops and not waited, \
+        f"ops of a resident line waited (op: clocks) {waited}, expected none"
+
+
 def test_hit_latency():
     """A hit with nothing else in the pool (a result read, then a contribution, of a resident
     line) has its result taken ``SlotPool.HIT_LATENCY`` clock edges after the edge that takes
