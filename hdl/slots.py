@@ -252,11 +252,15 @@ def invalid_codes(params, line):
                for k in range(params.gternary_lanes)).any()
 
 
-def _unit_settings(op, mode, threshold):
+def _is_scan(kind):
+    """Whether an op of ``kind`` names a slot (a scan) rather than a line."""
+    return (kind != SlotOp.CONTRIBUTE) & (kind != SlotOp.READ)
+
+
+def _unit_settings(scan, op, mode, threshold):
     """The mode and threshold the result unit makes ``op``'s result line with: the op's own,
-    or, for a scan (it writes back what the slot keeps), ``mode`` and ``threshold``, the slot
-    word's."""
-    scan = (op.kind != SlotOp.CONTRIBUTE) & (op.kind != SlotOp.READ)
+    or, for a scan (``scan``: it writes back what the slot keeps), ``mode`` and
+    ``threshold``, the slot word's."""
     return Mux(scan, mode, op.mode), Mux(scan, threshold, op.threshold)
 
 
@@ -886,10 +890,13 @@ class SlotPool(wiring.Component):
         # the unit (rule 2), each made in its column group from the group's copies of P2's
         # selects: the unit has one clock from them to its result, and a value made in one
         # place would reach every copy by one net across the line.
-        for k, (into, fwd, add) in enumerate(zip(unit.decision_inputs, fwd1, adds)):
+        # Whether P2's op is a scan, in copies (from P2's next kind) beside the decisions.
+        scans = register_copies(m, evict | _is_scan(t1.kind), groups, "p2_scan")
+        for k, (into, fwd, add, scan) in enumerate(zip(unit.decision_inputs, fwd1, adds,
+                                                       scans)):
             decision = Signal(decision_inputs_layout(p), name=f"unit_decision_{k}",
                               reset_less=True)
-            mode, threshold = _unit_settings(p2, Mux(fwd, w1.mode, p2_word.mode),
+            mode, threshold = _unit_settings(scan, p2, Mux(fwd, w1.mode, p2_word.mode),
                                              Mux(fwd, w1.threshold, p2_word.threshold))
             m.d.sync += [
                 decision.n.eq(Mux(fwd, w1.state.n, p2_word.state.n)),
@@ -1031,7 +1038,7 @@ class SlotPool(wiring.Component):
             events.completed.eq(valid & complete),
         ]
         side = Signal(side_layout)
-        mode, threshold = _unit_settings(op, word.mode, word.threshold)
+        mode, threshold = _unit_settings(_is_scan(kind), op, word.mode, word.threshold)
         m.d.comb += [
             side.result.eq(emit_result), side.write_back.eq(write_back),
             side.address.eq(word.tag), side.user.eq(op.user),
