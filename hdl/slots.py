@@ -689,6 +689,10 @@ class SlotPool(wiring.Component):
         # P2's op on the edge of ra's read was on its slot (compared with both slots the read
         # may be of, in parallel with the choice between them).
         collided = Signal()
+        # Whether P2's slot is T1's, T0's, and the one read on the last edge: registers made
+        # a clock early, from T1's slot (P2's next) and the next values of the others (P2's
+        # slot reaches every copy of the tag memory's write port: no compare starts from it).
+        p2_on_t1, p2_on_t0, p2_on_read = Signal(), Signal(), Signal()
         w1 = Signal(entry_layout, reset_less=True)
         w2 = Signal(entry_layout, reset_less=True)
         m.d.comb += [slots.read_addr[k].eq(read_addr) for k in range(len(slots.write_en))]
@@ -697,7 +701,7 @@ class SlotPool(wiring.Component):
         # The selects of a slot's word, one copy per column group (pipeline rule 2).
         groups = p.control_copies
         copies = groups + 1                 # and one for the word's other fields
-        sel_w1 = register_copies(m, p2_valid & (p2.index == ra_index), copies, "sel_w1")
+        sel_w1 = register_copies(m, p2_valid & p2_on_read, copies, "sel_w1")
         sel_w2 = register_copies(m, collided, copies, "sel_w2")
         current = _by_group(m, p, entry_layout, sel_w1, w1,
                             _by_group(m, p, entry_layout, sel_w2, w2, rdata, "w2_or_read"),
@@ -770,10 +774,13 @@ class SlotPool(wiring.Component):
                                            read_addr == t1.index))
         m.d.comb += [reread.eq(~running | (t1_valid & ~t1_data_ok & ~t1_read_landing)),
                      read_addr.eq(Mux(reread, t1.index, t0.index))]
-        m.d.sync += collided.eq(p2_valid & Mux(reread, p2.index == t1.index,
-                                               p2.index == t0.index))
+        m.d.sync += collided.eq(p2_valid & Mux(reread, p2_on_t1, p2_on_t0))
         # T0 loads whenever it is free or taken.
         t0_loads = ~t0_valid | take
+        m.d.sync += [p2_on_t1.eq(Mux(ta_moves, t1.index == ta.index, 1)),
+                     p2_on_t0.eq(Mux(t0_loads, t1.index == t0_next.index,
+                                     t1.index == t0.index)),
+                     p2_on_read.eq(reread | (t1.index == t0.index))]
         m.d.comb += intake.source.ready.eq(t0_loads & ~scanning & ~settling)
         with m.If(t0_loads):
             m.d.sync += [t0.eq(t0_next),
@@ -816,7 +823,7 @@ class SlotPool(wiring.Component):
         queued = unit_input.source.valid
         in_flight = in_unit + queued
         unit_empty = (in_unit == 0) & ~queued
-        fwd1 = register_copies(m, p2_valid & (p2.index == t1.index), copies, "fwd1")
+        fwd1 = register_copies(m, p2_valid & p2_on_t1, copies, "fwd1")
         word = _by_group(m, p, entry_layout, fwd1, w1, p2_word, "word")
         # P2 takes a fill only in INSTALL, and nothing else then: the word it takes is the
         # filled one throughout INSTALL, chosen by copies (pipeline rule 2) of the miss
