@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from bench.runtime import TiedModel, bind_golden
+from bench.runtime import RECORD_PROFILE, TiedModel, bind_golden
 from driver import DeviceError
 from runtime.events import EventLog
 from runtime.hook import NeuronFabricHook
@@ -26,20 +26,14 @@ STEPS = 4
 RANDOM_ROUNDS = 3
 SEED = 2026
 VOCAB = 40
+# The head exact; the body's layers as :func:`bench.runtime.record_rounds` routes them.
 PROFILE = """\
 [health]
 sample_every = 2
 [[route]]
 pattern = "head.*"
 route = "fp32"
-[[route]]
-pattern = "body.0.*"
-route = "gbinary"
-[[route]]
-pattern = "body.2.*"
-route = "gternary"
-threshold = 2
-"""
+""" + RECORD_PROFILE
 AGREEMENT_PARAMS = ControllerParams(DatapathParams(line_bits=128, counter_width=4), regions=4,
                                     address_bits=24)
 # W = 2: a line counts at most 2**2 - 1 = 3 contributions, fewer than the 4 workers.
