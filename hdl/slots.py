@@ -689,10 +689,11 @@ class SlotPool(wiring.Component):
         # P2's op on the edge of ra's read was on its slot (compared with both slots the read
         # may be of, in parallel with the choice between them).
         collided = Signal()
-        # Whether P2's slot is T1's, T0's, and the one read on the last edge: registers made
-        # a clock early, from T1's slot (P2's next) and the next values of the others (P2's
-        # slot reaches every copy of the tag memory's write port: no compare starts from it).
-        p2_on_t1, p2_on_t0, p2_on_read = Signal(), Signal(), Signal()
+        # Whether P2's slot is T1's, TA's, T0's, and the one read on the last edge: registers
+        # made a clock early, from T1's slot (P2's next) and the next values of the others
+        # (P2's slot reaches every copy of the tag memory's write port: no compare starts
+        # from it).
+        p2_on_t1, p2_on_ta, p2_on_t0, p2_on_read = Signal(), Signal(), Signal(), Signal()
         w1 = Signal(entry_layout, reset_less=True)
         w2 = Signal(entry_layout, reset_less=True)
         m.d.comb += [slots.read_addr[k].eq(read_addr) for k in range(len(slots.write_en))]
@@ -707,13 +708,17 @@ class SlotPool(wiring.Component):
                             _by_group(m, p, entry_layout, sel_w2, w2, rdata, "w2_or_read"),
                             "current")
 
-        def hit_after_edge(index, tag, before):
-            """Whether slot ``index`` holds line ``tag`` after this clock edge, given that it
-            did (``before``) until it: P2's op decides if it gives its slot another line or
-            none (``retag``), from P2's registers (P2's write enable comes after its
-            additions). A contribution or a flush keeps its slot's line."""
-            return Mux(retag & (p2.index == index), p2_install & same_line(p2.tag, tag),
-                       before)
+        def installs(tag):
+            """Whether P2's op installs line ``tag`` in its slot."""
+            return p2_install & same_line(p2.tag, tag)
+
+        def hit_after_edge(on_slot, tag, before):
+            """Whether a slot holds line ``tag`` after this clock edge, given that it did
+            (``before``) until it, and whether P2's op is on it (``on_slot``): P2's op decides
+            if it gives its slot another line or none (``retag``), from P2's registers (P2's
+            write enable comes after its additions). A contribution or a flush keeps its
+            slot's line."""
+            return Mux(retag & on_slot, installs(tag), before)
 
         def needs_slot(op):
             return (((op.kind == SlotOp.CONTRIBUTE) & aggregates(op.mode) & op.full_line)
@@ -777,10 +782,11 @@ class SlotPool(wiring.Component):
         m.d.sync += collided.eq(p2_valid & Mux(reread, p2_on_t1, p2_on_t0))
         # T0 loads whenever it is free or taken.
         t0_loads = ~t0_valid | take
+        t1_on_t0 = t1.index == t0.index
         m.d.sync += [p2_on_t1.eq(Mux(ta_moves, t1.index == ta.index, 1)),
-                     p2_on_t0.eq(Mux(t0_loads, t1.index == t0_next.index,
-                                     t1.index == t0.index)),
-                     p2_on_read.eq(reread | (t1.index == t0.index))]
+                     p2_on_ta.eq(Mux(~ta_valid | ta_moves, t1_on_t0, t1.index == ta.index)),
+                     p2_on_t0.eq(Mux(t0_loads, t1.index == t0_next.index, t1_on_t0)),
+                     p2_on_read.eq(reread | t1_on_t0)]
         m.d.comb += intake.source.ready.eq(t0_loads & ~scanning & ~settling)
         with m.If(t0_loads):
             m.d.sync += [t0.eq(t0_next),
@@ -790,11 +796,9 @@ class SlotPool(wiring.Component):
         with m.If(~ta_valid | ta_moves):
             m.d.sync += [ta.eq(t0),
                          ta_valid.eq(take), ta_tag.eq(tag_read.data),
-                         ta_retagged.eq(retag & (p2.index == t0.index)),
-                         ta_retag_hit.eq(p2_install & same_line(p2.tag, t0.tag))]
-        with m.Elif(retag & (p2.index == ta.index)):
-            m.d.sync += [ta_retagged.eq(1),
-                         ta_retag_hit.eq(p2_install & same_line(p2.tag, ta.tag))]
+                         ta_retagged.eq(retag & p2_on_t0), ta_retag_hit.eq(installs(t0.tag))]
+        with m.Elif(retag & p2_on_ta):
+            m.d.sync += [ta_retagged.eq(1), ta_retag_hit.eq(installs(ta.tag))]
         with m.If(t0_loads & scanning):
             m.d.sync += [scan_index.eq(scan_index + 1),
                          scanning.eq(scan_index != params.slots - 1)]
@@ -804,10 +808,10 @@ class SlotPool(wiring.Component):
                                                                 ta.kind != SlotOp.READ)),
                          t1_data_ok.eq(ra_valid & (ra_index == ta.index)),
                          t1_before_last.eq(ta.expected - 1), t1_two_before.eq(ta.expected - 2),
-                         t1_hit.eq(hit_after_edge(ta.index, ta.tag, ta_hit))]
+                         t1_hit.eq(hit_after_edge(p2_on_ta, ta.tag, ta_hit))]
         with m.Else():
             m.d.sync += [t1_data_ok.eq(t1_read_landing),
-                         t1_hit.eq(hit_after_edge(t1.index, t1.tag, t1_hit))]
+                         t1_hit.eq(hit_after_edge(p2_on_t1, t1.tag, t1_hit))]
             with m.If(advance | install | dropped):
                 m.d.sync += t1_valid.eq(0)
         m.d.comb += events.hits.eq(advance & t1_needs_slot)
