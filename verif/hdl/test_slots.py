@@ -105,8 +105,11 @@ def test_slot_pool_against_golden(params, seed):
                            full_line=int(op["full_line"]), mode=modes[k], threshold=threshold,
                            expected=expected[k], user=number)
             await send(ctx, dut.op, **payload)
-            if rng.random() < 0.1:
-                await ctx.tick().repeat(int(rng.integers(1, 4)))
+            # Now and then a pause, short or long enough for the stages to empty, so that an
+            # op also enters them on every clock of a miss behind (an install, say).
+            if rng.random() < 0.15:
+                await ctx.tick().repeat(int(rng.integers(1, 4) if rng.random() < 0.6
+                                            else rng.integers(4, 30)))
         for index in range(params.slots):
             await send(ctx, dut.op, kind=SlotOp.FLUSH, index=index)
 
