@@ -74,7 +74,9 @@ class CxlHost:
                               on_receive=lambda word: self._receive("drs", word))
         self.pending = {}
         self.responses = {}
-        self.arrivals = []          # every matched response, in arrival order
+        # While a list: every matched response is appended to it, in arrival order (None
+        # by default, so that a long run keeps no response it has matched).
+        self.recording = None
         self.errors = []
         self._next_tag = 0
 
@@ -106,7 +108,8 @@ class CxlHost:
         self.responses[tag] = Response(channel, fields["opcode"], tag, fields["dev_load"],
                                        fields["ld_id"], fields["meta_field"],
                                        fields.get("poison", 0), data)
-        self.arrivals.append(self.responses[tag])
+        if self.recording is not None:
+            self.recording.append(self.responses[tag])
         event.set()
 
     async def _transact(self, source, layout, fields, expect):

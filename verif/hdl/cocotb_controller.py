@@ -479,13 +479,14 @@ async def devload_follows_queue_occupancy(dut):
     host.ndr.stall = host.drs.stall = iter(lambda: True, None)
     count = bench.params.queue_depth + 2
     line = bytes(bench.line_bytes)
-    first = len(host.arrivals)
+    host.recording = arrivals = []
     tasks = [cocotb.start_soon(host.read(i * bench.line_bytes)) for i in range(count)]
     tasks += [cocotb.start_soon(host.write(i * bench.line_bytes, line)) for i in range(count)]
     await ClockCycles(dut.clk, 8 * count)
     host.ndr.stall = host.drs.stall = never()
     await gather(*tasks)
-    loads = [response.dev_load for response in host.arrivals[first:]]
+    host.recording = None
+    loads = [response.dev_load for response in arrivals]
     assert loads[0] == DevLoad.SEVERE.value, f"{bench.where}: first DevLoad {loads}"
     assert loads[-1] == DevLoad.LIGHT.value, f"{bench.where}: last DevLoad {loads}"
     assert loads == sorted(loads, reverse=True), \
