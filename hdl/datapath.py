@@ -26,7 +26,7 @@ from spec.params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregate
 from .pipeline import PipelineRegister, register_copies
 
 __all__ = ["state_layout", "planes_of_state", "state_of_planes", "request_layout",
-           "decision_inputs_layout",
+           "decision_inputs_layout", "decision_inputs",
            "work_layout", "addend_layout", "sum_layout", "response_layout", "verdict_layout",
            "gbinary_lanes", "gternary_lanes", "Decode", "Addends", "Add", "Compare", "Select",
            "AggregationDatapath"]
@@ -118,15 +118,34 @@ def request_layout(params, user_width):
 
 
 def decision_inputs_layout(params):
-    """The request's fields that :class:`Decode` makes its decisions of, for one control copy
-    (``AggregationDatapath``'s ``decision_inputs``)."""
+    """What :class:`Decode` makes its decisions of, for one control copy
+    (``AggregationDatapath``'s ``decision_inputs``): the request's fields, and the terms of
+    its lanes' compares that follow from ``n`` and ``threshold`` by an adder
+    (:func:`decision_inputs`)."""
+    width = params.counter_width
     return data.StructLayout({
-        "n": unsigned(params.counter_width),           # state.n
+        "n": unsigned(width),                          # state.n
         "mode": Mode,
-        "threshold": unsigned(params.counter_width),
         "contribute": 1,
         "full_line": 1,                                # every byte enable is set
+        # ``majority_addend`` (control_layout) if the request adds, and if it does not:
+        "majority_added": unsigned(width),
+        "majority_kept": unsigned(width),
+        "negative_threshold": unsigned(width + 2),
+        "threshold_less_one": unsigned(width + 2),
     })
+
+
+def decision_inputs(params, *, n, mode, threshold, contribute, full_line):
+    """The fields of :func:`decision_inputs_layout`, as values, of a request's ``state.n``,
+    ``mode``, ``threshold``, ``contribute`` and whether every byte enable is set: the
+    majority addend both if the request adds to ``n`` and if not (``2**W - 1 - n // 2`` of
+    the new ``n``), and the G-Ternary gate's terms (``-T`` and ``T - 1``)."""
+    width = params.counter_width
+    return {"n": n, "mode": mode, "contribute": contribute, "full_line": full_line,
+            "majority_added": _complement((n + 1) >> 1, width),
+            "majority_kept": _complement(n >> 1, width),
+            "negative_threshold": -threshold, "threshold_less_one": threshold - 1}
 
 
 def work_layout(params, user_width):
@@ -276,8 +295,9 @@ class Decode(_CombStage):
 
     def compute(self, m, req, out):
         p = self._params
-        request_inputs = {"n": req.state.n, "mode": req.mode, "threshold": req.threshold,
-                          "contribute": req.contribute, "full_line": req.byte_enable.all()}
+        request_inputs = decision_inputs(p, n=req.state.n, mode=req.mode,
+                                         threshold=req.threshold, contribute=req.contribute,
+                                         full_line=req.byte_enable.all())
         (bad_mode, partial, full), accepted, request_controls = self._decide(**request_inputs)
         with m.If(bad_mode):
             m.d.comb += out.status.reason.eq(Reason.MODE)
@@ -299,11 +319,12 @@ class Decode(_CombStage):
         for copy, controls in zip(self._controls(out), per_copy):
             m.d.comb += [getattr(copy, name).eq(value) for name, value in controls.items()]
 
-    def _decide(self, *, n, mode, threshold, contribute, full_line):
+    def _decide(self, *, n, mode, contribute, full_line, majority_added, majority_kept,
+                negative_threshold, threshold_less_one):
         """The rejection reasons (mode, partial, capacity), whether the request is accepted, and
-        the controls (:func:`control_layout`), of one set of inputs."""
+        the controls (:func:`control_layout`), of one set of inputs
+        (:func:`decision_inputs`)."""
         p = self._params
-        width = p.counter_width
         is_gternary = mode == Mode.GTERNARY
         aggregating = aggregates(mode)
         contribution = contribute & aggregating
@@ -317,12 +338,10 @@ class Decode(_CombStage):
             "add_gbinary": adding & ~is_gternary,
             "add_gternary": adding & is_gternary,
             "mode": mode,
-            # 2**W - 1 - n // 2 of the new n: both candidates from the old n alone, so no adder
-            # follows the accept decision.
-            "majority_addend": Mux(adding, _complement((n + 1) >> 1, width),
-                                   _complement(n >> 1, width)),
-            "negative_threshold": -threshold,
-            "threshold_less_one": threshold - 1,
+            # Both candidates are made of the old n alone, so no adder follows the decision.
+            "majority_addend": Mux(adding, majority_added, majority_kept),
+            "negative_threshold": negative_threshold,
+            "threshold_less_one": threshold_less_one,
         }
         return (bad_mode, partial, full), accepted, controls
 
@@ -513,12 +532,12 @@ class AggregationDatapath(wiring.Component):
     request : In(stream.Signature(request_layout(params, user_width), always_ready=True))
     response : Out(stream.Signature(response_layout(params, user_width), always_ready=True))
     decision_inputs : In(data.ArrayLayout(decision_inputs_layout(params), control_copies))
-        Only with ``replicated_inputs``: for each control copy, the request's ``state.n``,
-        ``mode``, ``threshold``, ``contribute`` and whether every byte enable is set, with the
-        request and equal to its fields. Each copy's decisions are made of its own inputs
+        Only with ``replicated_inputs``: for each control copy, :func:`decision_inputs` of the
+        request's ``state.n``, ``mode``, ``threshold``, ``contribute`` and whether every byte
+        enable is set, with the request. Each copy's decisions are made of its own inputs
         (the status of the request's fields), so that an owner that keeps them in registers
         by each copy's line bits has no net from one register to every copy in front of the
-        first pipeline register.
+        first pipeline register, and no adder between those registers and the lanes.
     response_valid_copies : Out(control_copies)
         Only with ``replicated_inputs``: ``response.valid``, once per control copy, each a
         flip-flop of its own, for an owner whose groups of columns each take the response on

@@ -99,6 +99,7 @@ from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggrega
 from .bram import PRIMITIVES, READ_LATENCY, BlockFIFO, RegisteredMemory, address_copies
 from .datapath import (
     AggregationDatapath,
+    decision_inputs,
     decision_inputs_layout,
     planes_of_state,
     state_layout,
@@ -897,10 +898,11 @@ class SlotPool(wiring.Component):
         adds = [add & ~at_capacity for add, at_capacity in zip(may_add[:groups], full)]
         # The fields the unit's decisions are made of, as ``_update`` gives them to the unit
         # (the count P2 starts from, whether it accepts the contribution, the mode and
-        # threshold: the op's, or for a scan the slot's), registered once per control copy of
-        # the unit (rule 2), each made in its column group from the group's copies of P2's
-        # selects: the unit has one clock from them to its result, and a value made in one
-        # place would reach every copy by one net across the line.
+        # threshold: the op's, or for a scan the slot's; and the terms that follow from them
+        # by an adder, ``decision_inputs``), registered once per control copy of the unit
+        # (rule 2), each made in its column group from the group's copies of P2's selects:
+        # the unit has one clock from them to its result, and a value made in one place would
+        # reach every copy by one net across the line.
         # Whether P2's op is a scan, in copies (from P2's next kind) beside the decisions.
         scans = register_copies(m, evict | _is_scan(t1.kind), groups, "p2_scan")
         for k, (into, fwd, add, scan) in enumerate(zip(unit.decision_inputs, fwd1, adds,
@@ -909,12 +911,10 @@ class SlotPool(wiring.Component):
                               reset_less=True)
             mode, threshold = _unit_settings(scan, p2, Mux(fwd, w1.mode, p2_word.mode),
                                              Mux(fwd, w1.threshold, p2_word.threshold))
-            m.d.sync += [
-                decision.n.eq(Mux(fwd, w1.state.n, p2_word.state.n)),
-                decision.mode.eq(mode), decision.threshold.eq(threshold),
-                decision.contribute.eq(add),
-                decision.full_line.eq(1),       # the unit's request has every byte enable
-            ]
+            # The unit's request has every byte enable.
+            fields = decision_inputs(p, n=Mux(fwd, w1.state.n, p2_word.state.n), mode=mode,
+                                     threshold=threshold, contribute=add, full_line=1)
+            m.d.sync += [decision[name].eq(value) for name, value in fields.items()]
             m.d.comb += into.eq(decision)
         # P2 takes a line out of its slot: a retag that installs none, of a slot that held
         # one (from registers and the forwarding select, as ``retag``).

@@ -17,6 +17,7 @@ from hdl.datapath import (
     AggregationDatapath,
     Decode,
     control_layout,
+    decision_inputs,
     planes_of_state,
     request_layout,
     state_layout,
@@ -79,11 +80,11 @@ def check_datapath(params, req, *, idle, seed, replicated_inputs=False):
         top = Module()
         top.submodules.datapath = dut
         fields = dut.request.payload
+        inputs = decision_inputs(params, n=fields.state.n, mode=fields.mode,
+                                 threshold=fields.threshold, contribute=fields.contribute,
+                                 full_line=fields.byte_enable.all())
         for copy in dut.decision_inputs:
-            top.d.comb += [copy.n.eq(fields.state.n), copy.mode.eq(fields.mode),
-                           copy.threshold.eq(fields.threshold),
-                           copy.contribute.eq(fields.contribute),
-                           copy.full_line.eq(fields.byte_enable.all())]
+            top.d.comb += [copy[name].eq(value) for name, value in inputs.items()]
     words = simulate_stream(top, dut.request, dut.response,
                             request_payloads(dut.request.payload.shape(), req), idle=idle,
                             watch=watch)
