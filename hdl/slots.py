@@ -31,9 +31,11 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
   the op with the result of that check, a register kept exact by every write to the slot
   since (``hit_after_edge``): the decision to move on or to miss has no logic in front of it
   (pipeline rule 3). While ``t1_data_ok``, the slot's word is ``current``: the word read, or
-  the word written to the slot on one of the two clock edges the read could not see (``W1``
-  on the last, ``W2`` on the one before). An op whose word is not in (after a miss, say)
-  reads its slot again before it moves on (``reread``).
+  P2's word of the slot on one of the three clock edges the read could not see (``W1`` on
+  the last, ``W2`` on the one before, ``W3`` on the one before that: P2's word is written to
+  the slot a clock late, from ``W1``, so that P2's additions end at registers beside them).
+  An op whose word is not in (after a miss, say) reads its slot again before it moves on
+  (``reread``).
 - **P2** adds a contribution in one clock. It starts from T1's ``current``, or from ``W1``
   if the op ahead wrote the same slot on the edge P2 took it. This is how contributions to
   one line are accepted on consecutive clocks and each counted once.
@@ -530,7 +532,7 @@ class SlotPool(wiring.Component):
         })
 
     #: Stages an op is in from its slot's read to the result unit: one per clock of the read
-    #: (TA, T1), then P2. The forwarding (``W1``, ``W2``, ``ra_index``, ``rd_index``) is built
+    #: (TA, T1), then P2. The forwarding (``W1``-``W3``, ``ra_index``, ``rd_index``) is built
     #: for a read of two clocks.
     STAGES = READ_LATENCY + 1
 
@@ -587,7 +589,8 @@ class SlotPool(wiring.Component):
         tag_read = tags.read_port(domain="comb")
         tag_write = tags.write_port()
         write = Signal(data.StructLayout({"data": entry_layout}))   # P2's (``_update``)
-        m.d.comb += slots.write_data.eq(write.data)
+        # The slot P2 writes is written a clock later, from W1 (below), so that P2's additions
+        # end at registers beside them rather than at the block RAM's far columns.
         rdata = entry_layout(slots.read_data)
 
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
@@ -680,16 +683,21 @@ class SlotPool(wiring.Component):
         retag = Signal()                    # P2's op gives its slot another line, or none
 
         # The reads. The slots are read every clock; ``current`` is the word of slot
-        # ``rd_index`` as it stands: the data read, or P2's word of the slot on one of the two
-        # clock edges the read could not see (W1: the last edge, W2: the one before).
+        # ``rd_index`` as it stands: the data read, or P2's word of the slot on one of the
+        # three clock edges whose writes the read could not see (W1: the last edge, W2: the
+        # one before, W3: the one before that, whose write lands on the read's own edge).
         read_addr = Signal(index_bits)
         reread = Signal()                   # the read is T1's slot's again, not T0's
         ra_index = Signal(index_bits)       # the slot read on the last edge
         rd_index = Signal(index_bits)       # the slot read on the edge before: its data is in
         ra_valid = Signal()
-        # P2's op on the edge of ra's read was on its slot (compared with both slots the read
-        # may be of, in parallel with the choice between them).
+        # P2's op on the edge of ra's read was on its slot, and the op before it (``w3_index``
+        # while ``w3_valid``) was (compared with both slots the read may be of, in parallel
+        # with the choice between them).
         collided = Signal()
+        collided_w3 = Signal()
+        w3_index = Signal(index_bits)
+        w3_valid = Signal()
         # Whether P2's slot is T1's, TA's, T0's, and the one read on the last edge: registers
         # made a clock early, from T1's slot (P2's next) and the next values of the others
         # (P2's slot reaches every copy of the tag memory's write port: no compare starts
@@ -697,16 +705,21 @@ class SlotPool(wiring.Component):
         p2_on_t1, p2_on_ta, p2_on_t0, p2_on_read = Signal(), Signal(), Signal(), Signal()
         w1 = Signal(entry_layout, reset_less=True)
         w2 = Signal(entry_layout, reset_less=True)
-        m.d.comb += [slots.read_addr[k].eq(read_addr) for k in range(len(slots.write_en))]
+        w3 = Signal(entry_layout, reset_less=True)
+        m.d.comb += [*(slots.read_addr[k].eq(read_addr) for k in range(len(slots.write_en))),
+                     slots.write_data.eq(w1)]
         m.d.sync += [ra_index.eq(read_addr), ra_valid.eq(1), rd_index.eq(ra_index),
-                     w2.eq(w1), w1.eq(write.data)]
+                     w3.eq(w2), w2.eq(w1), w1.eq(write.data),
+                     w3_valid.eq(p2_valid), w3_index.eq(p2.index)]
         # The selects of a slot's word, one copy per column group (pipeline rule 2).
         groups = p.control_copies
         copies = groups + 1                 # and one for the word's other fields
         sel_w1 = register_copies(m, p2_valid & p2_on_read, copies, "sel_w1")
         sel_w2 = register_copies(m, collided, copies, "sel_w2")
+        sel_w3 = register_copies(m, collided_w3, copies, "sel_w3")
+        w3_or_read = _by_group(m, p, entry_layout, sel_w3, w3, rdata, "w3_or_read")
         current = _by_group(m, p, entry_layout, sel_w1, w1,
-                            _by_group(m, p, entry_layout, sel_w2, w2, rdata, "w2_or_read"),
+                            _by_group(m, p, entry_layout, sel_w2, w2, w3_or_read, "w2_or_read"),
                             "current")
 
         def installs(tag):
@@ -780,7 +793,9 @@ class SlotPool(wiring.Component):
                                            read_addr == t1.index))
         m.d.comb += [reread.eq(~running | (t1_valid & ~t1_data_ok & ~t1_read_landing)),
                      read_addr.eq(Mux(reread, t1.index, t0.index))]
-        m.d.sync += collided.eq(p2_valid & Mux(reread, p2_on_t1, p2_on_t0))
+        m.d.sync += [collided.eq(p2_valid & Mux(reread, p2_on_t1, p2_on_t0)),
+                     collided_w3.eq(w3_valid & Mux(reread, w3_index == t1.index,
+                                                   w3_index == t0.index))]
         # T0 loads whenever it is free or taken.
         t0_loads = ~t0_valid | take
         t1_on_t0 = t1.index == t0.index
@@ -846,14 +861,15 @@ class SlotPool(wiring.Component):
         def in_clear_range(entry):
             return (entry.tag >= t1.tag) & (entry.tag < t1.high)
 
-        # The slot RAM's write enable and address are P2's valid and slot, in copies of their
-        # own, one per group of its block columns (hdl.bram); the enables reset with P2.
+        # The slot RAM's write enable and address are P2's valid and slot a clock late (with
+        # W1, P2's word), in copies of their own, one per group of its block columns
+        # (hdl.bram); the enables reset with P2.
         ram_copies = len(slots.write_en)
         m.d.comb += [
-            slots.write_en.eq(Cat(register_copies(m, advance | evict | install, ram_copies,
-                                                  "slot_write_en", reset=True))),
+            slots.write_en.eq(Cat(register_copies(m, p2_valid, ram_copies, "slot_write_en",
+                                                  reset=True))),
             *(slots.write_addr[k].eq(copy) for k, copy in enumerate(
-                register_copies(m, t1.index, ram_copies, "slot_write_addr")))]
+                register_copies(m, p2.index, ram_copies, "slot_write_addr")))]
         m.d.sync += [
             p2_valid.eq(advance | evict | install),
             *(p2[name].eq(t1[name]) for name in stage_fields),
