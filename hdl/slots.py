@@ -842,7 +842,9 @@ class SlotPool(wiring.Component):
         in_unit = Signal(range(depth + 1))
         queued = unit_input.source.valid
         in_flight = in_unit + queued
-        unit_empty = (in_unit == 0) & ~queued
+        # No op in the unit or its input register: a register made of their next values, so
+        # that no adder is in front of the miss handler's decisions (pipeline rule 3).
+        unit_empty = Signal(init=1)
         fwd1 = register_copies(m, p2_valid & p2_on_t1, copies, "fwd1")
         word = _by_group(m, p, entry_layout, fwd1, w1, p2_word, "word")
         # P2 takes a fill only in INSTALL, and nothing else then: the word it takes is the
@@ -972,7 +974,10 @@ class SlotPool(wiring.Component):
             write_backs.w_en.eq(response.valid & side.write_back),
             events.write_backs.eq(response.valid & side.write_back),
         ]
-        m.d.sync += in_unit.eq(in_unit + queued - response.valid)
+        next_in_unit = Signal.like(in_unit)
+        m.d.comb += next_in_unit.eq(in_unit + queued - response.valid)
+        m.d.sync += [in_unit.eq(next_in_unit),
+                     unit_empty.eq((next_in_unit == 0) & ~unit_input.sink.valid)]
         # The unit's valid chooses the queue's data in the queue's column groups, each by a
         # copy of its own (rule 2), the last copy the groups past the copies'.
         valid_copies = unit.response_valid_copies
