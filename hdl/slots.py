@@ -37,8 +37,8 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
   An op whose word is not in (after a miss, say) reads its slot again before it moves on
   (``reread``).
 - **P2** adds a contribution in one clock. It starts from T1's ``current``, or from ``W1``
-  if the op ahead wrote the same slot on the edge P2 took it. This is how contributions to
-  one line are accepted on consecutive clocks and each counted once.
+  if the op ahead was on the same slot (W1 took its word on the edge P2 took the op). This
+  is how contributions to one line are accepted on consecutive clocks and each counted once.
 - **Column groups** (pipeline rule 2). The lanes of each ``control_copy_bits`` line bits are
   a group. The selects of ``current``, of the word P2 takes (the fill's, in INSTALL) and of
   P2's word are registered in one copy per group, plus one for the word's other fields. So
@@ -596,10 +596,10 @@ class SlotPool(wiring.Component):
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
         m.submodules.result_unit = unit = AggregationDatapath(
             unit_params, user_width=side_layout.size, replicated_inputs=True)
-        # P2's new word goes to the slot on one edge and to the unit's request on the next, so
-        # that the unit's decisions (which read the new ``n``) do not follow P2's additions
-        # within one clock: a clock on every result read from a slot (a result read that
-        # misses is answered by the miss handler).
+        # P2's new word goes to the unit's input register (beside W1) and to the unit's
+        # request on the next clock, so that the unit's decisions (which read the new ``n``)
+        # do not follow P2's additions within one clock: a clock on every result read from a
+        # slot (a result read that misses is answered by the miss handler).
         m.submodules.unit_input = unit_input = PipelineRegister(unit.request.payload.shape())
         wiring.connect(m, unit_input.source, unit.request)
         # Beside that register, each control copy of the unit has registers of its own with
@@ -1007,15 +1007,15 @@ class SlotPool(wiring.Component):
         mode to a whole line; ``full``: ``word``'s count is ``capacity``; ``last``: it is
         ``op.expected - 1``; ``covered``: the word's tag is in a ``CLEAR``'s range;
         ``behind``: ``EXPECTED - 1`` and ``EXPECTED - 2`` of the op behind (all ones for
-        ``EXPECTED`` = 0, above every count; ``EXPECTED - 2`` likewise for 1). Drives the
-        slot's write data, ``after`` (whether the count written is ``capacity``, and the op
-        behind's ``EXPECTED - 1``) and ``request`` (to the result unit, through its input
-        register).
+        ``EXPECTED`` = 0, above every count; ``EXPECTED - 2`` likewise for 1). Drives
+        ``write.data`` (W1 takes it, and the slot is written from W1 on the next clock),
+        ``after`` (whether the count written is ``capacity``, and the op behind's
+        ``EXPECTED - 1``) and ``request`` (to the result unit, through its input register).
         ``write.data`` is the slot's word after this edge (a word the op leaves alone is
-        ``word`` itself), so the slot is written by every valid op (its write enables are
-        copies of ``valid``, registers that steer the block RAM's write ports without logic
-        in front of them), and the reads forward the word without waiting for the op's
-        decisions. Column group ``k`` of
+        ``word`` itself), so the slot is written for every valid op (its write enables are
+        copies of ``valid`` a clock late, registers that steer the block RAM's write ports
+        without logic in front of them), and the reads forward the word without waiting for
+        the op's decisions. Column group ``k`` of
         the lanes takes the op's line while ``adds[k]`` (a copy of the op's ``accepted``),
         G-Ternary while ``ternary_copies[k]``."""
         p = self._params.datapath
