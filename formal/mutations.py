@@ -24,7 +24,7 @@ from hdl.csr import RegisterBlock
 from hdl.datapath import Add, Decode, Select
 from hdl.pipeline import PipelineRegister
 from hdl.responder import Responder
-from hdl.slots import SlotOp, SlotPool
+from hdl.slots import PoolSlice, SlotOp
 from spec.params import TERNARY_MINUS
 from spec.regmap import Access
 
@@ -159,8 +159,8 @@ class _MisaddressingPort(AxiMemoryPort):
         return m
 
 
-_pool_update = SlotPool._update
-_POOL_UPDATE_PARAMETERS = inspect.signature(SlotPool._update)
+_pool_update = PoolSlice._update
+_POOL_UPDATE_PARAMETERS = inspect.signature(PoolSlice._update)
 
 
 def _update_leaving_slots_clean(*args):
@@ -226,9 +226,9 @@ MUTATIONS = {
     "LineCountExactThroughEvictions": Mutation(
         "slots_never_dirty", "every slot write marks the slot clean: an evicted or flushed "
         "line's contributions are never written back",
-        SlotPool, "_update", _update_leaving_slots_clean),
+        PoolSlice, "_update", _update_leaving_slots_clean),
     "ReadReflectsEveryContribution": Mutation(
         "lanes_not_written", "a contribution's slot write counts it in n but keeps the lane "
         "counts from before it",
-        SlotPool, "_update", _update_keeping_old_lanes),
+        PoolSlice, "_update", _update_keeping_old_lanes),
 }

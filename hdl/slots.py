@@ -46,6 +46,9 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
   word it starts from is full, each made from the same terms as P2's own decision, a clock
   early. The one-clock loop of a group (its select, its adders, ``W1``) has no net that
   spans the line.
+- **Slices** (:class:`SlotPool`): the pool is built in slices of ``POOL_SLICE_BITS`` line
+  bits (:class:`PoolSlice`), each with the lanes of its columns and a whole copy of the
+  control described here, so that no decision reaches block RAM columns beyond its slice's.
 - Room in the output queues is taken when an op leaves ``intake`` (``room_take``), so no op
   ever waits in T1 for room: only a miss stops it.
 - A miss waits in T1. The line's read starts at once (:class:`FillReader`: its ``n`` line,
@@ -96,7 +99,15 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from spec.params import TERNARY_INVALID, ControllerParams, Mode, Reason, aggregates
+from spec.params import (
+    POOL_SLICE_BITS,
+    REGISTER_BITS,
+    TERNARY_INVALID,
+    ControllerParams,
+    Mode,
+    Reason,
+    aggregates,
+)
 
 from .bram import PRIMITIVES, READ_LATENCY, BlockFIFO, RegisteredMemory, address_copies
 from .datapath import (
@@ -117,7 +128,8 @@ from .pipeline import (
 )
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
-           "write_back_layout", "slot_event_layout", "accumulate", "SlotPool"]
+           "write_back_layout", "slice_write_back_layout", "fill_line_layout",
+           "slot_event_layout", "accumulate", "FillReader", "PoolSlice", "SlotPool"]
 
 
 class SlotOp(enum.Enum, shape=3):
@@ -189,10 +201,37 @@ def write_back_layout(params):
     })
 
 
+def slice_write_back_layout(params):
+    """A write-back as a slice of the pool makes it (:class:`PoolSlice`; ``params`` with its
+    ``line_bits``): the result line and the state's bit planes in the slice's columns
+    (:func:`hdl.datapath.planes_of_state`), and the count (``n``), which the ``n`` line holds
+    alone."""
+    p = params.datapath
+    return data.StructLayout({
+        "address": unsigned(params.address_bits),
+        "lines": unsigned((1 + p.counter_width) * p.line_bits),
+        "n": unsigned(p.counter_width),
+    })
+
+
+def _slice_params(params, line_bits):
+    """``params`` with a datapath of ``line_bits``: the widths of a slice of the pool."""
+    return dataclasses.replace(params, datapath=dataclasses.replace(params.datapath,
+                                                                   line_bits=line_bits))
+
+
 def fill_command_layout(params):
     """A read of ``beats`` consecutive lines of device memory from byte ``address``."""
     return data.StructLayout({"address": unsigned(params.address_bits),
                               "beats": unsigned(params.datapath.counter_width.bit_length())})
+
+
+def fill_line_layout(lanes):
+    """A line of a fill as a slice of the pool takes it (:class:`FillReader`): the slice's
+    ``lanes.line_bits`` columns of the line (``data``), the line's first ``W`` bits, which
+    are the count in a state's ``n`` line (``n``), and whether memory answered with an error
+    (both are 0 then)."""
+    return data.StructLayout({"data": lanes.line_bits, "n": lanes.counter_width, "error": 1})
 
 
 #: What the pool reports, one strobe each per clock at most.
@@ -326,6 +365,10 @@ class FillReader(wiring.Component):
     Parameters
     ----------
     params : ControllerParams
+        The addresses and lines of device memory.
+    lanes : DatapathParams
+        The columns the reader keeps of each line (``line_bits`` of them: a slice's,
+        :class:`PoolSlice`); by default ``params.datapath``, the whole line.
 
     Members
     -------
@@ -333,37 +376,40 @@ class FillReader(wiring.Component):
         ``tag``: the accumulator's first byte; ``state``: read the state, not the result line;
         ``first``: the address of the read's first line (:meth:`first_line`).
     fill_read : Out(stream.Signature(fill_command_layout(params)))
-    fill_data : In(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
-        The lines of ``fill_read``'s reads, in order; ``data`` is 0 with ``error``.
+    fill_data : In(stream.Signature({"data": lanes.line_bits, "n": W, "error": 1},
+                                    always_ready=True))
+        The lines of ``fill_read``'s reads, in order: the reader's columns of each
+        (``data``), and the line's first ``W`` bits (``n``: the count, in a state's ``n``
+        line); both 0 with ``error``.
     done : Out(1)
     held : Out(1)
     finish : In(1)
         Strobed only while ``done``.
-    line : Out(line_bits)
+    line : Out(lanes.line_bits)
         The result line of a result read (0 after an error).
-    image : Out(state_lines * line_bits)
-        While ``held``: the state's memory image, the bit planes, then the ``n`` line (planes
-        0 when ``n`` is 0; unspecified after an error).
+    image : Out(state_lines * lanes.line_bits)
+        While ``held``: the state's memory image in the reader's columns, the bit planes,
+        then the ``n`` line as :func:`hdl.datapath.planes_of_state` makes it (``n`` alone;
+        planes 0 when ``n`` is 0; unspecified after an error).
     error : Out(1)
         Device memory answered a line of this read with an error.
     """
 
-    def __init__(self, params):
-        p = params.datapath
+    def __init__(self, params, lanes=None):
+        lanes = params.datapath if lanes is None else lanes
         self._params = params
+        self._lanes = lanes
         super().__init__({
             "start": In(stream.Signature(data.StructLayout({
                 "tag": unsigned(params.address_bits), "first": unsigned(params.address_bits),
                 "state": 1}))),
             "fill_read": Out(stream.Signature(fill_command_layout(params))),
-            "fill_data": In(stream.Signature(data.StructLayout({"data": p.line_bits,
-                                                                  "error": 1}),
-                                             always_ready=True)),
+            "fill_data": In(stream.Signature(fill_line_layout(lanes), always_ready=True)),
             "done": Out(1),
             "held": Out(1),
             "finish": In(1),
-            "line": Out(p.line_bits),
-            "image": Out(p.state_lines * p.line_bits),
+            "line": Out(lanes.line_bits),
+            "image": Out(lanes.state_lines * lanes.line_bits),
             "error": Out(1),
         })
 
@@ -376,7 +422,7 @@ class FillReader(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        p = self._params.datapath
+        p, lanes = self._params.datapath, self._lanes
         width = p.counter_width
         step = Signal(_Step)
         next_step = Signal(_Step)
@@ -387,8 +433,9 @@ class FillReader(wiring.Component):
         beats = Signal(range(width + 1))   # planes arrived
         next_beats = Signal.like(beats)
         error = Signal()
-        planes = Signal(width * p.line_bits, reset_less=True)
-        first = Signal(p.line_bits, reset_less=True)    # the result line, or the n line
+        planes = Signal(width * lanes.line_bits, reset_less=True)
+        first = Signal(lanes.line_bits, reset_less=True)    # the result line, or the n line
+        fill_n = Signal(width, reset_less=True)             # the n line's count
         beat = self.fill_data.payload
         arriving = self.fill_data.valid
         held = step == _Step.DONE
@@ -396,14 +443,14 @@ class FillReader(wiring.Component):
         # A state read goes on to the planes if its n line came without an error and says
         # n != 0: decided on the clock after that line, from the register that took it (0
         # after an error), so that no line's data reaches the step (and its copies).
-        has_planes = first[:width].any()
+        has_planes = fill_n.any()
         last_plane = (step == _Step.PLANES) & arriving & (beats == width - 1)
         m.d.comb += [
             self.start.ready.eq(idle),
             self.done.eq(held | ((step == _Step.FIRST) & arriving & ~state)),
             self.held.eq(held),
             self.error.eq(Mux(held, error, error | beat.error)),
-            self.image.eq(Cat(planes, first)),
+            self.image.eq(Cat(planes, fill_n)),
             self.fill_read.valid.eq((step == _Step.ISSUE_FIRST)
                                     | ((step == _Step.ISSUE_PLANES) & has_planes)
                                     | (idle & self.start.valid)),
@@ -448,15 +495,18 @@ class FillReader(wiring.Component):
         # The lines, by column group, each with its own copies of the step and plane count:
         # ``first`` takes the line of FIRST, plane ``k`` the ``k``-th line of PLANES; the
         # planes are zero while the reader is idle (a read of ``n`` = 0 reads no plane).
-        group_bits = p.control_copy_bits
-        steps = register_copies(m, next_step, p.control_copies, "reader_step")
-        counts = register_copies(m, next_beats, p.control_copies, "reader_beats")
+        group_bits = lanes.control_copy_bits
+        steps = register_copies(m, next_step, lanes.control_copies, "reader_step")
+        counts = register_copies(m, next_beats, lanes.control_copies, "reader_beats")
+        with m.If(steps[0] == _Step.FIRST):
+            m.d.sync += fill_n.eq(beat.n)
         line = []
         for g, (copy, count) in enumerate(zip(steps, counts)):
             bits = slice(g * group_bits, (g + 1) * group_bits)
             with m.If(copy == _Step.FIRST):
                 m.d.sync += first[bits].eq(beat.data[bits])
-            plane = [planes[k * p.line_bits:(k + 1) * p.line_bits][bits] for k in range(width)]
+            plane = [planes[k * lanes.line_bits:(k + 1) * lanes.line_bits][bits]
+                     for k in range(width)]
             with m.If(copy == _Step.IDLE):
                 m.d.sync += [bits_of_plane.eq(0) for bits_of_plane in plane]
             with m.Elif(copy == _Step.PLANES):
@@ -468,13 +518,18 @@ class FillReader(wiring.Component):
         return m
 
 
-class SlotPool(wiring.Component):
-    """On-chip accumulator slots with a one-clock read-modify-write (see the module docstring).
+class PoolSlice(wiring.Component):
+    """The slot pool in the lanes of some of the line's columns (``columns``): every slot's
+    lanes there, and a whole copy of the pool's control (see the module docstring), with a
+    one-clock read-modify-write. :class:`SlotPool` puts slices side by side; every slice takes
+    the same ops, fill lines and handshakes, so all decide alike on every clock.
 
     Parameters
     ----------
     params : ControllerParams
         ``slots`` words; lines, ``W`` and the result unit's latency from ``params.datapath``.
+    columns : range
+        The line bits whose lanes the slice keeps (``lanes`` of them, whole column groups).
     user_width : int
         Width of the opaque ``user`` field an op carries to its result.
     primitives : None or "ecp5"
@@ -482,49 +537,25 @@ class SlotPool(wiring.Component):
 
     Members
     -------
-    op : In(stream.Signature(slot_op_layout(params, user_width)))
-        ``ready`` while ``intake`` is empty: low from the clock after an op could not enter,
-        while the pool scans its slots after reset, handles a miss, or waits for room in its
-        outputs.
-    result : Out(stream.Signature(slot_result_layout(params, user_width)))
-        One per ``CONTRIBUTE`` and ``READ``, in op order.
-    write_back : Out(stream.Signature(write_back_layout(params)))
-    fill_read : Out(stream.Signature(fill_command_layout(params)))
-        Device-memory reads of a fill or of a result line; the lines come back on
-        ``fill_data`` in order, and the pool takes each on the clock it is valid.
-    fill_data : In(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
-        ``data`` is 0 with ``error``.
-    writes_pending : In(1)
-        Writes to device memory (the pool's and the host's) not yet acknowledged.
-    host_writes_pending : In(1)
-        Host writes among them. A fill or result read waits for every write while there is one
-        (see *Fills and writes*).
-    idle : Out(1)
-        No op in the pool, none of its outputs waiting, no write-back pending: a scan or a
-        register command may start, and device memory holds every write-back made so far.
-    events : Out(slot_event_layout())
+    Those of :class:`SlotPool`, with the same timing, in the slice's columns: ``op``'s
+    ``data``, ``result``'s ``line`` and ``invalid``, and ``events.invalid`` are the slice's
+    own; ``write_back`` is a :func:`slice_write_back_layout`; ``fill_data`` a
+    :func:`fill_line_layout`, with the line's count beside the slice's columns.
     """
 
-    def __init__(self, params=ControllerParams(), *, user_width=1, primitives=None):
-        if not isinstance(params, ControllerParams):
-            raise TypeError(f"params must be a ControllerParams, not {params!r}")
-        if not isinstance(user_width, int) or user_width < 1:
-            raise ValueError(f"user_width must be a positive integer, not {user_width!r}")
-        if primitives not in PRIMITIVES:
-            raise ValueError(f"primitives must be one of {PRIMITIVES}, not {primitives!r}")
+    def __init__(self, params, *, columns, user_width=1, primitives=None):
         assert READ_LATENCY == 2, "the pool's forwarding is built for a two-clock slot read"
         self._params = params
+        self._slice = _slice_params(params, len(columns))
         self._user_width = user_width
         self._primitives = primitives
-        p = params.datapath
+        lanes = self._slice.datapath
         super().__init__({
-            "op": In(stream.Signature(slot_op_layout(params, user_width))),
-            "result": Out(stream.Signature(slot_result_layout(params, user_width))),
-            "write_back": Out(stream.Signature(write_back_layout(params))),
+            "op": In(stream.Signature(slot_op_layout(self._slice, user_width))),
+            "result": Out(stream.Signature(slot_result_layout(self._slice, user_width))),
+            "write_back": Out(stream.Signature(slice_write_back_layout(self._slice))),
             "fill_read": Out(stream.Signature(fill_command_layout(params))),
-            "fill_data": In(stream.Signature(data.StructLayout({"data": p.line_bits,
-                                                                  "error": 1}),
-                                             always_ready=True)),
+            "fill_data": In(stream.Signature(fill_line_layout(lanes), always_ready=True)),
             "writes_pending": In(1),
             "host_writes_pending": In(1),
             "idle": Out(1),
@@ -558,7 +589,9 @@ class SlotPool(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        params, u = self._params, self._user_width
+        # Widths are the slice's; addresses and the memory's lines are the whole line's
+        # (``whole``: the tag's compare, the fill reader).
+        params, whole, u = self._slice, self._params, self._user_width
         p = params.datapath
         op_layout = slot_op_layout(params, u)
         entry_layout = slot_entry_layout(params)
@@ -575,7 +608,7 @@ class SlotPool(wiring.Component):
         m.submodules.slots = slots = RegisteredMemory(
             width=entry_layout.size, depth=params.slots, primitives=self._primitives,
             copies=address_copies(entry_layout.size))
-        tag_lsb = params.accumulator_bytes_per_line.bit_length() - 1 + index_bits
+        tag_lsb = whole.accumulator_bytes_per_line.bit_length() - 1 + index_bits
         tag_layout = data.StructLayout({
             "valid": 1, "tag": unsigned(max(0, params.address_bits - tag_lsb))})
 
@@ -615,7 +648,8 @@ class SlotPool(wiring.Component):
         # nothing while it does.
         m.submodules.results = results = EagerFIFO(width=result_layout.size, depth=depth)
         m.submodules.write_backs = write_backs = BlockFIFO(
-            width=write_back_layout(params).size, depth=depth, primitives=self._primitives)
+            width=slice_write_back_layout(params).size, depth=depth,
+            primitives=self._primitives)
         m.d.comb += [self.result.payload.eq(results.r_data), self.result.valid.eq(results.r_rdy),
                      results.r_en.eq(self.result.ready),
                      self.write_back.payload.eq(write_backs.r_data),
@@ -820,7 +854,7 @@ class SlotPool(wiring.Component):
                          scanning.eq(scan_index != params.slots - 1)]
         with m.If(ta_moves):
             m.d.sync += [t1.eq(ta), t1_valid.eq(1), t1_needs_slot.eq(needs_slot(ta)),
-                         t1_first_line.eq(FillReader.first_line(params, ta.tag,
+                         t1_first_line.eq(FillReader.first_line(whole, ta.tag,
                                                                 ta.kind != SlotOp.READ)),
                          t1_data_ok.eq(ra_valid & (ra_index == ta.index)),
                          t1_before_last.eq(ta.expected - 1), t1_two_before.eq(ta.expected - 2),
@@ -969,8 +1003,10 @@ class SlotPool(wiring.Component):
             result.accepted.eq(side.accepted), result.reason.eq(side.reason),
             result.invalid.eq(side.invalid),
             results.w_en.eq((response.valid & side.result) | answering),
-            write_backs.w_data.eq(Cat(side.address, response.payload.line,
-                                      planes_of_state(p, response.payload.state))),
+            write_backs.w_data.eq(Cat(
+                side.address, response.payload.line,
+                planes_of_state(p, response.payload.state)[:p.counter_width * p.line_bits],
+                response.payload.state.n)),
             write_backs.w_en.eq(response.valid & side.write_back),
             events.write_backs.eq(response.valid & side.write_back),
         ]
@@ -986,7 +1022,7 @@ class SlotPool(wiring.Component):
             Mux(valid_copies[min(k, len(valid_copies) - 1)], result_bits[bits], answer_bits[bits])
             for k, bits in enumerate(column_slices(len(result_bits)))))
 
-        m.submodules.fill_reader = reader = FillReader(params)
+        m.submodules.fill_reader = reader = FillReader(whole, p)
         wiring.connect(m, reader.fill_read, wiring.flipped(self.fill_read))
         wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
         m.d.comb += reader.start.payload.first.eq(t1_first_line)
@@ -1018,7 +1054,7 @@ class SlotPool(wiring.Component):
         the op's decisions. Column group ``k`` of
         the lanes takes the op's line while ``adds[k]`` (a copy of the op's ``accepted``),
         G-Ternary while ``ternary_copies[k]``."""
-        p = self._params.datapath
+        p = self._slice.datapath
         n = word.state.n
         before_last, two_before = behind
         kind = op.kind
@@ -1101,7 +1137,7 @@ class SlotPool(wiring.Component):
         it and every op in flight) holds, an install while P2 is empty; an answer given here
         waits until the pool is drained (the result unit gives nothing on that clock, so the
         result queue's data is chosen by the unit's valid alone)."""
-        params = self._params
+        params = self._slice
         drained = ~p2_valid & unit_empty
         writes_done = drained & (write_backs.level == 0) & ~self.writes_pending
         # Fills and writes (module docstring): a line left its slot since every write was last
@@ -1197,3 +1233,145 @@ class SlotPool(wiring.Component):
                     # by ``reader.error``).
                     m.d.comb += [install.eq(1), reader.finish.eq(1), events.fills.eq(1)]
                     m.d.comb += next_state.eq(_Fsm.RUN)
+
+
+class SlotPool(wiring.Component):
+    """On-chip accumulator slots with a one-clock read-modify-write (see the module docstring),
+    in slices of the line: a :class:`PoolSlice` per ``slice_bits`` line bits, side by side.
+
+    Each slice keeps its lanes of every slot and a whole copy of the pool's control, so that
+    every decision of the pool is made beside the block RAM columns it steers. The slices take
+    the same ops (each its columns of the line), the same fill lines and handshakes, so they
+    decide alike on every clock: slice 0 speaks for all of them (``op.ready``, the valids, the
+    fill reads, ``idle``, the events). The lines of the results and write-backs are the
+    slices' columns side by side; a G-Ternary line is invalid if a slice's columns are. The
+    ports and their timing are a slice's.
+
+    Parameters
+    ----------
+    params : ControllerParams
+        ``slots`` words; lines, ``W`` and the result unit's latency from ``params.datapath``.
+    user_width : int
+        Width of the opaque ``user`` field an op carries to its result.
+    primitives : None or "ecp5"
+        How the slots' block RAM is made (:class:`hdl.bram.RegisteredMemory`).
+    slice_bits : int
+        Line bits per slice, a power of two of at least ``REGISTER_BITS``; a line of no more
+        bits is one slice. By default ``POOL_SLICE_BITS`` (:mod:`spec.params`).
+
+    Members
+    -------
+    op : In(stream.Signature(slot_op_layout(params, user_width)))
+        ``ready`` while ``intake`` is empty: low from the clock after an op could not enter,
+        while the pool scans its slots after reset, handles a miss, or waits for room in its
+        outputs.
+    result : Out(stream.Signature(slot_result_layout(params, user_width)))
+        One per ``CONTRIBUTE`` and ``READ``, in op order.
+    write_back : Out(stream.Signature(write_back_layout(params)))
+    fill_read : Out(stream.Signature(fill_command_layout(params)))
+        Device-memory reads of a fill or of a result line; the lines come back on
+        ``fill_data`` in order, and the pool takes each on the clock it is valid.
+    fill_data : In(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
+        ``data`` is 0 with ``error``.
+    writes_pending : In(1)
+        Writes to device memory (the pool's and the host's) not yet acknowledged.
+    host_writes_pending : In(1)
+        Host writes among them. A fill or result read waits for every write while there is one
+        (see *Fills and writes*).
+    idle : Out(1)
+        No op in the pool, none of its outputs waiting, no write-back pending: a scan or a
+        register command may start, and device memory holds every write-back made so far.
+    events : Out(slot_event_layout())
+    """
+
+    #: A slice's (:class:`PoolSlice`): the slices add no register.
+    HIT_LATENCY = PoolSlice.HIT_LATENCY
+
+    def __init__(self, params=ControllerParams(), *, user_width=1, primitives=None,
+                 slice_bits=POOL_SLICE_BITS):
+        if not isinstance(params, ControllerParams):
+            raise TypeError(f"params must be a ControllerParams, not {params!r}")
+        if not isinstance(user_width, int) or user_width < 1:
+            raise ValueError(f"user_width must be a positive integer, not {user_width!r}")
+        if primitives not in PRIMITIVES:
+            raise ValueError(f"primitives must be one of {PRIMITIVES}, not {primitives!r}")
+        if (not isinstance(slice_bits, int) or slice_bits < REGISTER_BITS
+                or slice_bits & (slice_bits - 1)):
+            raise ValueError(f"slice_bits must be a power of two of at least {REGISTER_BITS}, "
+                             f"not {slice_bits!r}")
+        self._params = params
+        self._user_width = user_width
+        self._primitives = primitives
+        line_bits = params.datapath.line_bits
+        step = min(slice_bits, line_bits)
+        self._columns = [range(k, k + step) for k in range(0, line_bits, step)]
+        super().__init__({
+            "op": In(stream.Signature(slot_op_layout(params, user_width))),
+            "result": Out(stream.Signature(slot_result_layout(params, user_width))),
+            "write_back": Out(stream.Signature(write_back_layout(params))),
+            "fill_read": Out(stream.Signature(fill_command_layout(params))),
+            "fill_data": In(stream.Signature(data.StructLayout({
+                "data": line_bits, "error": 1}), always_ready=True)),
+            "writes_pending": In(1),
+            "host_writes_pending": In(1),
+            "idle": Out(1),
+            "events": Out(slot_event_layout()),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        params = self._params
+        p = params.datapath
+        slices = []
+        for k, columns in enumerate(self._columns):
+            m.submodules[f"slice{k}"] = pool = PoolSlice(
+                params, columns=columns, user_width=self._user_width,
+                primitives=self._primitives)
+            bits = slice(columns.start, columns.stop)
+            m.d.comb += [
+                pool.op.valid.eq(self.op.valid),
+                *(pool.op.payload[name].eq(self.op.payload[name])
+                  for name in slot_op_layout(params, 1).members if name != "data"),
+                pool.op.payload.data.eq(self.op.payload.data[bits]),
+                pool.result.ready.eq(self.result.ready),
+                pool.write_back.ready.eq(self.write_back.ready),
+                pool.fill_read.ready.eq(self.fill_read.ready),
+                pool.fill_data.valid.eq(self.fill_data.valid),
+                pool.fill_data.payload.data.eq(self.fill_data.payload.data[bits]),
+                pool.fill_data.payload.n.eq(self.fill_data.payload.data[:p.counter_width]),
+                pool.fill_data.payload.error.eq(self.fill_data.payload.error),
+                pool.writes_pending.eq(self.writes_pending),
+                pool.host_writes_pending.eq(self.host_writes_pending),
+            ]
+            slices.append(pool)
+        first = slices[0]
+        result, write_back = self.result.payload, self.write_back.payload
+        width = first.write_back.payload.lines.shape().width // (1 + p.counter_width)
+
+        def side_by_side(stream_name, field, line):
+            """Line ``line`` of ``field`` of every slice's ``stream_name``, side by side."""
+            return Cat(getattr(pool, stream_name).payload[field][line * width:][:width]
+                       for pool in slices)
+
+        m.d.comb += [
+            self.op.ready.eq(first.op.ready),
+            self.idle.eq(first.idle),
+            self.events.eq(first.events),
+            self.events.invalid.eq(Cat(pool.events.invalid for pool in slices).any()),
+            self.fill_read.valid.eq(first.fill_read.valid),
+            self.fill_read.payload.eq(first.fill_read.payload),
+            self.result.valid.eq(first.result.valid),
+            *(result[name].eq(first.result.payload[name])
+              for name in ("user", "accepted", "reason", "error")),
+            result.line.eq(side_by_side("result", "line", 0)),
+            result.invalid.eq(Cat(pool.result.payload.invalid for pool in slices).any()),
+            self.write_back.valid.eq(first.write_back.valid),
+            write_back.address.eq(first.write_back.payload.address),
+            # The result line and the planes, then the n line: n alone
+            # (:func:`hdl.datapath.planes_of_state`).
+            write_back.lines.eq(Cat(*(side_by_side("write_back", "lines", line)
+                                      for line in range(1 + p.counter_width)),
+                                    first.write_back.payload.n,
+                                    Const(0, p.line_bits - p.counter_width))),
+        ]
+        return m

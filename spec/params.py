@@ -30,6 +30,13 @@ MAX_COUNTER_WIDTH = 16
 #: close timing on an FPGA.
 CONTROL_COPY_BITS = 16
 
+#: Line bits of one slice of the slot pool (:class:`hdl.slots.SlotPool`). Each slice keeps its
+#: lanes of every slot and a whole copy of the pool's control beside them, so that no decision
+#: of the pool travels to block RAM columns further than one slice's. The slot pool alone
+#: places and routes far faster at 128 line bits than at 512 (``synth/``, the pool's report):
+#: its control reaches the columns of the slot RAM, the op lines and the queues from one place.
+POOL_SLICE_BITS = 128
+
 
 #: G-Ternary lane codes (``docs/spec.md`` section 4): bit 0 is the non-zero gate, bit 1 the sign.
 TERNARY_ZERO, TERNARY_PLUS, TERNARY_INVALID, TERNARY_MINUS = 0b00, 0b01, 0b10, 0b11

@@ -7,7 +7,7 @@ from bench.sim import simulate
 from hdl.axi import AxiMemoryPort
 from hdl.controller import CxlMemController
 from hdl.slots import SlotPool
-from spec.params import ControllerParams, DatapathParams
+from spec.params import REGISTER_BITS, ControllerParams, DatapathParams
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -39,6 +39,10 @@ def test_controller_refuses_other_params():
         SlotPool(3)
     with pytest.raises(ValueError, match="user_width must be a positive integer, not 0"):
         SlotPool(ControllerParams(), user_width=0)
+    for bad in (16, 48, "128"):
+        message = f"slice_bits must be a power of two of at least {REGISTER_BITS}, not"
+        with pytest.raises(ValueError, match=message):
+            SlotPool(ControllerParams(), slice_bits=bad)
 
 
 @pytest.mark.parametrize("address_bits", [16, 17, 18])
@@ -48,7 +52,8 @@ def test_pool_builds_when_the_slot_index_reaches_the_top_address_bit(address_bit
     params = ControllerParams(address_bits=address_bits)
     tag_lsb = params.accumulator_bytes_per_line.bit_length() - 1 + params.slot_index_bits
     assert tag_lsb == 17, f"the case this test covers moved: tag bits start at {tag_lsb}"
-    tags = SlotPool(params).elaborate(None).submodules["tags"]
+    first_slice = SlotPool(params).elaborate(None).submodules["slice0"]
+    tags = first_slice.elaborate(None).submodules["tags"]
     want = 1 + max(0, address_bits - tag_lsb)
     assert tags.shape.size == want, \
         f"address_bits={address_bits}: tag memory {tags.shape.size} bits wide, expected {want}"

@@ -10,7 +10,14 @@ from bench.sim import send, simulate
 from golden.datapath import DatapathRequests, run_datapath
 from hdl.slots import SlotOp, SlotPool
 from spec.formats import state_to_memory, ternary_to_lines
-from spec.params import ControllerParams, DatapathParams, Mode, Reason
+from spec.params import (
+    POOL_SLICE_BITS,
+    REGISTER_BITS,
+    ControllerParams,
+    DatapathParams,
+    Mode,
+    Reason,
+)
 
 CONFIGS = [
     ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=1), regions=2,
@@ -62,18 +69,24 @@ def _line(rng, p, mode):
         return rng.integers(0, 256, p.line_bytes, dtype=np.uint8)
     codes = rng.integers(-1, 2, (1, p.gternary_lanes))
     line = ternary_to_lines(codes)[0]
-    if rng.random() < 0.1:
-        line[0] |= 0b10                 # an invalid code in lane 0 (01 -> 11 is -1, fine)
+    if rng.random() < 0.1:              # an invalid code in some lane (01 -> 11 is -1, fine)
+        line[rng.integers(len(line))] |= 0b10 << 2 * rng.integers(4)
     return line
 
 
-@pytest.mark.parametrize("params", CONFIGS, ids=lambda p: f"{p.datapath.name}_S{p.slots}")
+#: Each configuration in one slice, and the first in slices of the fewest bits (two slices).
+SLICED = [(params, POOL_SLICE_BITS) for params in CONFIGS] + [(CONFIGS[0], REGISTER_BITS)]
+
+
+@pytest.mark.parametrize("params, slice_bits", SLICED,
+                         ids=lambda v: f"{v.datapath.name}_S{v.slots}" if not isinstance(v, int)
+                         else f"slice{v}")
 @pytest.mark.parametrize("seed", [1, 2])
-def test_slot_pool_against_golden(params, seed):
+def test_slot_pool_against_golden(params, slice_bits, seed):
     p = params.datapath
     rng = np.random.default_rng(seed)
     lines = _Lines(params)
-    dut = SlotPool(params, user_width=16)
+    dut = SlotPool(params, user_width=16, slice_bits=slice_bits)
     # Six lines on few slots: two G-Binary and one G-Ternary line per slot pair; expected
     # contributors below capacity on some lines so that they complete and keep going.
     tags = [ACC_BASE + k * ACC_STRIDE for k in range(6)]

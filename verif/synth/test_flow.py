@@ -6,8 +6,8 @@ from collections import defaultdict
 
 from hdl.bram import ECP5_WIDTH
 from hdl.controller import CxlMemController
-from hdl.slots import slot_entry_layout, write_back_layout
-from spec.params import ControllerParams, DatapathParams
+from hdl.slots import slice_write_back_layout, slot_entry_layout
+from spec.params import POOL_SLICE_BITS, ControllerParams, DatapathParams
 from synth.flow import (
     PLACER,
     PRIMITIVES,
@@ -113,6 +113,7 @@ def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
     flip-flops or LUT RAM."""
     params = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=2),
                               regions=2, slots=256)
+    assert params.datapath.line_bits <= POOL_SLICE_BITS, "the pool is no longer one slice"
     folder = generate("controller", "nf_controller",
                       CxlMemController(params, primitives=PRIMITIVES), params.name, tmp_path)
     cells = synthesize(folder, "nf_controller")
@@ -120,7 +121,8 @@ def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
     blocks = [cell for module in netlist["modules"].values()
               for cell in module["cells"].values() if cell["type"] == "DP16KD"]
     columns = {name: -(-layout.size // ECP5_WIDTH) for name, layout in (
-        ("slots", slot_entry_layout(params)), ("write-back queue", write_back_layout(params)))}
+        ("slots", slot_entry_layout(params)),
+        ("write-back queue", slice_write_back_layout(params)))}
     assert len(blocks) == sum(columns.values()), \
         f"{len(blocks)} DP16KD blocks, {sum(columns.values())} expected ({columns})"
     for block in blocks:
