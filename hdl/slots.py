@@ -1346,7 +1346,7 @@ class SlotPool(wiring.Component):
             slices.append(pool)
         first = slices[0]
         result, write_back = self.result.payload, self.write_back.payload
-        width = first.write_back.payload.lines.shape().width // (1 + p.counter_width)
+        width = len(self._columns[0])                   # line bits per slice
 
         def side_by_side(stream_name, field, line):
             """Line ``line`` of ``field`` of every slice's ``stream_name``, side by side."""
