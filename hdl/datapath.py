@@ -25,7 +25,7 @@ from spec.params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregate
 
 from .pipeline import PipelineRegister, register_copies
 
-__all__ = ["state_layout", "planes_of_state", "state_of_planes", "request_layout",
+__all__ = ["state_layout", "planes_of_state", "n_line", "state_of_planes", "request_layout",
            "decision_inputs_layout", "decision_inputs",
            "work_layout", "addend_layout", "sum_layout", "response_layout", "verdict_layout",
            "gbinary_lanes", "gternary_lanes", "Decode", "Addends", "Add", "Compare", "Select",
@@ -52,7 +52,14 @@ def planes_of_state(params, state, columns=None):
     width = params.counter_width
     columns = range(params.line_bits) if columns is None else columns
     return Cat(*(state.lanes[k * width + b] for b in range(width) for k in columns),
-               *(state.n[k] if k < width else Const(0, 1) for k in columns))
+               n_line(params, state.n, columns))
+
+
+def n_line(params, n, columns=None):
+    """The last line of a state's memory image (:func:`planes_of_state`): the count ``n`` in
+    its first ``counter_width`` bits, zeros after them; with ``columns``, only those bits."""
+    columns = range(params.line_bits) if columns is None else columns
+    return Cat(*(n[k] if k < params.counter_width else Const(0, 1) for k in columns))
 
 
 def state_of_planes(params, planes):

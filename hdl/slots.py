@@ -114,6 +114,7 @@ from .datapath import (
     AggregationDatapath,
     decision_inputs,
     decision_inputs_layout,
+    n_line,
     planes_of_state,
     state_layout,
     state_of_planes,
@@ -368,7 +369,7 @@ class FillReader(wiring.Component):
         The addresses and lines of device memory.
     lanes : DatapathParams
         The columns the reader keeps of each line (``line_bits`` of them: a slice's,
-        :class:`PoolSlice`); by default ``params.datapath``, the whole line.
+        :class:`PoolSlice`).
 
     Members
     -------
@@ -395,8 +396,7 @@ class FillReader(wiring.Component):
         Device memory answered a line of this read with an error.
     """
 
-    def __init__(self, params, lanes=None):
-        lanes = params.datapath if lanes is None else lanes
+    def __init__(self, params, lanes):
         self._params = params
         self._lanes = lanes
         super().__init__({
@@ -1367,11 +1367,9 @@ class SlotPool(wiring.Component):
             result.invalid.eq(Cat(pool.result.payload.invalid for pool in slices).any()),
             self.write_back.valid.eq(first.write_back.valid),
             write_back.address.eq(first.write_back.payload.address),
-            # The result line and the planes, then the n line: n alone
-            # (:func:`hdl.datapath.planes_of_state`).
+            # The result line and the planes, then the n line, rebuilt from slice 0's count.
             write_back.lines.eq(Cat(*(side_by_side("write_back", "lines", line)
                                       for line in range(1 + p.counter_width)),
-                                    first.write_back.payload.n,
-                                    Const(0, p.line_bits - p.counter_width))),
+                                    n_line(p, first.write_back.payload.n))),
         ]
         return m
