@@ -117,6 +117,25 @@ class _Staged:
         self.aggregating = aggregates(self.mode)
 
 
+class _Held:
+    """The fields of a :class:`_Staged` region that the checks read, in registers that take
+    the pipeline's values on the clocks of ``load``: the first region of a pair, held while
+    the second passes the same pipeline (one pipeline and one set of region muxes serve
+    both)."""
+
+    FIELDS = ("enable", "mode", "base", "size", "end", "acc", "acc_end", "threshold",
+              "expected")
+
+    def __init__(self, m, staged, load, name):
+        for field in self.FIELDS:
+            value = getattr(staged, field)
+            held = Signal(len(value), name=f"{name}_{field}")
+            with m.If(load):
+                m.d.sync += held.eq(value)
+            setattr(self, field, held)
+        self.aggregating = aggregates(self.mode)
+
+
 #: Registered steps of an APPLY check's address order (``registered_order``'s ``levels``): its
 #: operands come from registers across the register block, so each part's equality is a
 #: short tree.
@@ -193,10 +212,16 @@ class ControlRegisters(wiring.Component):
         return self._regmap
 
     @property
+    def apply_step_cycles(self):
+        """Cycles of each step of an APPLY."""
+        return _SETTLE_CLOCKS + 1
+
+    @property
     def apply_cycles(self):
-        """Cycles an APPLY takes, at most: every region pair, then every region copied."""
+        """Cycles an APPLY takes, at most: a step for each region held and checked against
+        every region, then a step for each region copied."""
         regions = self._params.regions
-        return (_SETTLE_CLOCKS + 1) * (regions ** 2 + regions)
+        return self.apply_step_cycles * (regions + regions ** 2 + regions)
 
     def elaborate(self, platform):
         m = Module()
@@ -245,11 +270,10 @@ class ControlRegisters(wiring.Component):
         i = Signal(range(p.regions))
         j = Signal(range(p.regions))
         busy = Signal()
+        holding = Signal()                 # a step that loads region i into ``a``
         copying = Signal()                 # validation passed: copying region i
         m.d.comb += [block.field("STATUS", "APPLY_BUSY").eq(busy | block.field("CTRL", "APPLY")),
                      block.hold.eq(busy), self.table_ready.eq(~copying)]
-        a = _Staged(m, block, p, i, "region_i")
-        b = _Staged(m, block, p, j, "region_j")
         # i and j hold while the pair's values pass the pipeline and the compares, the check
         # results, the first fault and the fault step are registered (_SETTLE_CLOCKS), then the
         # step acts: one more clock.
@@ -258,6 +282,12 @@ class ControlRegisters(wiring.Component):
         before_step = settle == _SETTLE_CLOCKS - 1
         settled = Signal()              # settle == _SETTLE_CLOCKS, as a register
         m.d.sync += settled.eq(busy & before_step)
+        # One pipeline for both regions of a pair: region i passes it on a holding step, at
+        # whose end ``a`` takes it, then each region j does (``b``), and region i again on
+        # its copying step. The APPLY is not in a hurry, and the region muxes of a second
+        # pipeline made the densest tangle of wires on the die (router2's congestion map).
+        b = _Staged(m, block, p, Mux(holding | copying, i, j), "region")
+        a = _Held(m, b, settled & holding, "region_i")
         # What the checks and the step read of i and j, in registers beside them: i and j hold
         # for _SETTLE_CLOCKS clocks before anything reads these.
         distinct, first_pair, i_last, j_last = (Signal(name=name) for name in
@@ -320,7 +350,7 @@ class ControlRegisters(wiring.Component):
         # The step that ends the APPLY on a fault, decided a clock ahead into a register of its
         # own (faulted has settled by then), which alone sets STATUS.CFG_ERROR and counts.
         fault_step = Signal()
-        m.d.sync += fault_step.eq(busy & ~copying & faulted & before_step)
+        m.d.sync += fault_step.eq(busy & ~copying & ~holding & faulted & before_step)
 
         # Region r takes its staged values on the copying step with i == r. The step's
         # condition is registered one clock ahead, one flag per region, so that each region's
@@ -331,7 +361,7 @@ class ControlRegisters(wiring.Component):
                                 Cat(i == r for r in range(p.regions)), 0))
         for r, region in enumerate(self.regions):
             with m.If(load[r]):
-                m.d.sync += [region[name].eq(getattr(a, name)) for name, _ in region_layout(p)]
+                m.d.sync += [region[name].eq(getattr(b, name)) for name, _ in region_layout(p)]
 
         # settle counts the clocks of each step while busy, and is zero on the clock after a
         # step (which starts the next) and while idle: it reads nothing but busy, settled and
@@ -347,13 +377,15 @@ class ControlRegisters(wiring.Component):
             m.d.comb += [block.set_strobe("STATUS", "CFG_ERROR").eq(1), cfg_error_event.eq(1)]
         with m.Elif(~busy):
             with m.If(block.field("CTRL", "APPLY")):
-                m.d.sync += [busy.eq(1), i.eq(0), j.eq(0)]
+                m.d.sync += [busy.eq(1), holding.eq(1), i.eq(0), j.eq(0)]
         with m.Elif(settled):
             with m.If(copying):
                 with m.If(i_last):
                     m.d.sync += [busy.eq(0), copying.eq(0)]
                 with m.Else():
                     m.d.sync += i.eq(i + 1)
+            with m.Elif(holding):
+                m.d.sync += holding.eq(0)
             with m.Elif(i_last & j_last):
                 m.d.sync += [
                     copying.eq(1), i.eq(0), j.eq(0),
@@ -361,7 +393,7 @@ class ControlRegisters(wiring.Component):
                     block.field("CFG_ERROR", "REASON").eq(ConfigError.NONE),
                 ]
             with m.Elif(j_last):
-                m.d.sync += [i.eq(i + 1), j.eq(0)]
+                m.d.sync += [i.eq(i + 1), j.eq(0), holding.eq(1)]
             with m.Else():
                 m.d.sync += j.eq(j + 1)
 

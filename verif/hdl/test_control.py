@@ -165,14 +165,14 @@ def test_apply_takes_apply_cycles(case):
     """``apply_cycles`` (what the driver and the controller allow an APPLY) against the
     APPLY's measured duration, the clocks ``STATUS.APPLY_BUSY`` reads high from the APPLY
     command's pulse on. The APPLY runs steps of equal length, ``apply_cycles`` clocks for all
-    of them: a region pair checked per step (pairs (i, 0) to (i, regions - 1) for each region i
-    in turn), then a region copied per step. A good table runs every step: one clock of the
-    command, then exactly ``apply_cycles``. A refused table ends with the step that found the
-    fault, one of the pairs of the region at fault."""
+    of them: for each region i in turn, a step that holds it, then a region pair checked per
+    step (pairs (i, 0) to (i, regions - 1)); then a region copied per step. A good table runs
+    every step: one clock of the command, then exactly ``apply_cycles``. A refused table ends
+    with the step that found the fault, one of the pairs of the region at fault."""
     dut = ControlRegisters(PARAMS)
     regions = good_regions() if case == "good" else BAD_CASES[ConfigError[case]]
     count = PARAMS.regions
-    step = dut.apply_cycles // (count * count + count)
+    step = dut.apply_step_cycles
 
     async def testbench(ctx):
         clocks = await apply_busy_clocks(ctx, dut, regions)
@@ -182,7 +182,8 @@ def test_apply_takes_apply_cycles(case):
                 f"command) + apply_cycles = {1 + dut.apply_cycles}"
             return
         _, at_fault = validate(PARAMS, regions)
-        steps = range(at_fault * count + 1, (at_fault + 1) * count + 1)
+        # Region r's steps: its holding step, number r * (count + 1) + 1, then its pairs.
+        steps = range(at_fault * (count + 1) + 2, (at_fault + 1) * (count + 1) + 1)
         allowed = [1 + k * step for k in steps]
         assert clocks in allowed, \
             f"{case} table (fault in region {at_fault}): STATUS.APPLY_BUSY high for {clocks} " \
@@ -277,7 +278,7 @@ def test_region_writes_during_apply_are_ignored_and_flagged():
         for _ in range(dut.apply_cycles):
             not_ready += not ctx.get(dut.table_ready)
             await ctx.tick()
-        copy_cycles = dut.apply_cycles // (PARAMS.regions + 1)    # one step per region
+        copy_cycles = dut.apply_step_cycles * PARAMS.regions    # one step per region
         assert not_ready == copy_cycles, \
             f"table_ready low for {not_ready} cycles, expected {copy_cycles} (the copy)"
         assert ctx.get(dut.table_ready), "table_ready low after the APPLY"
