@@ -820,11 +820,15 @@ class PoolSlice(wiring.Component):
         room_take = Signal()
         take = t0_valid & room_take & (~ta_valid | ta_moves) & may_take
         # ``ra_valid & (ra_index == t1.index)``, a register made from the two's next values
-        # (``ra_valid`` is low only on the first clock, and so is the register); both
-        # compares are made, and ``ta_moves`` chooses between them last.
+        # (``ra_valid`` is low only on the first clock, and so is the register). The read
+        # address is T1's or T0's slot, so the compares are made between the stage registers
+        # themselves, and ``reread`` and ``ta_moves`` choose among them last: the choice of
+        # the read address does not come back into it.
         t1_read_landing = Signal()
-        m.d.sync += t1_read_landing.eq(Mux(ta_moves, read_addr == ta.index,
-                                           read_addr == t1.index))
+        t1_on_t0 = t1.index == t0.index
+        m.d.sync += t1_read_landing.eq(Mux(ta_moves,
+                                           Mux(reread, t1.index == ta.index, t0.index == ta.index),
+                                           reread | t1_on_t0))
         m.d.comb += [reread.eq(~running | (t1_valid & ~t1_data_ok & ~t1_read_landing)),
                      read_addr.eq(Mux(reread, t1.index, t0.index))]
         m.d.sync += [collided.eq(p2_valid & Mux(reread, p2_on_t1, p2_on_t0)),
@@ -832,7 +836,6 @@ class PoolSlice(wiring.Component):
                                                    w3_index == t0.index))]
         # T0 loads whenever it is free or taken.
         t0_loads = ~t0_valid | take
-        t1_on_t0 = t1.index == t0.index
         m.d.sync += [p2_on_t1.eq(Mux(ta_moves, t1.index == ta.index, 1)),
                      p2_on_ta.eq(Mux(~ta_valid | ta_moves, t1_on_t0, t1.index == ta.index)),
                      p2_on_t0.eq(Mux(t0_loads, t1.index == t0_next.index, t1_on_t0)),
