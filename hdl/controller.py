@@ -555,6 +555,8 @@ class CxlMemController(wiring.Component):
                      blocked.eq(ResetSignal() | ~phase_next.idle
                                 | pending_next.as_value().any())]
         region_number = Signal.like(control.clear_region)
+        clear_fresh = Signal()               # region_number was loaded on the last edge
+        m.d.sync += clear_fresh.eq(control.clear_start)
         with m.If(control.flush_start):
             m.d.comb += pending_next.flush.eq(1)
         with m.If(control.clear_start):
@@ -564,9 +566,16 @@ class CxlMemController(wiring.Component):
         m.d.sync += table_was_ready.eq(control.table_ready)
         with m.If(table_was_ready & ~control.table_ready):
             m.d.comb += pending_next.evict.eq(1)
+        # The clear's region as the applied table stands, in registers a clock behind
+        # ``region_number`` (``clear_fresh`` holds the clear that long): the mux over the
+        # regions stays out of the task's start, which steers every phase register.
         region = control.regions[region_number[:max(1, (params.regions - 1).bit_length())]]
-        wanted = ((region_number < params.regions) & region.enable
-                  & aggregates(region.mode))
+        wanted = Signal()
+        region_low = Signal.like(region.acc)
+        region_high = Signal.like(region.acc_end)
+        m.d.sync += [wanted.eq((region_number < params.regions) & region.enable
+                               & aggregates(region.mode)),
+                     region_low.eq(region.acc), region_high.eq(region.acc_end)]
 
         task = Signal(_Task)
         command = Signal()                   # a register command (not a raw access's scan)
@@ -609,12 +618,13 @@ class CxlMemController(wiring.Component):
         with m.If(out_of_reset(m, "tasks_in_reset")):  # see the hdl.slots docstring, Icarus
             with m.If(phase.idle):
                 with m.If(pending.clear):
-                    m.d.comb += pending_next.clear.eq(0)
-                    m.d.sync += [low.eq(region.acc), high.eq(region.acc_end)]
-                    with m.If(wanted):
-                        start(_Task.CLEAR, 1)
-                    with m.Else():
-                        m.d.comb += control.clear_done.eq(1)
+                    with m.If(~clear_fresh):
+                        m.d.comb += pending_next.clear.eq(0)
+                        m.d.sync += [low.eq(region_low), high.eq(region_high)]
+                        with m.If(wanted):
+                            start(_Task.CLEAR, 1)
+                        with m.Else():
+                            m.d.comb += control.clear_done.eq(1)
                 with m.Elif(pending.flush):
                     m.d.comb += pending_next.flush.eq(0)
                     start(_Task.FLUSH, 1)
