@@ -204,7 +204,7 @@ def column_slices(width):
     return [slice(k, min(width, k + CONTROL_COPY_BITS)) for k in range(0, width, CONTROL_COPY_BITS)]
 
 
-def register_copies(m, value, count, name, *, reset=False):
+def register_copies(m, value, count, name, *, reset=False, init=0):
     """``count`` registers that each take ``value`` every clock, as a list (copy ``k`` is item
     ``k``), so that each group of the logic that reads ``value`` can read registers of its own,
     placed beside it.
@@ -217,9 +217,10 @@ def register_copies(m, value, count, name, *, reset=False):
     later. A reset of their own costs a gate in front of them, which Yosys shares among all of
     them, so that every copy, however far, is reached through one LUT beside ``value``: only
     copies that must be right on the first clock after a reset (a queue's pointers, a write
-    enable) take one."""
+    enable) take one, to ``init``."""
     shape = Value.cast(value).shape()
-    copies = [Signal(shape, name=f"{name}_{k}", reset_less=not reset) for k in range(count)]
+    copies = [Signal(shape, name=f"{name}_{k}", init=init, reset_less=not reset)
+              for k in range(count)]
     m.d.sync += [copy.eq(value) for copy in copies]
     return copies
 

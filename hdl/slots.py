@@ -740,8 +740,7 @@ class PoolSlice(wiring.Component):
         w1 = Signal(entry_layout, reset_less=True)
         w2 = Signal(entry_layout, reset_less=True)
         w3 = Signal(entry_layout, reset_less=True)
-        m.d.comb += [*(slots.read_addr[k].eq(read_addr) for k in range(len(slots.write_en))),
-                     slots.write_data.eq(w1)]
+        m.d.comb += slots.write_data.eq(w1)
         m.d.sync += [ra_index.eq(read_addr), ra_valid.eq(1), rd_index.eq(ra_index),
                      w3.eq(w2), w2.eq(w1), w1.eq(write.data),
                      w3_valid.eq(p2_valid), w3_index.eq(p2.index)]
@@ -805,8 +804,7 @@ class PoolSlice(wiring.Component):
         # No op is taken while the miss handler may inject its eviction into P2 (room): the
         # state is neither DRAIN nor DECIDE, a register of its own too.
         may_take = Signal(init=1)
-        m.d.sync += [running.eq(next_state == _Fsm.RUN),
-                     may_take.eq((next_state != _Fsm.DRAIN) & (next_state != _Fsm.DECIDE))]
+        m.d.sync += may_take.eq((next_state != _Fsm.DRAIN) & (next_state != _Fsm.DECIDE))
         miss = t1_valid & running & t1_needs_slot & ~t1_hit
         advance = t1_valid & running & t1_data_ok & (t1_hit | ~t1_needs_slot)
         # From the miss handler.
@@ -819,6 +817,8 @@ class PoolSlice(wiring.Component):
         ta_moves = ta_valid & (~t1_valid | advance)
         room_take = Signal()
         take = t0_valid & room_take & (~ta_valid | ta_moves) & may_take
+        # T0 loads whenever it is free or taken.
+        t0_loads = ~t0_valid | take
         # ``ra_valid & (ra_index == t1.index)``, a register made from the two's next values
         # (``ra_valid`` is low only on the first clock, and so is the register). The read
         # address is T1's or T0's slot, so the compares are made between the stage registers
@@ -826,16 +826,39 @@ class PoolSlice(wiring.Component):
         # the read address does not come back into it.
         t1_read_landing = Signal()
         t1_on_t0 = t1.index == t0.index
-        m.d.sync += t1_read_landing.eq(Mux(ta_moves,
-                                           Mux(reread, t1.index == ta.index, t0.index == ta.index),
-                                           reread | t1_on_t0))
-        m.d.comb += [reread.eq(~running | (t1_valid & ~t1_data_ok & ~t1_read_landing)),
-                     read_addr.eq(Mux(reread, t1.index, t0.index))]
+        # What the slot read's address is chosen by, with the values those registers take on
+        # this clock edge: the registers take them, and so does a copy of them per group of
+        # the slot RAM's block columns (pipeline rule 2), from which that group's address is
+        # chosen beside its blocks. (T1 and T0 reset to 0, their slots with them.)
+        choosers = {
+            "running": (running, next_state == _Fsm.RUN),
+            "t1_valid": (t1_valid, Mux(ta_moves, 1, t1_valid & ~(advance | install | dropped))),
+            "t1_data_ok": (t1_data_ok, Mux(ta_moves, ra_valid & (ra_index == ta.index),
+                                           t1_read_landing)),
+            "t1_read_landing": (t1_read_landing, Mux(
+                ta_moves, Mux(reread, t1.index == ta.index, t0.index == ta.index),
+                reread | t1_on_t0)),
+            "t1_slot": (t1.index, Mux(ta_moves, ta.index, t1.index)),
+            "t0_slot": (t0.index, Mux(t0_loads, t0_next.index, t0.index)),
+        }
+        m.d.sync += [register.eq(value) for name, (register, value) in choosers.items()
+                     if name not in ("t1_slot", "t0_slot")]     # T1 and T0 load below
+
+        def read_choice(running, t1_valid, t1_data_ok, t1_read_landing, t1_slot, t0_slot):
+            """Whether the slot read is T1's slot's again (``reread``), and its address."""
+            reread = ~running | (t1_valid & ~t1_data_ok & ~t1_read_landing)
+            return reread, Mux(reread, t1_slot, t0_slot)
+
+        master = read_choice(*(register for register, _ in choosers.values()))
+        m.d.comb += [reread.eq(master[0]), read_addr.eq(master[1])]
+        group_copies = zip(*(register_copies(m, value, len(slots.write_en), f"read_{name}",
+                                             reset=True, init=getattr(register, "init", 0))
+                             for name, (register, value) in choosers.items()))
+        m.d.comb += [slots.read_addr[k].eq(read_choice(*copy)[1])
+                     for k, copy in enumerate(group_copies)]
         m.d.sync += [collided.eq(p2_valid & Mux(reread, p2_on_t1, p2_on_t0)),
                      collided_w3.eq(w3_valid & Mux(reread, w3_index == t1.index,
                                                    w3_index == t0.index))]
-        # T0 loads whenever it is free or taken.
-        t0_loads = ~t0_valid | take
         m.d.sync += [p2_on_t1.eq(Mux(ta_moves, t1.index == ta.index, 1)),
                      p2_on_ta.eq(Mux(~ta_valid | ta_moves, t1_on_t0, t1.index == ta.index)),
                      p2_on_t0.eq(Mux(t0_loads, t1.index == t0_next.index, t1_on_t0)),
@@ -856,17 +879,13 @@ class PoolSlice(wiring.Component):
             m.d.sync += [scan_index.eq(scan_index + 1),
                          scanning.eq(scan_index != params.slots - 1)]
         with m.If(ta_moves):
-            m.d.sync += [t1.eq(ta), t1_valid.eq(1), t1_needs_slot.eq(needs_slot(ta)),
+            m.d.sync += [t1.eq(ta), t1_needs_slot.eq(needs_slot(ta)),
                          t1_first_line.eq(FillReader.first_line(whole, ta.tag,
                                                                 ta.kind != SlotOp.READ)),
-                         t1_data_ok.eq(ra_valid & (ra_index == ta.index)),
                          t1_before_last.eq(ta.expected - 1), t1_two_before.eq(ta.expected - 2),
                          t1_hit.eq(hit_after_edge(p2_on_ta, ta.tag, ta_hit))]
         with m.Else():
-            m.d.sync += [t1_data_ok.eq(t1_read_landing),
-                         t1_hit.eq(hit_after_edge(p2_on_t1, t1.tag, t1_hit))]
-            with m.If(advance | install | dropped):
-                m.d.sync += t1_valid.eq(0)
+            m.d.sync += t1_hit.eq(hit_after_edge(p2_on_t1, t1.tag, t1_hit))
         m.d.comb += events.hits.eq(advance & t1_needs_slot)
 
         # P2: the op of T1 with its slot's word (or the op with its fill, or the eviction of
