@@ -44,9 +44,9 @@ from spec.params import (
     controller_from_arguments,
 )
 
-from .sta import analyse, by_register, parse_sdf
+from .sta import analyse, by_block, by_register, parse_sdf
 
-__all__ = ["DEVICE", "PLACER", "ROUTERS", "PRIMITIVES", "version_line", "synthesize",
+__all__ = ["DEVICE", "FAILING_AT", "PLACER", "ROUTERS", "PRIMITIVES", "version_line", "synthesize",
            "estimate_gates", "place_and_route", "critical_path", "generate", "run_design",
            "targets", "TARGETS", "main"]
 
@@ -164,8 +164,12 @@ def estimate_gates(folder, top):
             "generic_transistors": cmos.get("estimated_num_transistors")}
 
 
-#: Registers listed per placement in the slack breakdown (worst first).
+#: Registers, and blocks, listed per placement in the slack breakdown (worst first).
 SLACK_ROWS = 10
+#: Clocks, as fractions of the constraint, at which each placement's failing endpoints are
+#: counted: how far a design is from its target, which one worst path does not say (fixing it
+#: only shows the next).
+FAILING_AT = (1 / 2, 2 / 3, 5 / 6, 1)
 
 
 def place_and_route(folder, top, seed, freq_mhz, router):
@@ -207,7 +211,13 @@ def place_and_route(folder, top, seed, freq_mhz, router):
         "seconds": seconds,
         "timed_endpoints": len(required),
         "failing_endpoints": sum(r["failing"] for r in registers),
+        "failing_by_clock": [
+            {"mhz": round(freq_mhz * f, 1),
+             "failing": sum(ns > 1000 / (freq_mhz * f) for ns, _ in required.values())}
+            for f in FAILING_AT],
         "slack_by_register": registers[:SLACK_ROWS],
+        "failing_by_block": [b for b in by_block(required, 1000 / freq_mhz)
+                             if b["failing"]][:SLACK_ROWS],
     }
 
 
@@ -386,13 +396,20 @@ def markdown(report):
                        f"{r['fmax_mhz']:.1f} | {r['seconds']} | `{_short(c['from'])}` -> "
                        f"`{_short(c['to'])}` ({c['cells']} cells) | {c['logic_ns']} | "
                        f"{c['routing_ns']} | {failing} |")
+    out += ["", "Failing endpoints of each placement at fractions of its constraint:", "",
+            "| design | config | seed | " + " | ".join(f"{f:.0%}" for f in FAILING_AT) + " |",
+            "|---|---|---|" + "---|" * len(FAILING_AT)]
+    for d in report["designs"]:
+        for r in d["pnr"]:
+            out.append(f"| {d['design']} | {d['config']} | {r['seed']} | " + " | ".join(
+                f"{c['failing']:,} at {c['mhz']:g} MHz" for c in r["failing_by_clock"]) + " |")
     out += _slack_tables(report["designs"])
     return "\n".join(out) + "\n"
 
 
 def _slack_tables(designs):
-    """For each placed design, its first seed's endpoints by register, worst first: what
-    stands between the design and its constraint."""
+    """For each placed design, its first seed's endpoints by register, worst first, and by
+    block, most failing first: what stands between the design and its constraint, and where."""
     out = []
     for d in designs:
         if not d["pnr"] or not d["pnr"][0]["slack_by_register"]:
@@ -406,6 +423,14 @@ def _slack_tables(designs):
                 "|---|---|---|---|---|"]
         out += [f"| `{f['register']}` | {f['endpoints']:,} | {f['failing']:,} | "
                 f"{f['worst_slack_ns']} | `{f['worst_from']}` |" for f in r["slack_by_register"]]
+        if r["failing_by_block"]:
+            out += ["", f"The same placement's failing endpoints by block (the first two levels "
+                    f"of the cell's name), at most {SLACK_ROWS}, most failing first:", "",
+                    "| block | endpoints | failing | worst slack ns | worst path from |",
+                    "|---|---|---|---|---|"]
+            out += [f"| `{b['block']}` | {b['endpoints']:,} | {b['failing']:,} | "
+                    f"{b['worst_slack_ns']} | `{b['worst_from']}` |"
+                    for b in r["failing_by_block"]]
     return out
 
 

@@ -1,4 +1,5 @@
-"""Slack of every timed endpoint of a routed design, from nextpnr's SDF, grouped by register.
+"""Slack of every timed endpoint of a routed design, from nextpnr's SDF, grouped by register
+and by block.
 
 nextpnr's report names one critical path per clock. Which registers stand in the way of a
 target clock takes every endpoint's slack: this module reads the delays nextpnr writes with
@@ -19,7 +20,7 @@ found here must take the time that the report's Fmax implies.
 import re
 from collections import defaultdict, deque
 
-__all__ = ["parse_sdf", "analyse", "register_family", "by_register"]
+__all__ = ["parse_sdf", "analyse", "register_family", "by_register", "block_of", "by_block"]
 
 _CLOCK_PORTS = {"CLK", "WCK", "CLKA", "CLKB"}
 _VALUE = r"\(([-\d.]*):([-\d.]*):([-\d.]*)\)"
@@ -118,20 +119,40 @@ def register_family(instance):
     return re.sub(r"\d+", "*", base)
 
 
-def by_register(required, period_ns):
-    """Endpoints grouped by :func:`register_family`, worst first: for each, the endpoints,
-    those failing at ``period_ns``, the worst slack and the register its worst path starts
-    from."""
-    families = {}
+def _grouped(required, period_ns, key, label):
+    """Endpoints grouped by ``key(instance)``: for each group (``label``: its name), the
+    endpoints, those failing at ``period_ns``, the worst slack and the register its worst path
+    starts from."""
+    groups = {}
     for (instance, _), (time, start) in required.items():
-        name = register_family(instance)
-        family = families.setdefault(name, {"register": name, "endpoints": 0, "failing": 0,
-                                            "worst_slack_ns": None, "worst_from": None})
+        name = key(instance)
+        group = groups.setdefault(name, {label: name, "endpoints": 0, "failing": 0,
+                                         "worst_slack_ns": None, "worst_from": None})
         slack = period_ns - time
-        family["endpoints"] += 1
-        family["failing"] += slack < 0
-        if family["worst_slack_ns"] is None or slack < family["worst_slack_ns"]:
-            family["worst_slack_ns"], family["worst_from"] = slack, register_family(start)
-    for family in families.values():
-        family["worst_slack_ns"] = round(family["worst_slack_ns"], 3)
-    return sorted(families.values(), key=lambda f: (f["worst_slack_ns"], -f["failing"]))
+        group["endpoints"] += 1
+        group["failing"] += slack < 0
+        if group["worst_slack_ns"] is None or slack < group["worst_slack_ns"]:
+            group["worst_slack_ns"], group["worst_from"] = slack, register_family(start)
+    for group in groups.values():
+        group["worst_slack_ns"] = round(group["worst_slack_ns"], 3)
+    return list(groups.values())
+
+
+def by_register(required, period_ns):
+    """Endpoints grouped by :func:`register_family`, worst slack first (:func:`_grouped`)."""
+    return sorted(_grouped(required, period_ns, register_family, "register"),
+                  key=lambda f: (f["worst_slack_ns"], -f["failing"]))
+
+
+def block_of(instance, depth=2):
+    """The block an endpoint's cell sits in: the first ``depth`` levels of its hierarchical name
+    (``pool.slice1.t1_TRELLIS_FF_Q`` -> ``pool.slice1``), ``(top)`` for a cell of the top
+    level."""
+    return ".".join(instance.split(".")[:-1][:depth]) or "(top)"
+
+
+def by_block(required, period_ns, depth=2):
+    """Endpoints grouped by :func:`block_of`, most failing first (:func:`_grouped`): where on
+    the design the failures are, which the registers with the worst slack alone do not show."""
+    return sorted(_grouped(required, period_ns, lambda i: block_of(i, depth), "block"),
+                  key=lambda b: (-b["failing"], b["worst_slack_ns"]))

@@ -9,6 +9,7 @@ from hdl.controller import CxlMemController
 from hdl.slots import slice_write_back_layout, slot_entry_layout
 from spec.params import POOL_SLICE_BITS, ControllerParams, DatapathParams
 from synth.flow import (
+    FAILING_AT,
     PLACER,
     PRIMITIVES,
     ROUTERS,
@@ -53,6 +54,14 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
                 < 0.01, (design["design"], run["seed"], worst)
             assert 0 < sum(r["endpoints"] for r in run["slack_by_register"]) \
                 <= run["timed_endpoints"], run["slack_by_register"]
+            by_clock = run["failing_by_clock"]
+            assert [c["mhz"] for c in by_clock] == [round(freq * f, 1) for f in FAILING_AT]
+            assert by_clock[-1]["failing"] == run["failing_endpoints"], by_clock
+            assert all(a["failing"] <= b["failing"] for a, b in zip(by_clock, by_clock[1:])), \
+                by_clock
+            blocks = run["failing_by_block"]
+            assert all(b["failing"] > 0 for b in blocks) and \
+                sum(b["failing"] for b in blocks) <= run["failing_endpoints"], blocks
             assert (folder / f"routed_seed{run['seed']}.sdf").stat().st_size > 0
             log = (folder / f"nextpnr_seed{run['seed']}.log").read_text()
             assert f"Running {PLACER.capitalize()} placer" in log, \
@@ -71,6 +80,9 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
         (report["placer"], table.splitlines()[2])
     assert f"| datapath | L32_W1_D2 | {datapath['cells']['lut4']:,} |" in table
     assert "| register block |" in table
+    clocks = controller["pnr"][0]["failing_by_clock"]
+    assert f"| controller | L32_W1_D2_R1_S256 | 1 | {clocks[0]['failing']:,} at " \
+        f"{clocks[0]['mhz']:g} MHz |" in table
     first = controller["pnr"][0]["slack_by_register"][0]
     assert f"| `{first['register']}` | {first['endpoints']:,} |" in table
     assert "wrote" in capsys.readouterr().out

@@ -2,7 +2,7 @@
 
 import pytest
 
-from synth.sta import analyse, by_register, parse_sdf, register_family
+from synth.sta import analyse, block_of, by_block, by_register, parse_sdf, register_family
 
 
 def _cell(kind, instance, body):
@@ -56,6 +56,24 @@ def test_registers_group_copies_and_count_failing_endpoints():
         {"register": "copy_*", "endpoints": 1, "failing": 0, "worst_slack_ns": 1.2,
          "worst_from": "src"}], rows
     assert register_family("state_columns_7_TRELLIS_FF_Q_12") == "state_columns_*"
+
+
+def test_blocks_count_failing_endpoints_by_the_first_levels_of_the_name():
+    # One register at the top feeds a register in each of two slices of a pool, over wires of
+    # 1.5 and 0.5 ns (clock-to-Q 0.5, setup 0.1): at 2 ns, only slice1's endpoint fails.
+    nested = _sdf([("src_TRELLIS_FF_Q/Q", r"pool\.slice1\.t1_TRELLIS_FF_Q/DI", 1500),
+                   ("src_TRELLIS_FF_Q/Q", r"pool\.slice0\.t1_TRELLIS_FF_Q/DI", 500)],
+                  [_ff("src_TRELLIS_FF_Q"), _ff(r"pool\.slice1\.t1_TRELLIS_FF_Q"),
+                   _ff(r"pool\.slice0\.t1_TRELLIS_FF_Q")])
+    rows = by_block(analyse(parse_sdf(nested)), period_ns=2.0)
+    assert rows == [
+        {"block": "pool.slice1", "endpoints": 1, "failing": 1, "worst_slack_ns": -0.1,
+         "worst_from": "src"},
+        {"block": "pool.slice0", "endpoints": 1, "failing": 0, "worst_slack_ns": 0.9,
+         "worst_from": "src"}], rows
+    assert block_of("pool.slice2.ops.produce_TRELLIS_FF_Q_3") == "pool.slice2"
+    assert block_of("pool.slice2.ops.produce_TRELLIS_FF_Q_3", depth=1) == "pool"
+    assert block_of("command_TRELLIS_FF_Q") == "(top)"
 
 
 def test_a_combinational_loop_is_an_error():
