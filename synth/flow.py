@@ -44,7 +44,7 @@ from spec.params import (
     controller_from_arguments,
 )
 
-from .sta import analyse, by_block, by_register, parse_sdf
+from .sta import analyse, by_block, by_register, failing, parse_sdf
 
 __all__ = ["DEVICE", "FAILING_AT", "PLACER", "ROUTERS", "PRIMITIVES", "version_line", "synthesize",
            "estimate_gates", "place_and_route", "critical_path", "generate", "run_design",
@@ -212,8 +212,7 @@ def place_and_route(folder, top, seed, freq_mhz, router):
         "timed_endpoints": len(required),
         "failing_endpoints": sum(r["failing"] for r in registers),
         "failing_by_clock": [
-            {"mhz": round(freq_mhz * f, 1),
-             "failing": sum(ns > 1000 / (freq_mhz * f) for ns, _ in required.values())}
+            {"mhz": round(freq_mhz * f, 1), "failing": failing(required, 1000 / (freq_mhz * f))}
             for f in FAILING_AT],
         "slack_by_register": registers[:SLACK_ROWS],
         "failing_by_block": [b for b in by_block(required, 1000 / freq_mhz)

@@ -20,7 +20,8 @@ found here must take the time that the report's Fmax implies.
 import re
 from collections import defaultdict, deque
 
-__all__ = ["parse_sdf", "analyse", "register_family", "by_register", "block_of", "by_block"]
+__all__ = ["parse_sdf", "analyse", "register_family", "failing", "by_register", "block_of",
+           "by_block"]
 
 _CLOCK_PORTS = {"CLK", "WCK", "CLKA", "CLKB"}
 _VALUE = r"\(([-\d.]*):([-\d.]*):([-\d.]*)\)"
@@ -117,6 +118,11 @@ def register_family(instance):
     -> ``state_columns_*``), so copies of one register count together."""
     base = re.sub(r"_TRELLIS_FF_Q.*$", "", instance)
     return re.sub(r"\d+", "*", base)
+
+
+def failing(required, period_ns):
+    """How many endpoints fail a clock of ``period_ns``: their path and setup take longer."""
+    return sum(time > period_ns for time, _ in required.values())
 
 
 def _grouped(required, period_ns, key, label):

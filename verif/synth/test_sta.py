@@ -2,7 +2,15 @@
 
 import pytest
 
-from synth.sta import analyse, block_of, by_block, by_register, parse_sdf, register_family
+from synth.sta import (
+    analyse,
+    block_of,
+    by_block,
+    by_register,
+    failing,
+    parse_sdf,
+    register_family,
+)
 
 
 def _cell(kind, instance, body):
@@ -56,6 +64,12 @@ def test_registers_group_copies_and_count_failing_endpoints():
         {"register": "copy_*", "endpoints": 1, "failing": 0, "worst_slack_ns": 1.2,
          "worst_from": "src"}], rows
     assert register_family("state_columns_7_TRELLIS_FF_Q_12") == "state_columns_*"
+
+
+def test_failing_counts_the_endpoints_slower_than_the_clock():
+    required = analyse(parse_sdf(SDF))         # endpoints at 2.136 ns and 0.8 ns
+    counts = {period: failing(required, period) for period in (0.5, 1.0, 2.0, 2.2)}
+    assert counts == {0.5: 2, 1.0: 1, 2.0: 1, 2.2: 0}, counts
 
 
 def test_blocks_count_failing_endpoints_by_the_first_levels_of_the_name():
