@@ -151,12 +151,12 @@ def _route_invalidate_as_hint(request, decoded):
 class _MisaddressingPort(AxiMemoryPort):
     """A memory port that writes the host's lines one line further on."""
 
-    def elaborate(self, platform):
-        m = super().elaborate(platform)
-        job = self.write_command
-        with m.If(job.valid & job.ready & (job.payload.id == hdl.controller._HOST_ID)):
-            m.d.sync += self.axi.awaddr.eq(job.payload.address + len(self.axi.wdata) // 8)
-        return m
+    def _address_register(self, m, channel, command):
+        super()._address_register(m, channel, command)
+        if channel == "aw":
+            with m.If(command.ready & (command.payload.id == hdl.controller._HOST_ID)):
+                m.d.sync += self.axi.awaddr.eq(command.payload.address
+                                               + len(self.axi.wdata) // 8)
 
 
 _pool_update = PoolSlice._update

@@ -17,8 +17,10 @@ assumption it makes:
   scan until the pool is ``idle``. The harness writes its own marks into ``user`` (whether
   the op is to the watched line, and the answer the reference expects), so each result is
   checked against the op it answers.
-- **Backpressure**: ``result.ready`` and ``write_back.ready`` (up to :data:`WRITES` write-backs
-  outstanding) are free on every clock.
+- **Backpressure**: ``result.ready`` is free on every clock. Write-backs are taken on every
+  clock they are valid, as the memory port takes them, into a queue whose level is
+  ``write_backs_held``; the pool must never make one while the queue is full (``QUEUE_DEPTH``
+  of them, asserted in every harness).
 - **Device memory** holds the watched line's accumulator image (its result line, bit planes
   and ``n`` line, ``docs/formats.md``). A fill or result read is taken when the memory
   chooses, one at a time, and its lines come back one per clock on the clocks it chooses; a
@@ -40,10 +42,7 @@ from spec.params import Mode, Reason
 
 from .history import queue, starting_at
 
-__all__ = ["WRITES", "LINES", "LineCountExactThroughEvictions", "ReadReflectsEveryContribution"]
-
-#: Write-backs the memory model holds before it applies them.
-WRITES = 2
+__all__ = ["LINES", "LineCountExactThroughEvictions", "ReadReflectsEveryContribution"]
 
 #: Lines the ops address: the first ones of device memory, twice as many as the slots of the
 #: configurations checked, so that lines share slots.
@@ -175,15 +174,18 @@ class _PoolHarness(Elaboratable):
             m.d.sync += [address.eq(address + p.line_bytes), left.eq(left - 1),
                          busy.eq(left != 1)]
 
-        # Write-backs: queued, applied in order when the memory chooses.
+        # Write-backs: taken whenever valid, held as the memory port holds them, applied in
+        # order when the memory chooses; the pool must leave room for each.
         write = dut.write_back.payload
         apply = Signal(name="write_back_apply")
-        level, head = queue(m, WRITES, 1 + len(write.lines),
-                            dut.write_back.valid & dut.write_back.ready,
+        level, head = queue(m, SlotPool.QUEUE_DEPTH, 1 + len(write.lines), dut.write_back.valid,
                             Cat(watched(write.address), write.lines), apply, "write_back")
-        m.d.comb += [dut.write_back.ready.eq(AnySeq(1) & (level < WRITES)),
-                     apply.eq(AnySeq(1) & (level != 0)),
+        m.d.comb += [apply.eq(AnySeq(1) & (level != 0)),
+                     dut.write_backs_held.eq(level),
                      dut.writes_pending.eq(level != 0)]
+        with m.If(dut.write_back.valid):
+            m.d.comb += Assert(level < SlotPool.QUEUE_DEPTH,
+                               "a write-back made while the memory port held QUEUE_DEPTH")
         with m.If(apply & head[0]):
             m.d.sync += stored_kept.eq(head[1:])
         return stored

@@ -4,14 +4,15 @@ The port uses the AXI4 signal names (``awaddr``, ``wdata``, ``rready``, ...), so
 or cocotbext-axi's ``AxiBus.from_prefix(dut, "axi", bus_separator="__")`` binds it directly.
 """
 
-from amaranth import Array, Cat, Module, Mux, Signal, unsigned
+from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .pipeline import SkidBuffer, column_slices, register_copies
 
-__all__ = ["axi4_signature", "read_command_layout", "write_command_layout", "AxiMemoryPort"]
+__all__ = ["axi4_signature", "read_command_layout", "write_burst_layout",
+           "write_line_layout", "AxiMemoryPort"]
 
 #: AXI4 ``xBURST`` code of an incrementing burst and ``xRESP`` of a good response.
 BURST_INCR = 0b01
@@ -39,73 +40,94 @@ def read_command_layout(*, address_bits, id_bits):
                               "beats": unsigned(9)})
 
 
-def write_command_layout(*, address_bits, id_bits, line_bits, max_beats):
-    """A write burst: ``beats`` lines (1 to ``max_beats``) of ``lines`` (line 0 first) from
-    line-aligned byte ``address``; line 0's byte enables are ``strobe``, the others' all set."""
+def write_burst_layout(*, address_bits, id_bits, line_bits, beats):
+    """A write burst of ``beats`` whole lines (``lines``, line 0 first) from line-aligned byte
+    ``address``, every byte enabled."""
     return data.StructLayout({"id": unsigned(id_bits), "address": unsigned(address_bits),
-                              "beats": unsigned(max_beats.bit_length()),
-                              "lines": unsigned(max_beats * line_bits),
-                              "strobe": unsigned(line_bits // 8)})
+                              "lines": unsigned(beats * line_bits)})
+
+
+def write_line_layout(*, address_bits, id_bits, line_bits):
+    """A write of one line at line-aligned byte ``address``, its byte enables ``strobe``."""
+    return data.StructLayout({"id": unsigned(id_bits), "address": unsigned(address_bits),
+                              "line": unsigned(line_bits), "strobe": unsigned(line_bits // 8)})
 
 
 class AxiMemoryPort(wiring.Component):
-    """Device memory through an AXI4 port: read and write bursts of whole lines, several in
-    flight, each with the ID its owner gives.
+    """Device memory through an AXI4 port: read bursts of whole lines, write bursts of a fixed
+    number of lines and one-line writes, several in flight, each with the ID its owner gives.
 
     - ``read_command`` issues one AR per command (``ARLEN = beats - 1``); the lines come back
       on ``read_data``, one per clock that it is valid, with the read's ID and ``error`` when
       the memory answered anything but OKAY (the line's ``data`` is then 0). ``RREADY`` is
       always high: an owner issues a read only when it will take every line of it. Lines of
-      one ID come back in order.
-    - ``write_command`` takes a whole burst (address, lines, first line's strobe): its AW into
-      the AW register (through a skid buffer), its lines into the *W buffer*, where
-      ``W_BURSTS`` bursts wait in order, so that one-line writes go at one per clock even to
-      a memory that takes a burst's W only after its AW. A command is taken when the skid
-      buffer is empty and the W buffer has room for a burst. The AR side has a skid buffer
-      too: the command streams' ``ready`` come from registers, and ``ARREADY`` and
-      ``AWREADY`` reach no logic of the owner.
-      ``write_response`` is valid for a clock per B response, with its ID and ``error``.
-    - The W buffer keeps line ``b`` of every burst in bank ``b``, so that a command writes
-      all its lines on one clock and no register spans a burst. Each bank is cut into the
-      column groups of pipeline rule 2 (``CONTROL_COPY_BITS`` line bits each), with their own
-      copies of the read address and of the beat number that selects the bank: ``WDATA`` is
-      a bank's line read without a clock, through one mux per group (it and ``WSTRB`` and
-      ``WLAST`` are not registers).
+      one ID come back in order. The AR side has a skid buffer: ``read_command.ready`` is a
+      register, and ``ARREADY`` reaches no logic of the owner.
+    - ``write_burst`` (``burst_beats`` lines, every byte enabled) is taken on every clock it
+      is valid: it has no ``ready``. Its owner keeps at most ``bursts`` of them in the port,
+      by ``bursts_held``, a register: the bursts in the W buffer (below) as of the last clock
+      edge, those whose AW has not left for the AW register or whose W has not all gone. So
+      a slot pool's write-backs leave its result unit straight into the port, and wait
+      nowhere else.
+    - ``write_line`` (one line, with its byte enables) is taken while ``ready``, a register
+      that falls once ``LINE_WRITES`` one-line writes are held, on the same clock as a burst
+      or not.
+    - Every write waits in the *W buffer*, a ring of entries taken in order (a clock's burst
+      first, then its line), until its AW and its W beats have gone, each channel in ring
+      order: W may go ahead of AW (AXI4 allows it), so one-line writes go at one per clock
+      even to a memory that takes a burst's W only after its AW. A burst's line ``b`` waits
+      in bank ``b``, a one-line write's line in a bank of its own, so that a take moves only
+      a pointer: each bank is written on every clock at the next free entry, taken or not,
+      and cut into the column groups of pipeline rule 2 (``CONTROL_COPY_BITS`` line bits
+      each), with copies of its own of the entry it writes, the entry W reads and the bank W
+      reads. ``WDATA`` is a bank's line read without a clock, through one mux per group.
+    - AW and W leave from registers or memories read without a clock: ``AWREADY`` and
+      ``WREADY`` reach no logic of the owner. ``write_response`` is valid for a clock per B
+      response, with its ID and ``error``.
 
-    A burst must not cross a 4 KiB boundary (AXI4): the controller's bursts are single lines
-    or an accumulator aligned to its power-of-two size.
+    A burst must not cross a 4 KiB boundary (AXI4): the controller's bursts are an accumulator
+    aligned to its power-of-two size.
 
     Parameters
     ----------
     line_bits, address_bits, id_bits : int
-    max_beats : int
-        The longest write burst.
+    burst_beats : int
+        Lines of a ``write_burst``.
+    bursts : int
+        Write bursts the owner may have in the port at once.
 
     Members
     -------
     axi : Out(axi4_signature(...))
     read_command : In(stream.Signature(read_command_layout(...)))
     read_data : Out(stream.Signature({"id", "data", "error"}, always_ready=True))
-    write_command : In(stream.Signature(write_command_layout(...)))
+    write_burst : In(stream.Signature(write_burst_layout(...), always_ready=True))
+    bursts_held : Out(range(bursts + 1))
+    write_line : In(stream.Signature(write_line_layout(...)))
     write_response : Out(stream.Signature({"id", "error"}, always_ready=True))
     """
 
-    #: Bursts the W buffer holds (a power of two): the one being sent, and those whose AW
-    #: went ahead of their W.
-    W_BURSTS = 4
+    #: One-line writes the W buffer holds: enough to send one per clock while each waits a
+    #: clock or two for its AW to go.
+    LINE_WRITES = 4
 
-    def __init__(self, *, line_bits, address_bits, id_bits, max_beats):
+    def __init__(self, *, line_bits, address_bits, id_bits, burst_beats, bursts):
         for name, value, low in (("line_bits", line_bits, 8), ("address_bits", address_bits, 8),
-                                 ("id_bits", id_bits, 1), ("max_beats", max_beats, 1)):
+                                 ("id_bits", id_bits, 1), ("burst_beats", burst_beats, 1),
+                                 ("bursts", bursts, 1)):
             if not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an integer of at least {low}, not {value!r}")
         if line_bits & (line_bits - 1) or line_bits > 1024:
             raise ValueError(f"line_bits must be a power of two up to 1024 (the widest AXI4 "
                              f"transfer), not {line_bits}")
-        if max_beats > 256:
-            raise ValueError(f"max_beats must be at most 256 (AXI4 INCR bursts), "
-                             f"not {max_beats}")
+        if burst_beats > 256:
+            raise ValueError(f"burst_beats must be at most 256 (AXI4 INCR bursts), "
+                             f"not {burst_beats}")
         self._line_bits = line_bits
+        self._burst_beats = burst_beats
+        # Entries of the W buffer: a power of two (the pointers wrap), with two free beyond
+        # what may be held, the two a clock's takes are written to on every clock.
+        self._entries = 1 << (bursts + self.LINE_WRITES + 1).bit_length()
         super().__init__({
             "axi": Out(axi4_signature(address_bits=address_bits, data_bits=line_bits,
                                       id_bits=id_bits)),
@@ -114,9 +136,12 @@ class AxiMemoryPort(wiring.Component):
             "read_data": Out(stream.Signature(data.StructLayout({
                 "id": unsigned(id_bits), "data": unsigned(line_bits), "error": 1}),
                 always_ready=True)),
-            "write_command": In(stream.Signature(write_command_layout(
+            "write_burst": In(stream.Signature(write_burst_layout(
                 address_bits=address_bits, id_bits=id_bits, line_bits=line_bits,
-                max_beats=max_beats))),
+                beats=burst_beats), always_ready=True)),
+            "bursts_held": Out(range(bursts + 1)),
+            "write_line": In(stream.Signature(write_line_layout(
+                address_bits=address_bits, id_bits=id_bits, line_bits=line_bits))),
             "write_response": Out(stream.Signature(data.StructLayout({
                 "id": unsigned(id_bits), "error": 1}), always_ready=True)),
         })
@@ -150,74 +175,125 @@ class AxiMemoryPort(wiring.Component):
                      self.write_response.valid.eq(axi.bvalid),
                      self.write_response.payload.id.eq(axi.bid),
                      self.write_response.payload.error.eq(axi.bresp != RESP_OKAY)]
+        self._write_side(m, groups)
+        return m
 
-        # A command's lines go into the W buffer as it is taken, its AW through a skid
-        # buffer into the AW register (refilled on the clock it moves): ``AWREADY`` reaches
-        # no logic of the owner.
-        job = self.write_command
-        aw_layout = data.StructLayout({"id": len(job.payload.id),
-                                       "address": len(job.payload.address),
-                                       "beats": len(job.payload.beats)})
-        m.submodules.aw_skid = aw_skid = SkidBuffer(aw_layout)
-        self._address_register(m, "aw", aw_skid.source)
-        # The W buffer is written at ``produce`` on every clock, taken or not (its write
-        # enables then wait for no handshake), so it has twice the entries it may hold: the
-        # entry at ``produce`` is never one waiting to be sent.
-        entries = 2 * self.W_BURSTS
-        queued = Signal(range(self.W_BURSTS + 1))     # bursts in the W buffer
-        # Each column group of the buffer is written at a copy of ``produce`` of its own.
-        groups = column_slices(line_bits)
+    def _write_side(self, m, groups):
+        """The W buffer (see the class docstring), AW and W."""
+        axi, burst, line = self.axi, self.write_burst, self.write_line
+        entries, beats = self._entries, self._burst_beats
+        line_taken = line.valid & line.ready
+
+        # Takes: a burst at ``produce``, a line after it. Each column group of a bank writes
+        # at copies of its own (rule 2) of ``produce`` and ``produce + 1``.
         next_produce = Signal(range(entries))
-        produce = register_copies(m, next_produce, len(groups), "w_produce", reset=True)
-        m.d.comb += job.ready.eq(aw_skid.sink.ready & (queued != self.W_BURSTS))
-        take = job.valid & job.ready
-        m.d.comb += [aw_skid.sink.valid.eq(take), aw_skid.sink.payload.id.eq(job.payload.id),
-                     aw_skid.sink.payload.address.eq(job.payload.address),
-                     aw_skid.sink.payload.beats.eq(job.payload.beats)]
-        m.d.comb += next_produce.eq(produce[0] + take)
+        produce = register_copies(m, next_produce, len(groups) + 1, "w_produce", reset=True)
+        m.d.comb += next_produce.eq(produce[-1] + burst.valid + line_taken)
+        following = register_copies(m, (next_produce + 1)[:len(next_produce)], len(groups),
+                                    "w_following", reset=True, init=1)
+        line_entry = Signal.like(next_produce)
+        m.d.comb += line_entry.eq(Mux(burst.valid, produce[-1] + 1, produce[-1]))
+        # Whether each entry holds a one-line write (else a burst's lines).
+        is_line = Signal(entries)
+        with m.If(burst.valid):
+            m.d.sync += is_line.bit_select(produce[-1], 1).eq(0)
+        with m.If(line_taken):
+            m.d.sync += is_line.bit_select(line_entry, 1).eq(1)
 
-        # The W buffer's read side: the burst at ``consume``, its beat ``beat``. Each column
-        # group reads with copies of their next values (registers equal to ``consume`` and
-        # ``beat``; while the buffer is empty after a reset, they may differ for a clock).
-        beats = len(job.payload.lines) // line_bits
+        # What each kind of write has waiting, for AW and for W (taken, not yet sent: a
+        # burst's W is sent with its last beat). Both channels go in ring order, so the
+        # writes of a kind not yet sent on both are as many as the larger of its two counts.
+        aw_moves, aw_line = Signal(), Signal()
+        last_moves, w_line = Signal(), Signal()
+        counts = {}
+        for kind, taken, is_kind in (("burst", burst.valid, Const(0)),
+                                     ("line", line_taken, Const(1))):
+            for channel, sent, sent_line in (("aw", aw_moves, aw_line), ("w", last_moves, w_line)):
+                count = Signal(range(entries), name=f"{kind}_{channel}_waiting")
+                next_count = Signal.like(count, name=f"{kind}_{channel}_next")
+                m.d.comb += next_count.eq(count + taken - (sent & (sent_line == is_kind)))
+                m.d.sync += count.eq(next_count)
+                counts[kind, channel] = count, next_count
+        held = {kind: Mux(counts[kind, "aw"][1] > counts[kind, "w"][1], counts[kind, "aw"][1],
+                          counts[kind, "w"][1]) for kind in ("burst", "line")}
+        line_room = Signal(init=1)
+        m.d.sync += [self.bursts_held.eq(held["burst"]),
+                     line_room.eq(held["line"] < self.LINE_WRITES)]
+        m.d.comb += line.ready.eq(line_room)
+
+        # AW: the register in front of the channel, refilled from the oldest entry whose AW
+        # has not gone (``aw_entry``): its ID and address from the memory of its kind.
+        aw_entry = Signal(range(entries))
+        m.d.sync += aw_entry.eq(aw_entry + aw_moves)
+        address_layout = data.StructLayout({"id": len(burst.payload.id),
+                                            "address": len(burst.payload.address)})
+        addresses = {}
+        for kind, payload, at in (("burst", burst.payload, produce[-1]),
+                                  ("line", line.payload, line_entry)):
+            m.submodules[f"{kind}_addresses"] = memory = Memory(
+                shape=address_layout, depth=entries, init=[])
+            write, read = memory.write_port(), memory.read_port(domain="comb")
+            m.d.comb += [write.en.eq(1), write.addr.eq(at),
+                         write.data.eq(Cat(payload.id, payload.address)), read.addr.eq(aw_entry)]
+            addresses[kind] = read.data
+        aw_command = stream.Signature(data.StructLayout({
+            "id": len(burst.payload.id), "address": len(burst.payload.address),
+            "beats": range(1, beats + 1)})).create()
+        chosen = address_layout(Mux(aw_line, addresses["line"], addresses["burst"]))
+        m.d.comb += [aw_line.eq(is_line.bit_select(aw_entry, 1)),
+                     aw_command.valid.eq((counts["burst", "aw"][0] != 0)
+                                         | (counts["line", "aw"][0] != 0)),
+                     aw_command.payload.id.eq(chosen.id),
+                     aw_command.payload.address.eq(chosen.address),
+                     aw_command.payload.beats.eq(Mux(aw_line, 1, beats)),
+                     aw_moves.eq(aw_command.valid & aw_command.ready)]
+        self._address_register(m, "aw", aw_command)
+
+        # W: the entry at ``consume``, its beat ``beat``.
         consume = Signal(range(entries))
-        beat = Signal(range(beats))
-        head_layout = data.StructLayout({"strobe": len(job.payload.strobe),
-                                         "beats": len(job.payload.beats)})
-        m.submodules.heads = heads = Memory(shape=head_layout, depth=entries, init=[])
-        head_write, head_read = heads.write_port(), heads.read_port(domain="comb")
-        head = head_read.data
+        beat = Signal(range(max(beats, 2)))
         w_moves = axi.wvalid & axi.wready
-        last_moves = w_moves & axi.wlast
         next_consume = Signal.like(consume)
         next_beat = Signal.like(beat)
-        m.d.comb += [next_consume.eq(consume + last_moves),
+        m.submodules.strobes = strobes = Memory(shape=len(line.payload.strobe), depth=entries,
+                                                init=[])
+        strobe_write, strobe_read = strobes.write_port(), strobes.read_port(domain="comb")
+        m.d.comb += [w_line.eq(is_line.bit_select(consume, 1)),
+                     axi.wvalid.eq((counts["burst", "w"][0] != 0) | (counts["line", "w"][0] != 0)),
+                     axi.wlast.eq(w_line | (beat == beats - 1)),
+                     last_moves.eq(w_moves & axi.wlast),
+                     next_consume.eq(consume + last_moves),
                      next_beat.eq(Mux(w_moves, Mux(axi.wlast, 0, beat + 1), beat)),
-                     head_write.en.eq(1), head_write.addr.eq(produce[0]),
-                     head_write.data.eq(Cat(job.payload.strobe, job.payload.beats)),
-                     head_read.addr.eq(consume),
-                     axi.wvalid.eq(queued != 0), axi.wlast.eq(beat == head.beats - 1),
-                     axi.wstrb.eq(Mux(beat == 0, head.strobe, -1))]
-        m.d.sync += [consume.eq(next_consume), beat.eq(next_beat),
-                     queued.eq(queued + take - last_moves)]
+                     strobe_write.en.eq(1), strobe_write.addr.eq(line_entry),
+                     strobe_write.data.eq(line.payload.strobe), strobe_read.addr.eq(consume),
+                     axi.wstrb.eq(Mux(w_line, strobe_read.data, -1))]
+        m.d.sync += [consume.eq(next_consume), beat.eq(next_beat)]
+        # The bank W reads after this edge: the line bank (number ``beats``) for a one-line
+        # write, else the beat's; the entry's kind is the one written on this edge if it is
+        # taken now (W then reads it on the next clock).
+        next_is_line = Signal()
+        m.d.comb += next_is_line.eq(Mux(burst.valid & (produce[-1] == next_consume), 0,
+                                        Mux(line_taken & (line_entry == next_consume), 1,
+                                            is_line.bit_select(next_consume, 1))))
+        bank_copies = register_copies(m, Mux(next_is_line, beats, next_beat), len(groups),
+                                      "w_bank")
         consume_copies = register_copies(m, next_consume, len(groups), "w_consume")
-        beat_copies = register_copies(m, next_beat, len(groups), "w_beat")
         wdata = []
         for g, bits in enumerate(groups):
             lines = []
-            for b in range(beats):
-                m.submodules[f"w_bank{b}_group{g}"] = bank = Memory(
+            sources = [(f"w_bank{b}", burst.payload.lines[b * self._line_bits:][:self._line_bits],
+                        produce[g]) for b in range(beats)]
+            sources.append(("w_line", line.payload.line, Mux(burst.valid, following[g],
+                                                             produce[g])))
+            for name, source, at in sources:
+                m.submodules[f"{name}_group{g}"] = bank = Memory(
                     shape=bits.stop - bits.start, depth=entries, init=[])
                 write, read = bank.write_port(), bank.read_port(domain="comb")
-                line = job.payload.lines[b * line_bits:(b + 1) * line_bits]
-                m.d.comb += [write.en.eq(1),
-                             write.addr.eq(produce[g]),
-                             write.data.eq(line[bits]),
+                m.d.comb += [write.en.eq(1), write.addr.eq(at), write.data.eq(source[bits]),
                              read.addr.eq(consume_copies[g])]
                 lines.append(read.data)
-            wdata.append(Array(lines)[beat_copies[g]])
+            wdata.append(Array(lines)[bank_copies[g]])
         m.d.comb += axi.wdata.eq(Cat(wdata))
-        return m
 
     def _address_register(self, m, channel, command):
         """The AR or AW register (``channel``: "ar" or "aw"), refilled from ``command`` (a

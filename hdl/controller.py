@@ -155,7 +155,8 @@ class CxlMemController(wiring.Component):
                                                     primitives=self._primitives)
         m.submodules.memory = memory = AxiMemoryPort(
             line_bits=p.line_bits, address_bits=params.address_bits,
-            id_bits=params.axi_id_bits, max_beats=1 + p.state_lines)
+            id_bits=params.axi_id_bits, burst_beats=1 + p.state_lines,
+            bursts=SlotPool.QUEUE_DEPTH)
         m.submodules.responder = responder = Responder(params)
         m.submodules.window = window = RegisterWindow(params, addr_width=len(self.csr.addr))
         wiring.connect(m, wiring.flipped(self.m2s_req), ingress.m2s_req)
@@ -224,7 +225,15 @@ class CxlMemController(wiring.Component):
         m.d.sync += reads_in_flight.eq(reads_in_flight + host_read_taken
                                        - (host_lines.r_rdy & host_lines.r_en))
 
-        write = memory.write_command
+        # The pool's write-backs go to the port on the clock they leave the pool (the port
+        # holds as many as the pool may make); the host's writes and a clear's zero writes
+        # are one-line writes, which wait for ``write_line.ready``.
+        m.d.comb += [memory.write_burst.valid.eq(pool.write_back.valid),
+                     memory.write_burst.payload.id.eq(_POOL_ID),
+                     memory.write_burst.payload.address.eq(pool.write_back.payload.address),
+                     memory.write_burst.payload.lines.eq(pool.write_back.payload.lines),
+                     pool.write_backs_held.eq(memory.bursts_held)]
+        write = memory.write_line
         host_write_layout = data.StructLayout({"address": params.address_bits,
                                                "line": p.line_bits, "strobe": p.line_bytes})
         m.submodules.host_write_queue = host_write_queue = EagerFIFO(
@@ -237,47 +246,29 @@ class CxlMemController(wiring.Component):
                      host_write_queue.w_data.eq(host_write)]
         zero_write = Signal(write.payload.shape())
         zero_write_valid = Signal()
-        write_back = pool.write_back
-        # The write command's source: a write-back, a clear's zero write or the host's queue
-        # head, in that order of priority, chosen by the valids of the last clock, so that the
-        # first line's mux (the W buffer's input, spread over the die) is steered by registers:
-        # one copy of the choice per column group of the line (pipeline rule 2), and one for
-        # the other fields and the handshakes. A source chosen but not valid on this clock
-        # (its last command left on the last one) leaves the port a clock without a command.
+        # The one-line write's source: a clear's zero write or the host's queue head, chosen
+        # by the zero write's valid of the last clock, so that the line's mux (the W buffer's
+        # input, spread over the die) is steered by registers: one copy of the choice per
+        # column group of the line (pipeline rule 2), and one for the other fields and the
+        # handshakes. A zero write is chosen a clock after it is made, and the last one
+        # leaves the port a clock without a write.
         groups = p.control_copies
-        from_pool = register_copies(m, write_back.valid, groups + 1, "write_from_pool")
-        zeroing = register_copies(m, ~write_back.valid & zero_write_valid, groups + 1,
-                                  "write_zeroing")
-        # Only write-backs have lines after the first (host and zero writes are one line):
-        # those go to the port from the write-back without a mux.
-        with m.If(from_pool[-1]):
-            m.d.comb += [write.payload.id.eq(_POOL_ID),
-                         write.payload.address.eq(write_back.payload.address),
-                         write.payload.beats.eq(1 + p.state_lines),
-                         write.payload.strobe.eq(-1)]
-        with m.Elif(zeroing[-1]):
+        zeroing = register_copies(m, zero_write_valid, groups + 1, "write_zeroing")
+        with m.If(zeroing[-1]):
             m.d.comb += [write.payload.id.eq(zero_write.id),
                          write.payload.address.eq(zero_write.address),
-                         write.payload.beats.eq(zero_write.beats),
                          write.payload.strobe.eq(zero_write.strobe)]
         with m.Else():
             m.d.comb += [write.payload.id.eq(_HOST_ID),
                          write.payload.address.eq(host_write_head.address),
-                         write.payload.beats.eq(1),
                          write.payload.strobe.eq(host_write_head.strobe)]
         bits = p.control_copy_bits
-        m.d.comb += write.payload.lines.eq(Cat(
-            *(Mux(pool_copy, write_back.payload.lines[g * bits:(g + 1) * bits],
-                  Mux(zero_copy, zero_write.lines[g * bits:(g + 1) * bits],
-                      host_write_head.line[g * bits:(g + 1) * bits]))
-              for g, (pool_copy, zero_copy) in enumerate(zip(from_pool[:groups],
-                                                            zeroing[:groups]))),
-            write_back.payload.lines[p.line_bits:]))
-        m.d.comb += [write.valid.eq(Mux(from_pool[-1], write_back.valid,
-                                        Mux(zeroing[-1], zero_write_valid,
-                                            host_write_queue.r_rdy))),
-                     write_back.ready.eq(write.ready & from_pool[-1]),
-                     host_write_queue.r_en.eq(write.ready & ~from_pool[-1] & ~zeroing[-1])]
+        m.d.comb += write.payload.line.eq(Cat(
+            Mux(zero_copy, zero_write.line[g * bits:(g + 1) * bits],
+                host_write_head.line[g * bits:(g + 1) * bits])
+            for g, zero_copy in enumerate(zeroing[:groups])))
+        m.d.comb += [write.valid.eq(Mux(zeroing[-1], zero_write_valid, host_write_queue.r_rdy)),
+                     host_write_queue.r_en.eq(write.ready & ~zeroing[-1])]
         zero_write_taken = zero_write_valid & write.ready & zeroing[-1]
         response = memory.write_response
         # Writes not yet acknowledged: the pool's (write-backs, zero writes), and the host's
@@ -289,7 +280,8 @@ class CxlMemController(wiring.Component):
         pool_writes = Signal(range(1 << 16))
         host_writes = Signal(range(1 << 16))
         pool_writing, host_writing = Signal(), Signal()
-        pool_taken = write.valid & write.ready & (write.payload.id == _POOL_ID)
+        pool_taken = (memory.write_burst.valid
+                      + (write.valid & write.ready & (write.payload.id == _POOL_ID)))
         for count, nonzero, taken, number in (
                 (pool_writes, pool_writing, pool_taken, _POOL_ID),
                 (host_writes, host_writing, host_write_taken, _HOST_ID)):
@@ -652,7 +644,7 @@ class CxlMemController(wiring.Component):
                 m.d.comb += [
                     zero_write_valid.eq(zero_left),
                     zero_write.id.eq(_POOL_ID), zero_write.address.eq(zero_address),
-                    zero_write.beats.eq(1), zero_write.strobe.eq(-1), zero_write.lines.eq(0),
+                    zero_write.strobe.eq(-1), zero_write.line.eq(0),
                 ]
                 following = zero_address + p.line_bytes
                 with m.If(zero_write_taken):

@@ -49,8 +49,9 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
 - **Slices** (:class:`SlotPool`): the pool is built in slices of ``POOL_SLICE_BITS`` line
   bits (:class:`PoolSlice`), each with the lanes of its columns and a whole copy of the
   control described here, so that no decision reaches block RAM columns beyond its slice's.
-- Room in the output queues is taken when an op leaves ``intake`` (``room_take``), so no op
-  ever waits in T1 for room: only a miss stops it.
+- Room in the output queues (the results' and, for write-backs, the memory port's W buffer,
+  ``write_backs_held``) is taken when an op leaves ``intake`` (``room_take``), so no op ever
+  waits in T1 for room: only a miss stops it.
 - A miss waits in T1. The line's read starts at once (:class:`FillReader`: its ``n`` line,
   and its ``W`` bit-plane lines only if ``n`` is not 0), unless a write may be to the line's
   own accumulator (see *Fills and writes* below): then it starts once every write is
@@ -109,7 +110,7 @@ from spec.params import (
     aggregates,
 )
 
-from .bram import PRIMITIVES, READ_LATENCY, BlockFIFO, RegisteredMemory, address_copies
+from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory, address_copies
 from .datapath import (
     AggregationDatapath,
     decision_inputs,
@@ -553,7 +554,9 @@ class PoolSlice(wiring.Component):
         super().__init__({
             "op": In(stream.Signature(slot_op_layout(self._slice, user_width))),
             "result": Out(stream.Signature(slot_result_layout(self._slice, user_width))),
-            "write_back": Out(stream.Signature(slice_write_back_layout(self._slice))),
+            "write_back": Out(stream.Signature(slice_write_back_layout(self._slice),
+                                               always_ready=True)),
+            "write_backs_held": In(range(self.QUEUE_DEPTH + 1)),
             "fill_read": Out(stream.Signature(fill_command_layout(params))),
             "fill_data": In(stream.Signature(fill_line_layout(lanes), always_ready=True)),
             "writes_pending": In(1),
@@ -581,6 +584,11 @@ class PoolSlice(wiring.Component):
     #: reads states back (majority, gate), from a register of its own (``unit_input``), so
     #: one is enough, and each one is a clock on every result read.
     RESULT_LATENCY = 1
+
+    #: Entries of each output queue: every op from TA on (the stages, the unit's input register
+    #: and the unit) and ``SPARE``. The write-backs wait in the memory port
+    #: (:class:`hdl.axi.AxiMemoryPort`), which holds this many of them.
+    QUEUE_DEPTH = STAGES + 1 + RESULT_LATENCY + SPARE
 
     #: Clock edges from the one that takes a hit's op on ``op`` to the first that can take its
     #: result on ``result``, with nothing else in the pool: T0, the stages, the unit's input
@@ -637,24 +645,16 @@ class PoolSlice(wiring.Component):
         wiring.connect(m, unit_input.source, unit.request)
         # Beside that register, each control copy of the unit has registers of its own with
         # the fields its decisions are made of (``unit_decision``, made in P2).
-        # An output queue holds, beyond its own, every op from TA on (the stages, the unit's
-        # input register and the unit) and ``SPARE``.
-        depth = self.STAGES + 1 + unit_params.latency + self.SPARE
+        depth = self.QUEUE_DEPTH
         result_layout = slot_result_layout(params, u)
         # Results are read without a clock from their queue's memory (one clock from a write
         # to its read): a head register as wide as a line would be enabled by the taker's
-        # ``ready`` (rule 1). Write-backs, whole states, wait in block RAM: device memory takes
-        # each as a burst of a line per clock, so the queue's two clocks after a take cost
-        # nothing while it does.
+        # ``ready`` (rule 1). Write-backs, whole states, leave the result unit's registers
+        # straight into the memory port's W buffer, which device memory empties a line per
+        # clock: a queue here would hold every one a second time.
         m.submodules.results = results = EagerFIFO(width=result_layout.size, depth=depth)
-        m.submodules.write_backs = write_backs = BlockFIFO(
-            width=slice_write_back_layout(params).size, depth=depth,
-            primitives=self._primitives)
         m.d.comb += [self.result.payload.eq(results.r_data), self.result.valid.eq(results.r_rdy),
-                     results.r_en.eq(self.result.ready),
-                     self.write_back.payload.eq(write_backs.r_data),
-                     self.write_back.valid.eq(write_backs.r_rdy),
-                     write_backs.r_en.eq(self.write_back.ready)]
+                     results.r_en.eq(self.result.ready)]
 
         # An op's line of data does not travel with it (pipeline rule 1): it is written to
         # ``op_data`` on every clock at ``arrival_slot``, which moves on when an op enters, and
@@ -999,8 +999,9 @@ class PoolSlice(wiring.Component):
                      events, adds, ternary, live)
 
         # Room in the output queues for every op from TA on and one more. Each queue's level
-        # plus the ops from TA on (its *claim*) is summed into a register, so that no adder is
-        # in front of a decision (pipeline rule 3), and compared with constants. A claim grows
+        # (the write-backs': those the memory port holds) plus the ops from TA on (its
+        # *claim*) is summed into a register, so that no adder is in front of a decision
+        # (pipeline rule 3), and compared with constants. A claim grows
         # by one op an edge at most (an op taken, or the miss handler's eviction, which is
         # made only while no op is taken), so a claim a clock old is short by one at most:
         # ``room`` (the eviction, in DRAIN) allows for it, and ``room_take``, a register, for
@@ -1008,8 +1009,8 @@ class PoolSlice(wiring.Component):
         in_pipe = ta_valid + t1_valid + p2_valid + in_flight
         claims = [Signal(range(2 * depth + 1), name=f"{queue}_claim")
                   for queue in ("results", "write_backs")]
-        m.d.sync += [claim.eq(queue.level + in_pipe)
-                     for claim, queue in zip(claims, (results, write_backs))]
+        m.d.sync += [claim.eq(level + in_pipe)
+                     for claim, level in zip(claims, (results.level, self.write_backs_held))]
         room = Signal()
         m.d.comb += room.eq(Cat(claim < depth - 1 for claim in claims).all())
         m.d.sync += room_take.eq(Cat(claim < depth - 2 for claim in claims).all())
@@ -1025,11 +1026,11 @@ class PoolSlice(wiring.Component):
             result.accepted.eq(side.accepted), result.reason.eq(side.reason),
             result.invalid.eq(side.invalid),
             results.w_en.eq((response.valid & side.result) | answering),
-            write_backs.w_data.eq(Cat(
+            self.write_back.payload.eq(Cat(
                 side.address, response.payload.line,
                 planes_of_state(p, response.payload.state)[:p.counter_width * p.line_bits],
                 response.payload.state.n)),
-            write_backs.w_en.eq(response.valid & side.write_back),
+            self.write_back.valid.eq(response.valid & side.write_back),
             events.write_backs.eq(response.valid & side.write_back),
         ]
         next_in_unit = Signal.like(in_unit)
@@ -1049,13 +1050,12 @@ class PoolSlice(wiring.Component):
         wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
         m.d.comb += reader.start.payload.first.eq(t1_first_line)
         self._miss_handler(m, state, next_state, t1, miss, t1_data_ok, current, p2_valid,
-                           unit_empty, room, results, answer, answering, write_backs, events,
+                           unit_empty, room, results, answer, answering, events,
                            departure, reader, evict, install, filled, dropped, fill_next, live)
         with m.If(~scanning & ~t0_valid & ~ta_valid & ~t1_valid & ~p2_valid):
             m.d.sync += settling.eq(0)
         m.d.comb += self.idle.eq(~settling & ~intake.full & ~t0_valid & ~ta_valid & ~t1_valid
-                                 & ~p2_valid & unit_empty & running
-                                 & (write_backs.level == 0) & ~self.writes_pending)
+                                 & ~p2_valid & unit_empty & running & ~self.writes_pending)
         return m
 
     def _update(self, m, op, valid, word, may_add, full, last, covered, write, after, behind,
@@ -1147,7 +1147,7 @@ class PoolSlice(wiring.Component):
         ]
 
     def _miss_handler(self, m, state, next_state, t1, miss, t1_data_ok, occupant, p2_valid,
-                      unit_empty, room, results, answer, answering, write_backs, events,
+                      unit_empty, room, results, answer, answering, events,
                       departure, reader, evict, install, filled, dropped, fill_next, live):
         """The steps of a miss of T1's op (see the module docstring), from ``state`` to
         ``next_state``, which the handler drives and ``state`` takes on the clock edge. Drives
@@ -1161,7 +1161,8 @@ class PoolSlice(wiring.Component):
         result queue's data is chosen by the unit's valid alone)."""
         params = self._slice
         drained = ~p2_valid & unit_empty
-        writes_done = drained & (write_backs.level == 0) & ~self.writes_pending
+        # A write-back is pending from the clock after the unit gives it (``writes_pending``).
+        writes_done = drained & ~self.writes_pending
         # Fills and writes (module docstring): a line left its slot since every write was last
         # done; and that, as it stood before this miss's own eviction.
         departed = Signal()
@@ -1289,7 +1290,12 @@ class SlotPool(wiring.Component):
         outputs.
     result : Out(stream.Signature(slot_result_layout(params, user_width)))
         One per ``CONTRIBUTE`` and ``READ``, in op order.
-    write_back : Out(stream.Signature(write_back_layout(params)))
+    write_back : Out(stream.Signature(write_back_layout(params), always_ready=True))
+        Taken on every clock it is valid: into the memory port's W buffer
+        (:class:`hdl.axi.AxiMemoryPort`).
+    write_backs_held : In(range(QUEUE_DEPTH + 1))
+        Write-backs the memory port holds, as of the last clock edge: the pool makes one only
+        while it has room for it there, ``QUEUE_DEPTH`` in all.
     fill_read : Out(stream.Signature(fill_command_layout(params)))
         Device-memory reads of a fill or of a result line; the lines come back on
         ``fill_data`` in order, and the pool takes each on the clock it is valid.
@@ -1308,6 +1314,9 @@ class SlotPool(wiring.Component):
 
     #: A slice's (:class:`PoolSlice`): the slices add no register.
     HIT_LATENCY = PoolSlice.HIT_LATENCY
+
+    #: Write-backs the pool may have in the memory port at once (a slice's).
+    QUEUE_DEPTH = PoolSlice.QUEUE_DEPTH
 
     def __init__(self, params=ControllerParams(), *, user_width=1, primitives=None,
                  slice_bits=POOL_SLICE_BITS):
@@ -1330,7 +1339,8 @@ class SlotPool(wiring.Component):
         super().__init__({
             "op": In(stream.Signature(slot_op_layout(params, user_width))),
             "result": Out(stream.Signature(slot_result_layout(params, user_width))),
-            "write_back": Out(stream.Signature(write_back_layout(params))),
+            "write_back": Out(stream.Signature(write_back_layout(params), always_ready=True)),
+            "write_backs_held": In(range(self.QUEUE_DEPTH + 1)),
             "fill_read": Out(stream.Signature(fill_command_layout(params))),
             "fill_data": In(stream.Signature(data.StructLayout({
                 "data": line_bits, "error": 1}), always_ready=True)),
@@ -1356,7 +1366,7 @@ class SlotPool(wiring.Component):
                   for name in slot_op_layout(params, 1).members if name != "data"),
                 pool.op.payload.data.eq(self.op.payload.data[bits]),
                 pool.result.ready.eq(self.result.ready),
-                pool.write_back.ready.eq(self.write_back.ready),
+                pool.write_backs_held.eq(self.write_backs_held),
                 pool.fill_read.ready.eq(self.fill_read.ready),
                 pool.fill_data.valid.eq(self.fill_data.valid),
                 pool.fill_data.payload.data.eq(self.fill_data.payload.data[bits]),

@@ -1,7 +1,11 @@
 """In ``amaranth.sim``: :class:`hdl.axi.AxiMemoryPort` under a memory that stalls every channel
-at random. Write bursts of random length and ID reach AW and W once each, in order, with the
-first line's strobe and WLAST on the last beat; every B and R beat comes back with its ID and
-error (an R beat with an error as a line of 0); read commands become one AR each."""
+at random. Write bursts (offered whenever ``bursts_held`` allows, never refused) and one-line
+writes (offered at random, taken while ``ready``) reach AW and W once each, in the order they
+were taken (a clock's burst before its line), with each line's strobe, full strobes on a burst
+and WLAST on each write's last beat; ``bursts_held`` counts, on every clock, the bursts not yet
+sent on both AW and W, and one-line writes stop at ``LINE_WRITES`` held; every B and R
+beat comes back with its ID and error (an R beat with an error as a line of 0); read commands
+become one AR each."""
 
 import random
 
@@ -11,16 +15,25 @@ from bench.sim import send, simulate
 from hdl.axi import RESP_OKAY, AxiMemoryPort
 
 LINE_BITS = 32
-MAX_BEATS = 4
+BURST_BEATS = 3
+BURSTS = 5
 SLVERR = 0b10
+FULL_STROBE = (1 << LINE_BITS // 8) - 1
 
 
-def _run(seed, jobs, reads):
-    """Send write ``jobs`` and read commands ``reads`` through the port; returns what the
-    memory saw and what the port gave back."""
+def _port():
+    return AxiMemoryPort(line_bits=LINE_BITS, address_bits=16, id_bits=2,
+                         burst_beats=BURST_BEATS, bursts=BURSTS)
+
+
+def _run(seed, bursts, lines, reads, *, burst_rate, line_rate):
+    """Send write ``bursts`` and ``lines`` and read commands ``reads`` through the port;
+    returns what the memory saw and what the port gave back. ``taken`` lists the writes (kind,
+    fields) in the order the port took them."""
     rng = random.Random(seed)
-    port = AxiMemoryPort(line_bits=LINE_BITS, address_bits=16, id_bits=2, max_beats=MAX_BEATS)
-    seen = {"aw": [], "w": [], "ar": [], "responses": [], "read_data": []}
+    port = _port()
+    seen = {"aw": [], "w": [], "ar": [], "responses": [], "read_data": [], "taken": [],
+            "held": []}
 
     async def memory(ctx):
         axi = port.axi
@@ -52,7 +65,7 @@ def _run(seed, jobs, reads):
             # One B (for a burst whose W beats all went) and one R beat per clock, at random.
             written = sum(last for _, _, last in seen["w"])
             b_out = None
-            if b_queue and b_sent < written and rng.random() < 0.5:
+            if b_queue and b_sent < min(written, len(seen["aw"])) and rng.random() < 0.5:
                 b_out = b_queue.pop(0)
                 b_sent += 1
             ctx.set(axi.bvalid, b_out is not None)
@@ -67,8 +80,31 @@ def _run(seed, jobs, reads):
                 ctx.set(axi.rresp, SLVERR if r_out[0] == 3 else RESP_OKAY)
 
     async def writer(ctx):
-        for job in jobs:
-            await send(ctx, port.write_command, **job)
+        bursts_left, lines_left = list(bursts), list(lines)
+        offered = None
+        while bursts_left or lines_left or offered:
+            burst = None
+            if bursts_left and ctx.get(port.bursts_held) < BURSTS and rng.random() < burst_rate:
+                burst = bursts_left.pop(0)
+                for name, value in burst.items():
+                    ctx.set(getattr(port.write_burst.payload, name), value)
+            ctx.set(port.write_burst.valid, burst is not None)
+            if offered is None and lines_left and rng.random() < line_rate:
+                offered = lines_left.pop(0)
+                for name, value in offered.items():
+                    ctx.set(getattr(port.write_line.payload, name), value)
+            ctx.set(port.write_line.valid, offered is not None)
+            line_ready = ctx.get(port.write_line.ready)
+            seen["held"].append(ctx.get(port.bursts_held))
+            await ctx.tick()
+            if burst is not None:
+                seen["taken"].append(("burst", burst))
+            if offered is not None and line_ready:
+                seen["taken"].append(("line", offered))
+                offered = None
+        ctx.set(port.write_burst.valid, 0)
+        ctx.set(port.write_line.valid, 0)
+        await ctx.tick().repeat(100)
 
     async def reader(ctx):
         for command in reads:
@@ -79,57 +115,151 @@ def _run(seed, jobs, reads):
     return seen
 
 
-@pytest.mark.parametrize("single", [0.25, 0.8], ids=["bursts", "mostly_single_lines"])
+def _expected_writes(taken):
+    """(AW, W beats) the memory must see for the writes ``taken``, in order."""
+    aw, w = [], []
+    for kind, job in taken:
+        if kind == "burst":
+            aw.append((job["address"], BURST_BEATS - 1, job["id"]))
+            w += [((job["lines"] >> (LINE_BITS * beat)) & ((1 << LINE_BITS) - 1), FULL_STROBE,
+                   int(beat == BURST_BEATS - 1)) for beat in range(BURST_BEATS)]
+        else:
+            aw.append((job["address"], 0, job["id"]))
+            w.append((job["line"], job["strobe"], 1))
+    return aw, w
+
+
+@pytest.mark.parametrize("rates", [(0.6, 0.3), (0.2, 0.9), (1.0, 1.0)],
+                         ids=["bursts", "mostly_lines", "both_every_clock"])
 @pytest.mark.parametrize("seed", range(4))
-def test_bursts_in_order_with_ids(seed, single):
-    """``single``: the share of one-line writes, which may wait behind a burst (the rest are
-    2 to ``MAX_BEATS`` lines)."""
+def test_writes_in_order_with_ids(seed, rates):
+    """``rates``: how often a burst is offered (when ``bursts_held`` allows) and a line."""
     rng = random.Random(100 + seed)
-    jobs = []
-    for k in range(24):
-        beats = 1 if rng.random() < single else rng.randint(2, MAX_BEATS)
-        lines = [rng.getrandbits(LINE_BITS) for _ in range(MAX_BEATS)]
-        jobs.append({"id": rng.randint(0, 3), "address": 0x100 + 0x10 * k, "beats": beats,
-                     "lines": sum(line << (LINE_BITS * i) for i, line in enumerate(lines)),
-                     "strobe": rng.getrandbits(LINE_BITS // 8)})
+    bursts = [{"id": rng.randint(0, 3), "address": 0x1000 + 0x10 * k,
+               "lines": rng.getrandbits(BURST_BEATS * LINE_BITS)} for k in range(20)]
+    lines = [{"id": rng.randint(0, 3), "address": 0x2000 + 0x4 * k,
+              "line": rng.getrandbits(LINE_BITS), "strobe": rng.getrandbits(LINE_BITS // 8)}
+             for k in range(24)]
     reads = [{"id": rng.randint(0, 3), "address": 0x800 + 0x10 * k,
               "beats": rng.randint(1, 4)} for k in range(16)]
-    seen = _run(seed, jobs, reads)
+    seen = _run(seed, bursts, lines, reads, burst_rate=rates[0], line_rate=rates[1])
+    where = f"seed {seed}, rates {rates}"
 
-    assert seen["aw"] == [(j["address"], j["beats"] - 1, j["id"]) for j in jobs], \
-        f"seed {seed}: AW (address, len, id) per burst differ from the commands"
-    want_w = []
-    for j in jobs:
-        for beat in range(j["beats"]):
-            line = (j["lines"] >> (LINE_BITS * beat)) & ((1 << LINE_BITS) - 1)
-            strobe = j["strobe"] if beat == 0 else (1 << LINE_BITS // 8) - 1
-            want_w.append((line, strobe, int(beat == j["beats"] - 1)))
+    assert len(seen["taken"]) == len(bursts) + len(lines), f"{where}: not every write taken"
+    want_aw, want_w = _expected_writes(seen["taken"])
+    for number, (got, want) in enumerate(zip(seen["aw"], want_aw)):
+        assert got == want, f"{where}: AW {number}: (address, len, id) {got}, expected {want}"
+    assert len(seen["aw"]) == len(want_aw), f"{where}: {len(seen['aw'])} AW, " \
+                                            f"expected {len(want_aw)}"
     for number, (got, want) in enumerate(zip(seen["w"], want_w)):
-        assert got == want, f"seed {seed}: W beat {number}: (data, strobe, last) {got}, " \
+        assert got == want, f"{where}: W beat {number}: (data, strobe, last) {got}, " \
                             f"expected {want}"
-    assert len(seen["w"]) == len(want_w), f"seed {seed}: {len(seen['w'])} W beats, " \
+    assert len(seen["w"]) == len(want_w), f"{where}: {len(seen['w'])} W beats, " \
                                           f"expected {len(want_w)}"
-    assert seen["responses"] == [(j["id"], int(j["id"] == 3)) for j in jobs], \
-        f"seed {seed}: write responses (id, error) differ: {seen['responses']}"
+    assert seen["responses"] == [(aw_id, int(aw_id == 3)) for _, _, aw_id in want_aw], \
+        f"{where}: write responses (id, error) differ: {seen['responses']}"
     assert seen["ar"] == [(r["address"], r["beats"] - 1, r["id"]) for r in reads], \
-        f"seed {seed}: AR (address, len, id) per read differ"
+        f"{where}: AR (address, len, id) per read differ"
     # The memory answers ID 3 with SLVERR: those lines come back as 0.
     want_r = [(r["id"], 0 if r["id"] == 3 else r["address"] + 4 * k, int(r["id"] == 3))
               for r in reads for k in range(r["beats"])]
-    assert seen["read_data"] == want_r, f"seed {seed}: read beats (id, data, error) differ"
+    assert seen["read_data"] == want_r, f"{where}: read beats (id, data, error) differ"
+    assert max(seen["held"]) == BURSTS or rates[0] < 1, \
+        f"{where}: bursts offered every clock never filled the port ({max(seen['held'])})"
+
+
+def test_bursts_held_counts_until_aw_and_w_have_gone():
+    """``bursts_held`` is, on every clock, the bursts taken before it whose AW has not reached
+    the AW register (``AWVALID`` high shows one there) or some W beat has not gone, whichever
+    channel lags: here AW stalls for 40 clocks while W runs, then W stalls while AW runs."""
+    port = _port()
+    count = BURSTS
+    log = []
+
+    async def memory(ctx):
+        axi = port.axi
+        clock = 0
+        aw_done, w_lasts = 0, 0
+        async for sample in ctx.tick().sample(axi.awvalid, axi.awready, axi.wvalid, axi.wready,
+                                              axi.wlast, port.bursts_held):
+            awvalid, awready, wvalid, wready, wlast, held = sample[2:]
+            clock += 1
+            log.append((clock, held, aw_done + awvalid, w_lasts))
+            aw_done += awvalid and awready
+            w_lasts += wvalid and wready and wlast
+            aw_ready, w_ready = clock > 40, clock <= 40
+            ctx.set(axi.awready, aw_ready)
+            ctx.set(axi.wready, w_ready)
+
+    async def writer(ctx):
+        for k in range(count):
+            ctx.set(port.write_burst.payload.address, 0x100 * k)
+            ctx.set(port.write_burst.valid, 1)
+            await ctx.tick()
+        ctx.set(port.write_burst.valid, 0)
+        await ctx.tick().repeat(80)
+
+    simulate(port, writer, processes=[memory])
+    for clock, held, aw_left, w_lasts in log[count + 1:]:
+        want = count - min(aw_left, w_lasts)
+        assert held == want, f"clock {clock}: bursts_held {held}, expected {want} " \
+                             f"({aw_left} AW left the buffer and {w_lasts} bursts' W)"
+    assert log[-1][1] == 0, f"bursts_held {log[-1][1]} after every burst went"
+
+
+def test_one_line_writes_stop_at_line_writes_held():
+    """While the memory takes nothing, ``write_line.ready`` falls once ``LINE_WRITES`` one-line
+    writes are held; when it takes again, each of them goes, in order."""
+    port = _port()
+    stalled = 30
+    taken, sent = [], []
+
+    async def memory(ctx):
+        axi = port.axi
+        clock = 0
+        async for sample in ctx.tick().sample(axi.awvalid, axi.awready, axi.wvalid, axi.wready,
+                                              axi.wdata):
+            awvalid, awready, wvalid, wready, wdata = sample[2:]
+            clock += 1
+            if wvalid and wready:
+                sent.append(wdata)
+            ctx.set(axi.awready, clock > stalled)
+            ctx.set(axi.wready, clock > stalled)
+
+    async def writer(ctx):
+        clock = 0
+        for k in range(12):
+            ctx.set(port.write_line.payload.line, k)
+            ctx.set(port.write_line.valid, 1)
+            while True:
+                clock += 1
+                ready = ctx.get(port.write_line.ready)
+                await ctx.tick()
+                if ready:
+                    taken.append((clock, k))
+                    break
+        ctx.set(port.write_line.valid, 0)
+        await ctx.tick().repeat(20)
+
+    simulate(port, writer, processes=[memory])
+    before = [k for clock, k in taken if clock < stalled]
+    assert len(before) == AxiMemoryPort.LINE_WRITES, \
+        f"{len(before)} one-line writes taken while the memory took nothing, expected " \
+        f"{AxiMemoryPort.LINE_WRITES}"
+    assert sent == list(range(12)), f"lines sent {sent}, expected 0 to 11 in order"
 
 
 def test_one_line_writes_go_at_one_per_clock_to_a_memory_that_wants_aw_first():
-    """A memory may take a burst's W only after its AW (AXI4 allows it). One-line writes,
+    """A memory may take a write's W only after its AW (AXI4 allows it). One-line writes,
     offered back to back, still go at one per clock: each AW goes while the write before it
     sends its W."""
-    port = AxiMemoryPort(line_bits=LINE_BITS, address_bits=16, id_bits=2, max_beats=MAX_BEATS)
+    port = _port()
     count = 32
     clocks = {"aw": [], "w": []}
 
     async def memory(ctx):
         axi = port.axi
-        addressed = 0                   # bursts whose AW has moved, W not yet
+        addressed = 0                   # writes whose AW has moved, W not yet
         ctx.set(axi.awready, 1)
         clock = 0
         async for sample in ctx.tick().sample(axi.awvalid, axi.wvalid, axi.wready):
@@ -145,8 +275,7 @@ def test_one_line_writes_go_at_one_per_clock_to_a_memory_that_wants_aw_first():
 
     async def writer(ctx):
         for k in range(count):
-            await send(ctx, port.write_command, id=0, address=0x100 + 4 * k, beats=1,
-                       lines=k, strobe=-1)
+            await send(ctx, port.write_line, id=0, address=0x100 + 4 * k, line=k, strobe=-1)
         await ctx.tick().repeat(8)
 
     simulate(port, writer, processes=[memory])

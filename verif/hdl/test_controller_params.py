@@ -75,14 +75,16 @@ def test_accumulators_are_powers_of_two_lines():
      "line_bits must be a power of two up to 1024 (the widest AXI4 transfer), not 96"),
     ({"line_bits": 512, "address_bits": 32, "id_bits": 0},
      "id_bits must be an integer of at least 1, not 0"),
-    ({"line_bits": 512, "address_bits": 32, "max_beats": 0},
-     "max_beats must be an integer of at least 1, not 0"),
-    ({"line_bits": 64, "address_bits": 32, "max_beats": 257},
-     "max_beats must be at most 256 (AXI4 INCR bursts), not 257"),
+    ({"line_bits": 512, "address_bits": 32, "burst_beats": 0},
+     "burst_beats must be an integer of at least 1, not 0"),
+    ({"line_bits": 64, "address_bits": 32, "burst_beats": 257},
+     "burst_beats must be at most 256 (AXI4 INCR bursts), not 257"),
+    ({"line_bits": 64, "address_bits": 32, "bursts": 0},
+     "bursts must be an integer of at least 1, not 0"),
 ])
 def test_axi_master_params_refused(kwargs, message):
     with pytest.raises(ValueError) as error:
-        AxiMemoryPort(**{"id_bits": 1, "max_beats": 2, **kwargs})
+        AxiMemoryPort(**{"id_bits": 1, "burst_beats": 2, "bursts": 3, **kwargs})
     assert str(error.value) == message
 
 

@@ -30,12 +30,13 @@ def _run(testbench, params=PARAMS):
     writes = []             # (WDATA, WSTRB) of every W beat
 
     async def memory(ctx):
-        """Always ready; every AR's beats, then every burst's B (once its W beats are in), in
-        order, with their IDs; SLVERR inside FAILING."""
+        """Always ready; every AR's beats, then every burst's B (once its AW and W beats are
+        in: W may come first), in order, with their IDs; SLVERR inside FAILING."""
         axi = dut.axi
         for ready in (axi.arready, axi.awready, axi.wready):
             ctx.set(ready, 1)
         beats, bursts, responses = [], [], []    # R beats due; AWs; B responses due
+        w_bursts = answered = 0                  # bursts whose W beats are in; Bs made
         r_out = b_out = None                     # what this process drove for the last edge
         async for sample in ctx.tick().sample(
                 axi.arvalid, axi.araddr, axi.arlen, axi.arid, axi.awvalid, axi.awaddr,
@@ -50,14 +51,13 @@ def _run(testbench, params=PARAMS):
                 beats += [(arid, araddr + k * params.datapath.line_bytes, k == arlen)
                           for k in range(arlen + 1)]
             if awvalid:
-                bursts.append([awid, awaddr, False])
+                bursts.append((awid, awaddr in FAILING))
             if wvalid:
                 writes.append((wdata, wstrb))
-                burst = next(b for b in bursts if b[1] is not None)
-                burst[2] = burst[2] or (burst[1] in FAILING)
-                if wlast:
-                    responses.append((burst[0], burst[2]))
-                    burst[1] = None
+                w_bursts += wlast
+            while answered < min(len(bursts), w_bursts):
+                responses.append(bursts[answered])
+                answered += 1
             r_out = beats[0] if beats else None
             b_out = responses[0] if responses else None
             ctx.set(axi.rvalid, r_out is not None)

@@ -161,24 +161,32 @@ def test_slot_pool_against_golden(params, slice_bits, seed):
                     errors.append(f"{where}: (accepted, reason, invalid) {fields}, golden {want}")
 
     async def memory(ctx):
-        """Takes every write-back after a random wait, now and then a long one
+        """Holds every write-back in a port (``write_backs_held``) that sends one on 70% of
+        the clocks, and lands each after a random wait, now and then a long one
         (``writes_pending`` meanwhile), in order; answers fill reads 1 to 4 clocks late, a line
         per clock."""
+        held = []               # (address, lines) in the port
         pending = []            # (due clock, address, lines)
         reads = []              # (due clock, address)
         clock = 0
-        ready = False
+        sending = False
         ctx.set(dut.fill_read.ready, 1)
         async for _, _, wb_valid, wb, fr_valid, fr in ctx.tick().sample(
                 dut.write_back.valid, dut.write_back.payload,
                 dut.fill_read.valid, dut.fill_read.payload):
             clock += 1
-            if wb_valid and ready:
+            if held and sending:
                 # Now and then a write lands late: a fill must not overtake it. Writes land
                 # in the order they were made, as AXI lands writes of one ID.
                 delay = rng.integers(1, 6) if rng.random() < 0.8 else rng.integers(20, 60)
                 due = max([clock + int(delay)] + [x[0] for x in pending])
-                pending.append((due, wb.address, wb.lines))
+                pending.append((due, *held.pop(0)))
+            if wb_valid:
+                held.append((wb.address, wb.lines))
+                if len(held) > SlotPool.QUEUE_DEPTH:
+                    errors.append(f"seed {seed}, clock {clock}: a write-back made while the "
+                                  f"port held {len(held) - 1}, QUEUE_DEPTH "
+                                  f"{SlotPool.QUEUE_DEPTH}")
             if fr_valid:
                 first = clock + int(rng.integers(1, 5))
                 for beat in range(fr.beats):
@@ -190,9 +198,9 @@ def test_slot_pool_against_golden(params, slice_bits, seed):
                         ((image >> (i * p.line_bits)) & ((1 << p.line_bits) - 1))
                         .to_bytes(p.line_bytes, "little"), np.uint8)
                 pending.remove(item)
-            ready = bool(rng.random() > 0.3)
-            ctx.set(dut.write_back.ready, ready)
-            ctx.set(dut.writes_pending, int(bool(pending)))
+            sending = bool(rng.random() > 0.3)
+            ctx.set(dut.write_backs_held, len(held))
+            ctx.set(dut.writes_pending, int(bool(pending or held)))
             if reads and reads[0][0] <= clock:
                 _, address = reads.pop(0)
                 ctx.set(dut.fill_data.valid, 1)
@@ -227,7 +235,6 @@ def _plain_memory(dut, p, written):
         reads = []              # (due clock, address)
         clock = 0
         ctx.set(dut.fill_read.ready, 1)
-        ctx.set(dut.write_back.ready, 1)
         async for _, _, wb_valid, wb, fr_valid, fr in ctx.tick().sample(
                 dut.write_back.valid, dut.write_back.payload,
                 dut.fill_read.valid, dut.fill_read.payload):

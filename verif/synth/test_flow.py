@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from hdl.bram import ECP5_WIDTH
 from hdl.controller import CxlMemController
-from hdl.slots import slice_write_back_layout, slot_entry_layout
+from hdl.slots import slot_entry_layout
 from spec.params import POOL_SLICE_BITS, ControllerParams, DatapathParams
 from synth.flow import (
     FAILING_AT,
@@ -120,9 +120,9 @@ def _flip_flops_by_register(folder, top):
 def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
     """Synthesis of the controller as the flow makes it keeps the decoder's copy of the address
     for each region (``address_copy_<r>``, hdl.pipeline.register_copies) as flip-flops of its
-    own, and puts the slot pool's memory and its write-back queue in block RAMs with their
-    output registers on, as many as a slot's and a write-back's widths need, rather than in
-    flip-flops or LUT RAM."""
+    own, and puts the slot pool's memory in block RAMs with their output registers on, as
+    many as a slot's width needs (and nothing else: write-backs wait in the memory port's LUT
+    RAM), rather than in flip-flops or LUT RAM."""
     params = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=2),
                               regions=2, slots=256)
     assert params.datapath.line_bits <= POOL_SLICE_BITS, "the pool is no longer one slice"
@@ -132,11 +132,9 @@ def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
     netlist = json.loads((folder / "nf_controller.ecp5.json").read_text())
     blocks = [cell for module in netlist["modules"].values()
               for cell in module["cells"].values() if cell["type"] == "DP16KD"]
-    columns = {name: -(-layout.size // ECP5_WIDTH) for name, layout in (
-        ("slots", slot_entry_layout(params)),
-        ("write-back queue", slice_write_back_layout(params)))}
-    assert len(blocks) == sum(columns.values()), \
-        f"{len(blocks)} DP16KD blocks, {sum(columns.values())} expected ({columns})"
+    columns = -(-slot_entry_layout(params).size // ECP5_WIDTH)
+    assert len(blocks) == columns, \
+        f"{len(blocks)} DP16KD blocks, {columns} expected (a slot's width)"
     for block in blocks:
         modes = {block["parameters"][f"REGMODE_{port}"] for port in "AB"}
         assert modes == {"OUTREG"}, f"a block RAM with output register modes {modes}"
