@@ -1,5 +1,5 @@
 """Block RAM with a registered output: one write and one read per clock, the read answered two
-clocks after its address; and a queue held in it.
+clocks after its address.
 
 A block RAM's read data straight from the array is slow: on the LFE5UM-85F (speed grade 6, as
 nextpnr models it) a DP16KD without its output register gives its data 5.8 ns after the clock,
@@ -15,10 +15,8 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .pipeline import EagerFIFO, queue_pointers
-
 __all__ = ["PRIMITIVES", "READ_LATENCY", "ECP5_DEPTH", "ECP5_WIDTH", "BLOCKS_PER_COPY",
-           "address_copies", "RegisteredMemory", "BlockFIFO"]
+           "address_copies", "RegisteredMemory"]
 
 #: The vendor primitive forms a design can be generated with (``None``: inferred memories).
 PRIMITIVES = (None, "ecp5")
@@ -183,46 +181,3 @@ class RegisteredMemory(wiring.Component):
         pins["i_WEA"] = C(1, 1)         # in this mode the byte enables write
         pins["i_WEB"] = C(0, 1)
         return Instance("DP16KD", p_GSR="DISABLED", p_RESETMODE="SYNC", **pins)
-
-
-class BlockFIFO(EagerFIFO):
-    """An :class:`~hdl.pipeline.EagerFIFO` (the same ports and parameters, and ``primitives``
-    as :class:`RegisteredMemory` takes it) whose memory is block RAM, for queues too wide for
-    LUT RAM (whole accumulator states): the LFE5UM-85F has several times less LUT RAM than
-    block RAM, and LUT RAM that a design fills up is spread over the die with the logic
-    around it.
-
-    Its timing differs from ``EagerFIFO``'s in two ways, both from the memory's two-clock
-    read (:data:`READ_LATENCY`): an entry is readable from the third clock after its write,
-    and after a take ``r_rdy`` is low for two clocks while the next entry is read. So it moves
-    an entry at most every third clock, and suits a queue whose taker spends several clocks on
-    each (a write-back's burst). As in ``EagerFIFO``, the memory is written on every clock and
-    read at the oldest entry on every clock, and the handshakes move only the pointers, the
-    level and the flags, all registers.
-    """
-
-    def __init__(self, *, width, depth, primitives=None):
-        super().__init__(width=width, depth=depth)
-        self._primitives = primitives
-
-    def elaborate(self, platform):
-        m = Module()
-        entries = self.depth + 1
-        copies = address_copies(self.width)
-        m.submodules.storage = storage = RegisteredMemory(
-            width=self.width, depth=entries, primitives=self._primitives, copies=copies)
-        written = self.w_en & self.w_rdy
-        taken = self.r_en & self.r_rdy
-        produce, consume = queue_pointers(m, self, entries, written, taken, copies=copies)
-        m.d.comb += [storage.write_en.eq(-1), storage.write_data.eq(self.w_data),
-                     self.r_data.eq(storage.read_data)]
-        m.d.comb += [storage.write_addr[k].eq(produce[k]) for k in range(copies)]
-        m.d.comb += [storage.read_addr[k].eq(consume[k]) for k in range(copies)]
-        # The head is readable when it was written three clocks ago or more (the level less
-        # the last clock's write is what had been written by then) and no take has moved
-        # ``consume`` in the two clocks its read takes.
-        written_late = Signal()
-        taken_late = Signal()
-        m.d.sync += [written_late.eq(written), taken_late.eq(taken),
-                     self.r_rdy.eq(~taken & ~taken_late & (self.level > written_late))]
-        return m

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bench.sim import simulate
-from hdl.bram import ECP5_DEPTH, ECP5_WIDTH, READ_LATENCY, BlockFIFO, RegisteredMemory
+from hdl.bram import ECP5_DEPTH, ECP5_WIDTH, READ_LATENCY, RegisteredMemory
 from hdl.generate import component_verilog
 
 #: A model of the DP16KD as ``RegisteredMemory`` sets it up (the LFE5U's sysMEM block in its
@@ -158,52 +158,6 @@ def test_ecp5_form_against_a_model_of_the_block(tmp_path, width, depth, copies):
             errors.append(f"read {read} of word {steps[read][3]}: {text}, "
                           f"expected {expected[read]:#x} ({blocks} blocks)")
     assert not errors, "\n".join(errors[:10])
-
-
-@pytest.mark.parametrize("depth", [1, 2, 8])
-@pytest.mark.parametrize("seed", [1, 2])
-def test_block_fifo_against_a_model_of_its_timing(depth, seed):
-    """Random pushes (also while full) and pops (also while not ready): on every clock
-    ``w_rdy`` and ``level`` are those of a FIFO of ``depth`` entries, ``r_rdy`` is high exactly
-    when the oldest entry was written three clocks ago or more and nothing was taken on the
-    last two clocks, and then ``r_data`` is that entry."""
-    rng = np.random.default_rng(seed)
-    dut = BlockFIFO(width=12, depth=depth)
-    clocks = 800
-    pushes = [bool(x) for x in rng.random(clocks) < 0.5]
-    pops = [bool(x) for x in rng.random(clocks) < 0.6]
-    data = [int(x) for x in rng.integers(0, 1 << 12, clocks)]
-    errors = []
-    taken = []
-
-    async def bench(ctx):
-        queue = []                                  # (clock written, word), oldest first
-        last_takes = []
-        for clock, (push, pop, word) in enumerate(zip(pushes, pops, data)):
-            ctx.set(dut.w_en, push)
-            ctx.set(dut.w_data, word)
-            ctx.set(dut.r_en, pop)
-            want = {"w_rdy": int(len(queue) < depth), "level": len(queue),
-                    "r_rdy": int(bool(queue) and queue[0][0] < clock - READ_LATENCY
-                                 and all(clock - k not in last_takes
-                                         for k in range(1, READ_LATENCY + 1)))}
-            for port, value in want.items():
-                got = ctx.get(getattr(dut, port))
-                if got != value:
-                    errors.append(f"clock {clock}: {port} {got}, expected {value}")
-            if want["r_rdy"] and ctx.get(dut.r_data) != queue[0][1]:
-                errors.append(f"clock {clock}: r_data {ctx.get(dut.r_data):#x}, expected "
-                              f"{queue[0][1]:#x} (written on clock {queue[0][0]})")
-            if pop and want["r_rdy"]:
-                taken.append(queue.pop(0)[1])
-                last_takes.append(clock)
-            if push and want["w_rdy"]:
-                queue.append((clock, word))
-            await ctx.tick()
-
-    simulate(dut, bench)
-    assert not errors, f"depth {depth}, seed {seed}:\n" + "\n".join(errors[:10])
-    assert len(taken) > clocks // 8, f"only {len(taken)} entries taken in {clocks} clocks"
 
 
 @pytest.mark.parametrize("kwargs,message", [
