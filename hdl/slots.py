@@ -572,8 +572,9 @@ class PoolSlice(wiring.Component):
 
     #: Entries of each output queue beyond the ops that can be in the stages and the result
     #: unit: the two that ``room_take``, made from the queues' claims two clocks late, does not
-    #: see, and two so that the intake does not stop while the queues are taken every clock
-    #: (an entry is read from the clock after its write).
+    #: see, and two so that the intake does not stop while the results are taken every clock
+    #: (an entry is read from the clock after its write). Write-backs leave more slowly, a
+    #: line per clock: the memory port's bandwidth, not these entries, bounds them.
     SPARE = 4
 
     #: Entries of ``op_data``, where an op's line waits until P2 (a power of two, so that
