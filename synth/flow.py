@@ -94,8 +94,9 @@ def _run(tool, args, cwd, log=None):
 
 
 class RouterWatch:
-    """Follows nextpnr's log line by line: the Fmax it estimates once placed (the last
-    estimate before routing starts), and router2's progress, to say when routing has stalled.
+    """Follows nextpnr's log line by line: the logic cells in use, the Fmax it estimates once
+    placed (the last estimate before routing starts), and router2's progress, to say when
+    routing has stalled.
 
     Router2 routes with overlaps allowed and prices them up each iteration (``iter=N ...
     overused=K``, K the wires used by more than one net). On a congested placement it can
@@ -104,12 +105,15 @@ class RouterWatch:
 
     _ITERATION = re.compile(r"iter=(\d+) wires=\d+ overused=(\d+) ")
     _ESTIMATE = re.compile(r"Max frequency for clock '([^']+)': ([\d.]+) MHz")
+    _LOGIC_CELLS = re.compile(r"TRELLIS_COMB: +(\d+)/ *(\d+) ")
     _ROUTING = ("Running router2", "Routing..")
 
     def __init__(self, patience):
         self.patience = patience
         self.routing = False
         self.placed = {}            # clock -> MHz, last estimate before routing
+        # Logic cells (a LUT, or half a carry or LUT RAM cell) in use, and on the device.
+        self.comb_used = self.comb_available = None
         self.lowest = self.lowest_at = self.iteration = None
 
     @property
@@ -124,6 +128,9 @@ class RouterWatch:
         estimate = self._ESTIMATE.search(line)
         if estimate and not self.routing:
             self.placed[estimate[1]] = float(estimate[2])
+        cells = self._LOGIC_CELLS.search(line)
+        if cells:
+            self.comb_used, self.comb_available = int(cells[1]), int(cells[2])
         iteration = self._ITERATION.search(line)
         if not iteration:
             return False
@@ -270,7 +277,9 @@ def place_and_route(folder, top, seed, freq_mhz, router):
     run = {"seed": seed, "router": router, "routed": routed, "placed_mhz": watch.placed_mhz,
            "constraint_mhz": freq_mhz, "seconds": seconds}
     if not routed:
-        return {**run, "fmax_mhz": None, "lowest_overused": watch.lowest,
+        return {**run, "fmax_mhz": None, "comb_used": watch.comb_used,
+                "comb_available": watch.comb_available,
+                "lowest_overused": watch.lowest,
                 "lowest_at_iteration": watch.lowest_at, "stopped_at_iteration": watch.iteration}
     parsed = json.loads((Path(folder) / report).read_text())
     clocks = parsed["fmax"]
@@ -530,10 +539,11 @@ _UNTIMED = "no register-to-register path (ports are not timed out of context)"
 def _stall(run):
     """Why a placement was not routed, for the per-seed table."""
     placed = ("" if run["placed_mhz"] is None else
-              f" (placed: estimate {run['placed_mhz']:.1f} MHz)")
+              f", placed estimate {run['placed_mhz']:.1f} MHz")
     return (f"{run['router']} stopped at iteration {run['stopped_at_iteration']}: fewest "
             f"overused wires {run['lowest_overused']:,} at iteration "
-            f"{run['lowest_at_iteration']}{placed}")
+            f"{run['lowest_at_iteration']} ({run['comb_used']:,} of {run['comb_available']:,} "
+            f"logic cells{placed})")
 
 
 def _number(value):

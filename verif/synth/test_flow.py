@@ -229,7 +229,8 @@ def test_targets_are_compared_with_the_figures():
 def _router2_log(overused, placed_mhz=47.42):
     """nextpnr's log lines around routing: an estimate once placed, then one router2 line per
     iteration with the given overused wires, then the post-route estimate."""
-    lines = [f"Info: Max frequency for clock '$glbnet$clk': {placed_mhz} MHz (FAIL at 150 MHz)",
+    lines = ["Info: \t        TRELLIS_COMB:   67814/  83640    81%",
+             f"Info: Max frequency for clock '$glbnet$clk': {placed_mhz} MHz (FAIL at 150 MHz)",
              "Info: Running router2..."]
     lines += [f"Info:     iter={i} wires=1000 overused={o} overuse={2 * o} archfail=NA"
               for i, o in enumerate(overused, start=1)]
@@ -239,10 +240,11 @@ def _router2_log(overused, placed_mhz=47.42):
 def test_router_watch_stops_when_overuse_makes_no_new_low():
     watch = RouterWatch(patience=3)
     log = _router2_log([900, 800, 817, 800, 5000])
-    assert [watch.stalled(line) for line in log[:6]] == [False] * 6
-    assert watch.stalled(log[6]), "no new low (800, iteration 2) for 3 iterations: stalled"
+    assert [watch.stalled(line) for line in log[:7]] == [False] * 7
+    assert watch.stalled(log[7]), "no new low (800, iteration 2) for 3 iterations: stalled"
     assert (watch.lowest, watch.lowest_at, watch.iteration) == (800, 2, 5)
     assert watch.placed_mhz == 47.42, "the estimate before routing is the placed one"
+    assert (watch.comb_used, watch.comb_available) == (67814, 83640), watch.comb_used
     watch.stalled(log[-1])
     assert watch.placed_mhz == 47.42, "an estimate after routing started was taken as placed"
     steady = RouterWatch(patience=3)
@@ -264,7 +266,7 @@ def test_stalled_routing_is_stopped_and_reported_as_not_routed(tmp_path, monkeyp
     assert run["routed"] is False and run["fmax_mhz"] is None, run
     assert (run["lowest_overused"], run["lowest_at_iteration"], run["stopped_at_iteration"]) \
         == (100, 1, 1 + ROUTER2_PATIENCE), run
-    assert run["placed_mhz"] == 47.42 and run["seed"] == 3, run
+    assert run["placed_mhz"] == 47.42 and run["comb_used"] == 67814 and run["seed"] == 3, run
     log = (tmp_path / "nextpnr_seed3.log").read_text()
     assert log.splitlines()[-1].startswith("[synth.flow] stopped"), log.splitlines()[-3:]
     assert f"iter={2 + ROUTER2_PATIENCE} " not in log, "nextpnr's output was read past the stop"
@@ -274,7 +276,8 @@ def test_a_seed_not_routed_leaves_the_design_without_a_median():
     cells = {"lut4": 1, "ff": 2, "carry_ccu2c": 3, "lutram_dpr16x4": 0, "block_ram_dp16kd": 0,
              "generic_transistors": 40}
     stalled = {"seed": 2, "router": "router2", "routed": False, "placed_mhz": 47.42,
-               "constraint_mhz": 150.0, "seconds": 10.0, "fmax_mhz": None,
+               "constraint_mhz": 150.0, "seconds": 10.0, "fmax_mhz": None, "comb_used": 67814,
+               "comb_available": 83640,
                "lowest_overused": 817, "lowest_at_iteration": 21, "stopped_at_iteration": 51}
     design = {"design": "controller", "config": "c", "cells": cells, "pnr": [stalled],
               "constraint_mhz": 150.0, "fmax_median_mhz": None}
@@ -285,5 +288,6 @@ def test_a_seed_not_routed_leaves_the_design_without_a_median():
     table = markdown(_report([design], targets=rows))
     assert "| 150 | not routed (seed 2) |" in table, table
     assert "| controller | c | 2 | not routed | 10.0 | router2 stopped at iteration 51: " \
-           "fewest overused wires 817 at iteration 21 (placed: estimate 47.4 MHz) |" in table, table
+           "fewest overused wires 817 at iteration 21 (67,814 of 83,640 logic cells, placed " \
+           "estimate 47.4 MHz) |" in table, table
     assert "| not routed | missed |" in table, table
