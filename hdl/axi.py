@@ -72,15 +72,17 @@ class AxiMemoryPort(wiring.Component):
     - ``write_line`` (one line, with its byte enables) is taken while ``ready``, a register
       that falls once ``LINE_WRITES`` one-line writes are held, on the same clock as a burst
       or not.
-    - Every write waits in the *W buffer*, a ring of entries taken in order (a clock's burst
-      first, then its line), until its AW and its W beats have gone, each channel in ring
-      order: W may go ahead of AW (AXI4 allows it), so one-line writes go at one per clock
-      even to a memory that takes a burst's W only after its AW. A burst's line ``b`` waits
-      in bank ``b``, a one-line write's line in a bank of its own, so that a take moves only
-      a pointer: each bank is written on every clock at the next free entry, taken or not,
-      and cut into the column groups of pipeline rule 2 (``CONTROL_COPY_BITS`` line bits
-      each), with copies of its own of the entry it writes, the entry W reads and the bank W
-      reads. ``WDATA`` is a bank's line read without a clock, through one mux per group.
+    - Every write waits in the *W buffer* until its AW and its W beats have gone, each
+      channel in the order the writes were taken (a clock's burst first, then its line): W
+      may go ahead of AW (AXI4 allows it), so one-line writes go at one per clock even to a
+      memory that takes a burst's W only after its AW. Each kind of write has a ring of its
+      own, a burst's line ``b`` in bank ``b``, a one-line write's line in the line bank, and
+      a ring of one bit per write keeps their order. A take moves only pointers: each bank
+      is written on every clock at its ring's next free entry, taken or not, so that no
+      bank's address depends on the other kind's take; and it is cut into the column groups
+      of pipeline rule 2 (``CONTROL_COPY_BITS`` line bits each), with copies of its own of
+      the entry it writes, the entry W reads and the bank W reads. ``WDATA`` is a bank's
+      line read without a clock, through one mux per group.
     - AW and W leave from registers or memories read without a clock: ``AWREADY`` and
       ``WREADY`` reach no logic of the owner. ``write_response`` is valid for a clock per B
       response, with its ID and ``error``.
@@ -125,9 +127,12 @@ class AxiMemoryPort(wiring.Component):
                              f"not {burst_beats}")
         self._line_bits = line_bits
         self._burst_beats = burst_beats
-        # Entries of the W buffer: a power of two (the pointers wrap), with two free beyond
-        # what may be held, the two a clock's takes are written to on every clock.
-        self._entries = 1 << (bursts + self.LINE_WRITES + 1).bit_length()
+        # Entries of each kind's ring: a power of two (the pointers wrap), with one free
+        # beyond what may be held, the one written on every clock. The order ring has room
+        # for every write held and the two a clock may take.
+        self._entries = {"burst": 1 << bursts.bit_length(),
+                         "line": 1 << self.LINE_WRITES.bit_length()}
+        self._orders = 1 << (bursts + self.LINE_WRITES + 1).bit_length()
         super().__init__({
             "axi": Out(axi4_signature(address_bits=address_bits, data_bits=line_bits,
                                       id_bits=id_bits)),
@@ -181,37 +186,45 @@ class AxiMemoryPort(wiring.Component):
     def _write_side(self, m, groups):
         """The W buffer (see the class docstring), AW and W."""
         axi, burst, line = self.axi, self.write_burst, self.write_line
-        entries, beats = self._entries, self._burst_beats
-        line_taken = line.valid & line.ready
+        beats = self._burst_beats
+        taken = {"burst": burst.valid, "line": line.valid & line.ready}
 
-        # Takes: a burst at ``produce``, a line after it. Each column group of a bank writes
-        # at copies of its own (rule 2) of ``produce`` and ``produce + 1``.
-        next_produce = Signal(range(entries))
-        produce = register_copies(m, next_produce, len(groups) + 1, "w_produce", reset=True)
-        m.d.comb += next_produce.eq(produce[-1] + burst.valid + line_taken)
-        following = register_copies(m, (next_produce + 1)[:len(next_produce)], len(groups),
-                                    "w_following", reset=True, init=1)
-        line_entry = Signal.like(next_produce)
-        m.d.comb += line_entry.eq(Mux(burst.valid, produce[-1] + 1, produce[-1]))
-        # Whether each entry holds a one-line write (else a burst's lines).
-        is_line = Signal(entries)
-        with m.If(burst.valid):
-            m.d.sync += is_line.bit_select(produce[-1], 1).eq(0)
-        with m.If(line_taken):
-            m.d.sync += is_line.bit_select(line_entry, 1).eq(1)
+        # The order of the writes, a bit per write (1: a one-line write), in a ring of its
+        # own: a clock's burst first, then its line. Only these narrow flags depend on both
+        # takes; each kind's banks and memories are written at its own pointer.
+        orders = self._orders
+        order_produce = Signal(range(orders))
+        line_order = Signal.like(order_produce)
+        is_line = Signal(orders)
+        m.d.comb += line_order.eq(order_produce + taken["burst"])
+        m.d.sync += order_produce.eq(line_order + taken["line"])
+        with m.If(taken["burst"]):
+            m.d.sync += is_line.bit_select(order_produce, 1).eq(0)
+        with m.If(taken["line"]):
+            m.d.sync += is_line.bit_select(line_order, 1).eq(1)
+
+        # Each kind's ring: written on every clock at the next free entry, ``produce``, in
+        # copies of its own for each column group of its banks (rule 2) and one for the rest.
+        produce = {}
+        for kind in ("burst", "line"):
+            entries = self._entries[kind]
+            next_produce = Signal(range(entries), name=f"{kind}_produce_next")
+            copies = register_copies(m, next_produce, len(groups) + 1, f"{kind}_produce",
+                                     reset=True)
+            m.d.comb += next_produce.eq(copies[-1] + taken[kind])
+            produce[kind] = copies
 
         # What each kind of write has waiting, for AW and for W (taken, not yet sent: a
-        # burst's W is sent with its last beat). Both channels go in ring order, so the
-        # writes of a kind not yet sent on both are as many as the larger of its two counts.
+        # burst's W is sent with its last beat). Both channels go in order, so the writes of
+        # a kind not yet sent on both are as many as the larger of its two counts.
         aw_moves, aw_line = Signal(), Signal()
         last_moves, w_line = Signal(), Signal()
         counts = {}
-        for kind, taken, is_kind in (("burst", burst.valid, Const(0)),
-                                     ("line", line_taken, Const(1))):
+        for kind, is_kind in (("burst", Const(0)), ("line", Const(1))):
             for channel, sent, sent_line in (("aw", aw_moves, aw_line), ("w", last_moves, w_line)):
-                count = Signal(range(entries), name=f"{kind}_{channel}_waiting")
+                count = Signal(range(self._orders), name=f"{kind}_{channel}_waiting")
                 next_count = Signal.like(count, name=f"{kind}_{channel}_next")
-                m.d.comb += next_count.eq(count + taken - (sent & (sent_line == is_kind)))
+                m.d.comb += next_count.eq(count + taken[kind] - (sent & (sent_line == is_kind)))
                 m.d.sync += count.eq(next_count)
                 counts[kind, channel] = count, next_count
         held = {kind: Mux(counts[kind, "aw"][1] > counts[kind, "w"][1], counts[kind, "aw"][1],
@@ -221,26 +234,29 @@ class AxiMemoryPort(wiring.Component):
                      line_room.eq(held["line"] < self.LINE_WRITES)]
         m.d.comb += line.ready.eq(line_room)
 
-        # AW: the register in front of the channel, refilled from the oldest entry whose AW
-        # has not gone (``aw_entry``): its ID and address from the memory of its kind.
-        aw_entry = Signal(range(entries))
-        m.d.sync += aw_entry.eq(aw_entry + aw_moves)
+        # AW: the register in front of the channel, refilled from the oldest write whose AW
+        # has not gone (``aw_order``): its ID and address from the memory of its kind, at
+        # that kind's own AW pointer.
+        aw_order = Signal(range(orders))
+        m.d.sync += aw_order.eq(aw_order + aw_moves)
         address_layout = data.StructLayout({"id": len(burst.payload.id),
                                             "address": len(burst.payload.address)})
         addresses = {}
-        for kind, payload, at in (("burst", burst.payload, produce[-1]),
-                                  ("line", line.payload, line_entry)):
+        for kind, payload, is_kind in (("burst", burst.payload, ~aw_line),
+                                       ("line", line.payload, aw_line)):
+            aw_entry = Signal(range(self._entries[kind]), name=f"{kind}_aw_entry")
+            m.d.sync += aw_entry.eq(aw_entry + (aw_moves & is_kind))
             m.submodules[f"{kind}_addresses"] = memory = Memory(
-                shape=address_layout, depth=entries, init=[])
+                shape=address_layout, depth=self._entries[kind], init=[])
             write, read = memory.write_port(), memory.read_port(domain="comb")
-            m.d.comb += [write.en.eq(1), write.addr.eq(at),
+            m.d.comb += [write.en.eq(1), write.addr.eq(produce[kind][-1]),
                          write.data.eq(Cat(payload.id, payload.address)), read.addr.eq(aw_entry)]
             addresses[kind] = read.data
         aw_command = stream.Signature(data.StructLayout({
             "id": len(burst.payload.id), "address": len(burst.payload.address),
             "beats": range(1, beats + 1)})).create()
         chosen = address_layout(Mux(aw_line, addresses["line"], addresses["burst"]))
-        m.d.comb += [aw_line.eq(is_line.bit_select(aw_entry, 1)),
+        m.d.comb += [aw_line.eq(is_line.bit_select(aw_order, 1)),
                      aw_command.valid.eq((counts["burst", "aw"][0] != 0)
                                          | (counts["line", "aw"][0] != 0)),
                      aw_command.payload.id.eq(chosen.id),
@@ -249,48 +265,56 @@ class AxiMemoryPort(wiring.Component):
                      aw_moves.eq(aw_command.valid & aw_command.ready)]
         self._address_register(m, "aw", aw_command)
 
-        # W: the entry at ``consume``, its beat ``beat``.
-        consume = Signal(range(entries))
+        # W: the write at ``w_order``, its beat ``beat``; each kind's banks are read at that
+        # kind's own W pointer.
+        w_order = Signal(range(orders))
         beat = Signal(range(max(beats, 2)))
         w_moves = axi.wvalid & axi.wready
-        next_consume = Signal.like(consume)
+        next_w_order = Signal.like(w_order)
         next_beat = Signal.like(beat)
-        m.submodules.strobes = strobes = Memory(shape=len(line.payload.strobe), depth=entries,
-                                                init=[])
-        strobe_write, strobe_read = strobes.write_port(), strobes.read_port(domain="comb")
-        m.d.comb += [w_line.eq(is_line.bit_select(consume, 1)),
+        m.d.comb += [w_line.eq(is_line.bit_select(w_order, 1)),
                      axi.wvalid.eq((counts["burst", "w"][0] != 0) | (counts["line", "w"][0] != 0)),
                      axi.wlast.eq(w_line | (beat == beats - 1)),
                      last_moves.eq(w_moves & axi.wlast),
-                     next_consume.eq(consume + last_moves),
-                     next_beat.eq(Mux(w_moves, Mux(axi.wlast, 0, beat + 1), beat)),
-                     strobe_write.en.eq(1), strobe_write.addr.eq(line_entry),
-                     strobe_write.data.eq(line.payload.strobe), strobe_read.addr.eq(consume),
+                     next_w_order.eq(w_order + last_moves),
+                     next_beat.eq(Mux(w_moves, Mux(axi.wlast, 0, beat + 1), beat))]
+        m.d.sync += [w_order.eq(next_w_order), beat.eq(next_beat)]
+        consume = {}
+        for kind, is_kind in (("burst", ~w_line), ("line", w_line)):
+            entry = Signal(range(self._entries[kind]), name=f"{kind}_w_entry")
+            next_entry = Signal.like(entry, name=f"{kind}_w_entry_next")
+            m.d.comb += next_entry.eq(entry + (last_moves & is_kind))
+            m.d.sync += entry.eq(next_entry)
+            consume[kind] = entry, register_copies(m, next_entry, len(groups), f"{kind}_w_entry")
+        m.submodules.strobes = strobes = Memory(shape=len(line.payload.strobe),
+                                                depth=self._entries["line"], init=[])
+        strobe_write, strobe_read = strobes.write_port(), strobes.read_port(domain="comb")
+        m.d.comb += [strobe_write.en.eq(1), strobe_write.addr.eq(produce["line"][-1]),
+                     strobe_write.data.eq(line.payload.strobe),
+                     strobe_read.addr.eq(consume["line"][0]),
                      axi.wstrb.eq(Mux(w_line, strobe_read.data, -1))]
-        m.d.sync += [consume.eq(next_consume), beat.eq(next_beat)]
         # The bank W reads after this edge: the line bank (number ``beats``) for a one-line
-        # write, else the beat's; the entry's kind is the one written on this edge if it is
+        # write, else the beat's; the write's kind is the one written on this edge if it is
         # taken now (W then reads it on the next clock).
         next_is_line = Signal()
-        m.d.comb += next_is_line.eq(Mux(burst.valid & (produce[-1] == next_consume), 0,
-                                        Mux(line_taken & (line_entry == next_consume), 1,
-                                            is_line.bit_select(next_consume, 1))))
+        m.d.comb += next_is_line.eq(Mux(taken["burst"] & (order_produce == next_w_order), 0,
+                                        Mux(taken["line"] & (line_order == next_w_order), 1,
+                                            is_line.bit_select(next_w_order, 1))))
         bank_copies = register_copies(m, Mux(next_is_line, beats, next_beat), len(groups),
                                       "w_bank")
-        consume_copies = register_copies(m, next_consume, len(groups), "w_consume")
         wdata = []
         for g, bits in enumerate(groups):
             lines = []
-            sources = [(f"w_bank{b}", burst.payload.lines[b * self._line_bits:][:self._line_bits],
-                        produce[g]) for b in range(beats)]
-            sources.append(("w_line", line.payload.line, Mux(burst.valid, following[g],
-                                                             produce[g])))
-            for name, source, at in sources:
+            sources = [(f"w_bank{b}", "burst",
+                        burst.payload.lines[b * self._line_bits:][:self._line_bits])
+                       for b in range(beats)]
+            sources.append(("w_line", "line", line.payload.line))
+            for name, kind, source in sources:
                 m.submodules[f"{name}_group{g}"] = bank = Memory(
-                    shape=bits.stop - bits.start, depth=entries, init=[])
+                    shape=bits.stop - bits.start, depth=self._entries[kind], init=[])
                 write, read = bank.write_port(), bank.read_port(domain="comb")
-                m.d.comb += [write.en.eq(1), write.addr.eq(at), write.data.eq(source[bits]),
-                             read.addr.eq(consume_copies[g])]
+                m.d.comb += [write.en.eq(1), write.addr.eq(produce[kind][g]),
+                             write.data.eq(source[bits]), read.addr.eq(consume[kind][1][g])]
                 lines.append(read.data)
             wdata.append(Array(lines)[bank_copies[g]])
         m.d.comb += axi.wdata.eq(Cat(wdata))
