@@ -21,17 +21,17 @@ SLVERR = 0b10
 FULL_STROBE = (1 << LINE_BITS // 8) - 1
 
 
-def _port():
+def _port(held=BURSTS, beats=BURST_BEATS):
     return AxiMemoryPort(line_bits=LINE_BITS, address_bits=16, id_bits=2,
-                         burst_beats=BURST_BEATS, bursts=BURSTS)
+                         burst_beats=beats, bursts=held)
 
 
-def _run(seed, bursts, lines, reads, *, burst_rate, line_rate):
-    """Send write ``bursts`` and ``lines`` and read commands ``reads`` through the port;
-    returns what the memory saw and what the port gave back. ``taken`` lists the writes (kind,
-    fields) in the order the port took them."""
+def _run(seed, bursts, lines, reads, *, burst_rate, line_rate, held=BURSTS, beats=BURST_BEATS):
+    """Send write ``bursts`` and ``lines`` and read commands ``reads`` through a port of
+    ``beats`` lines a burst and ``held`` bursts; returns what the memory saw and what the port
+    gave back. ``taken`` lists the writes (kind, fields) in the order the port took them."""
     rng = random.Random(seed)
-    port = _port()
+    port = _port(held, beats)
     seen = {"aw": [], "w": [], "ar": [], "responses": [], "read_data": [], "taken": [],
             "held": []}
 
@@ -84,7 +84,7 @@ def _run(seed, bursts, lines, reads, *, burst_rate, line_rate):
         offered = None
         while bursts_left or lines_left or offered:
             burst = None
-            if bursts_left and ctx.get(port.bursts_held) < BURSTS and rng.random() < burst_rate:
+            if bursts_left and ctx.get(port.bursts_held) < held and rng.random() < burst_rate:
                 burst = bursts_left.pop(0)
                 for name, value in burst.items():
                     ctx.set(getattr(port.write_burst.payload, name), value)
@@ -115,38 +115,43 @@ def _run(seed, bursts, lines, reads, *, burst_rate, line_rate):
     return seen
 
 
-def _expected_writes(taken):
+def _expected_writes(taken, beats=BURST_BEATS):
     """(AW, W beats) the memory must see for the writes ``taken``, in order."""
     aw, w = [], []
     for kind, job in taken:
         if kind == "burst":
-            aw.append((job["address"], BURST_BEATS - 1, job["id"]))
+            aw.append((job["address"], beats - 1, job["id"]))
             w += [((job["lines"] >> (LINE_BITS * beat)) & ((1 << LINE_BITS) - 1), FULL_STROBE,
-                   int(beat == BURST_BEATS - 1)) for beat in range(BURST_BEATS)]
+                   int(beat == beats - 1)) for beat in range(beats)]
         else:
             aw.append((job["address"], 0, job["id"]))
             w.append((job["line"], job["strobe"], 1))
     return aw, w
 
 
+@pytest.mark.parametrize("shape", [(BURSTS, BURST_BEATS), (4, 1)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("rates", [(0.6, 0.3), (0.2, 0.9), (1.0, 1.0)],
                          ids=["bursts", "mostly_lines", "both_every_clock"])
 @pytest.mark.parametrize("seed", range(4))
-def test_writes_in_order_with_ids(seed, rates):
-    """``rates``: how often a burst is offered (when ``bursts_held`` allows) and a line."""
+def test_writes_in_order_with_ids(seed, rates, shape):
+    """``rates``: how often a burst is offered (when ``bursts_held`` allows) and a line;
+    ``shape``: bursts held at most, lines a burst (a power of two held fills its ring)."""
+    held, beats = shape
     rng = random.Random(100 + seed)
     bursts = [{"id": rng.randint(0, 3), "address": 0x1000 + 0x10 * k,
-               "lines": rng.getrandbits(BURST_BEATS * LINE_BITS)} for k in range(20)]
+               "lines": rng.getrandbits(beats * LINE_BITS)} for k in range(20)]
     lines = [{"id": rng.randint(0, 3), "address": 0x2000 + 0x4 * k,
               "line": rng.getrandbits(LINE_BITS), "strobe": rng.getrandbits(LINE_BITS // 8)}
              for k in range(24)]
     reads = [{"id": rng.randint(0, 3), "address": 0x800 + 0x10 * k,
               "beats": rng.randint(1, 4)} for k in range(16)]
-    seen = _run(seed, bursts, lines, reads, burst_rate=rates[0], line_rate=rates[1])
-    where = f"seed {seed}, rates {rates}"
+    seen = _run(seed, bursts, lines, reads, burst_rate=rates[0], line_rate=rates[1],
+                held=held, beats=beats)
+    where = f"seed {seed}, rates {rates}, {held} bursts of {beats}"
 
     assert len(seen["taken"]) == len(bursts) + len(lines), f"{where}: not every write taken"
-    want_aw, want_w = _expected_writes(seen["taken"])
+    want_aw, want_w = _expected_writes(seen["taken"], beats)
     for number, (got, want) in enumerate(zip(seen["aw"], want_aw)):
         assert got == want, f"{where}: AW {number}: (address, len, id) {got}, expected {want}"
     assert len(seen["aw"]) == len(want_aw), f"{where}: {len(seen['aw'])} AW, " \
@@ -164,7 +169,7 @@ def test_writes_in_order_with_ids(seed, rates):
     want_r = [(r["id"], 0 if r["id"] == 3 else r["address"] + 4 * k, int(r["id"] == 3))
               for r in reads for k in range(r["beats"])]
     assert seen["read_data"] == want_r, f"{where}: read beats (id, data, error) differ"
-    assert max(seen["held"]) == BURSTS or rates[0] < 1, \
+    assert max(seen["held"]) == held or rates[0] < 1, \
         f"{where}: bursts offered every clock never filled the port ({max(seen['held'])})"
 
 
