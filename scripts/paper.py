@@ -69,7 +69,7 @@ def exposed_overhead(latency_figures, clocks_mhz, load_to_use_ns):
 
 def controller_clock(synth_json):
     """The controller's median Fmax in MHz from ``make report``'s ``synth.json``, or None when
-    the report is missing or did not place the controller."""
+    the report is missing, did not place the controller, or has a seed that did not route."""
     path = Path(synth_json)
     if not path.exists():
         return None
@@ -96,7 +96,8 @@ def report(params, hw, overhead, traffic_rows, args, clocks):
     clock_text = (f"the controller's median Fmax, {clocks[0]:g} MHz, and 1 GHz (the paper's "
                   f"assumption)" if len(clocks) > 1 else
                   "1 GHz (the paper's assumption) only: no controller Fmax was given "
-                  "(`--controller-mhz`) or placed by `make report` "
+                  "(`--controller-mhz`) or measured by `make report` (every seed placed "
+                  "and routed) "
                   "(`REPORT_ARGS=\"--controller-seeds 1 2 3\"`)")
     bandwidth = hw["bandwidth"]
     throughput = "; ".join(

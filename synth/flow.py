@@ -52,7 +52,7 @@ from .sta import analyse, by_block, by_register, failing, parse_sdf
 
 __all__ = ["DEVICE", "FAILING_AT", "PLACER", "ROUTERS", "PRIMITIVES", "version_line", "synthesize",
            "estimate_gates", "place_and_route", "RouterWatch", "ROUTER2_PATIENCE",
-           "critical_path", "generate", "run_design",
+           "critical_path", "generate", "run_design", "fmax_summary",
            "targets", "TARGETS", "main"]
 
 DEVICE = "LFE5UM-85F"
@@ -104,7 +104,7 @@ class RouterWatch:
     whose count has made no new low for ``patience`` iterations is stalled."""
 
     _ITERATION = re.compile(r"iter=(\d+) wires=\d+ overused=(\d+) ")
-    _ESTIMATE = re.compile(r"Max frequency for clock '([^']+)': ([\d.]+) MHz")
+    _ESTIMATE = re.compile(r"Max frequency for clock +'([^']+)': ([\d.]+) MHz")
     _LOGIC_CELLS = re.compile(r"TRELLIS_COMB: +(\d+)/ *(\d+) ")
     _ROUTING = ("Running router2", "Routing..")
 
@@ -147,14 +147,19 @@ def _run_nextpnr(args, cwd, log, watch):
     log = Path(cwd) / log
     with log.open("w", buffering=1) as out, \
             subprocess.Popen([str(_BIN / tool), *args], cwd=cwd, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True) as process:
-        for line in process.stdout:
-            out.write(line)
-            if watch.stalled(line):
-                process.terminate()
-                out.write(f"[synth.flow] stopped: no fewer overused wires than {watch.lowest} "
-                          f"(iteration {watch.lowest_at}) in {watch.patience} iterations\n")
-                return False
+                             stderr=subprocess.STDOUT, text=True, errors="replace") as process:
+        try:
+            for line in process.stdout:
+                out.write(line)
+                if watch.stalled(line):
+                    process.terminate()
+                    out.write(f"[synth.flow] stopped: no fewer overused wires than "
+                              f"{watch.lowest} (iteration {watch.lowest_at}) in "
+                              f"{watch.patience} iterations\n")
+                    return False
+        except BaseException:
+            process.kill()          # not left to route for hours with no one watching
+            raise
     if process.returncode != 0:
         raise RuntimeError(f"{tool} failed in {cwd} (exit {process.returncode}); see {log}:\n"
                            f"{log.read_text()[-2000:]}")
@@ -342,16 +347,23 @@ def run_design(name, top, config, folder, seeds, freq_mhz, tools):
                   for seed in seeds]
     runs = [placement.result() for placement in placements]
     cells.update(gates.result())
-    fmax = [r["fmax_mhz"] for r in runs if r["fmax_mhz"] is not None]
-    if not all(r["routed"] for r in runs):
-        fmax = []               # a median of the seeds that routed would flatter the design
+    median, low, high = fmax_summary(runs)
     return {
         "design": name, "top": top, "config": config, "device": DEVICE,
         "speed_grade": SPEED_GRADE,
         "cells": cells, "synth_seconds": synth_seconds, "pnr": runs, "constraint_mhz": freq_mhz,
-        "fmax_median_mhz": statistics.median(fmax) if fmax else None,
-        "fmax_min_mhz": min(fmax, default=None), "fmax_max_mhz": max(fmax, default=None),
+        "fmax_median_mhz": median, "fmax_min_mhz": low, "fmax_max_mhz": high,
     }
+
+
+def fmax_summary(runs):
+    """The median, lowest and highest Fmax of a design's placements (``runs``), each None
+    when no run has one, or when any seed did not route: a median of the seeds that routed
+    would flatter the design."""
+    fmax = [r["fmax_mhz"] for r in runs if r["fmax_mhz"] is not None]
+    if not fmax or not all(r["routed"] for r in runs):
+        return None, None, None
+    return statistics.median(fmax), min(fmax), max(fmax)
 
 
 def _timed(function, *args):
@@ -538,12 +550,14 @@ _UNTIMED = "no register-to-register path (ports are not timed out of context)"
 
 def _stall(run):
     """Why a placement was not routed, for the per-seed table."""
-    placed = ("" if run["placed_mhz"] is None else
-              f", placed estimate {run['placed_mhz']:.1f} MHz")
+    facts = []
+    if run["comb_used"] is not None:
+        facts.append(f"{run['comb_used']:,} of {run['comb_available']:,} logic cells")
+    if run["placed_mhz"] is not None:
+        facts.append(f"placed estimate {run['placed_mhz']:.1f} MHz")
     return (f"{run['router']} stopped at iteration {run['stopped_at_iteration']}: fewest "
             f"overused wires {run['lowest_overused']:,} at iteration "
-            f"{run['lowest_at_iteration']} ({run['comb_used']:,} of {run['comb_available']:,} "
-            f"logic cells{placed})")
+            f"{run['lowest_at_iteration']}" + (f" ({', '.join(facts)})" if facts else ""))
 
 
 def _number(value):

