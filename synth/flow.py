@@ -70,10 +70,10 @@ PLACER = "static"
 # routed in 13 minutes.
 ROUTERS = {"datapath": "router1", "sweep": "router1", "controller": "router2"}
 # Iterations without fewer overused wires after which router2 is stopped and the placement
-# reported as not routed (RouterWatch). On the default controller at b84e338 router2 reached
-# its fewest (817) at iteration 21 of seed 1 and 13,232 by iteration 56, and seed 2 its fewest
-# at iteration 14, each left running for over an hour; the placements it routed made a new low
-# every few iterations until none was left.
+# reported as not routed (RouterWatch). On a default controller that did not route, router2
+# reached its fewest overused wires at iterations 21, 14 and 10 of seeds 1-3 and climbed
+# after (seed 1: from 817 to 13,232 by iteration 56), each left running for over half an
+# hour; the placements it routed made a new low every few iterations until none was left.
 ROUTER2_PATIENCE = 30
 # The slot pool's block RAMs are instantiated with their output registers (hdl.bram): Yosys
 # infers them without, and their data then comes 5.8 ns after the clock.
