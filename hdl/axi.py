@@ -222,7 +222,7 @@ class AxiMemoryPort(wiring.Component):
         counts = {}
         for kind, is_kind in (("burst", Const(0)), ("line", Const(1))):
             for channel, sent, sent_line in (("aw", aw_moves, aw_line), ("w", last_moves, w_line)):
-                count = Signal(range(self._orders), name=f"{kind}_{channel}_waiting")
+                count = Signal(range(orders), name=f"{kind}_{channel}_waiting")
                 next_count = Signal.like(count, name=f"{kind}_{channel}_next")
                 m.d.comb += next_count.eq(count + taken[kind] - (sent & (sent_line == is_kind)))
                 m.d.sync += count.eq(next_count)
@@ -279,19 +279,20 @@ class AxiMemoryPort(wiring.Component):
                      next_w_order.eq(w_order + last_moves),
                      next_beat.eq(Mux(w_moves, Mux(axi.wlast, 0, beat + 1), beat))]
         m.d.sync += [w_order.eq(next_w_order), beat.eq(next_beat)]
-        consume = {}
+        w_entry, w_entry_copies = {}, {}     # each kind's W pointer, and its copies per group
         for kind, is_kind in (("burst", ~w_line), ("line", w_line)):
             entry = Signal(range(self._entries[kind]), name=f"{kind}_w_entry")
             next_entry = Signal.like(entry, name=f"{kind}_w_entry_next")
             m.d.comb += next_entry.eq(entry + (last_moves & is_kind))
             m.d.sync += entry.eq(next_entry)
-            consume[kind] = entry, register_copies(m, next_entry, len(groups), f"{kind}_w_entry")
+            w_entry[kind] = entry
+            w_entry_copies[kind] = register_copies(m, next_entry, len(groups), f"{kind}_w_entry")
         m.submodules.strobes = strobes = Memory(shape=len(line.payload.strobe),
                                                 depth=self._entries["line"], init=[])
         strobe_write, strobe_read = strobes.write_port(), strobes.read_port(domain="comb")
         m.d.comb += [strobe_write.en.eq(1), strobe_write.addr.eq(produce["line"][-1]),
                      strobe_write.data.eq(line.payload.strobe),
-                     strobe_read.addr.eq(consume["line"][0]),
+                     strobe_read.addr.eq(w_entry["line"]),
                      axi.wstrb.eq(Mux(w_line, strobe_read.data, -1))]
         # The bank W reads after this edge: the line bank (number ``beats``) for a one-line
         # write, else the beat's; the write's kind is the one written on this edge if it is
@@ -314,7 +315,7 @@ class AxiMemoryPort(wiring.Component):
                     shape=bits.stop - bits.start, depth=self._entries[kind], init=[])
                 write, read = bank.write_port(), bank.read_port(domain="comb")
                 m.d.comb += [write.en.eq(1), write.addr.eq(produce[kind][g]),
-                             write.data.eq(source[bits]), read.addr.eq(consume[kind][1][g])]
+                             write.data.eq(source[bits]), read.addr.eq(w_entry_copies[kind][g])]
                 lines.append(read.data)
             wdata.append(Array(lines)[bank_copies[g]])
         m.d.comb += axi.wdata.eq(Cat(wdata))
