@@ -21,7 +21,9 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
   output register (:class:`hdl.bram.RegisteredMemory`: a block RAM's data straight from its
   array would use most of a clock period). The slots' valid bits and tags are kept again in a
   small memory read without a clock (``tags``), for the hit check: it is read as an op enters
-  TA, into a register.
+  TA, into a register. P2's changes to it are written a clock late, from registers
+  (``tag_late``), so that its write enables have no logic in front of them; the op entering
+  TA on that clock takes the late write as a change of its slot's line.
 - Ops enter through ``intake``, a skid buffer (:class:`hdl.pipeline.SkidBuffer`), so that
   ``op.ready`` is a register, and wait in **T0**, a register, so that the pool's logic
   starts from registers, not from its caller's. An op's line of data does not travel with
@@ -630,6 +632,8 @@ class PoolSlice(wiring.Component):
                                           attrs={"ram_style": "distributed"})
         tag_read = tags.read_port(domain="comb")
         tag_write = tags.write_port()
+        # The write the tag memory takes on the next clock edge: P2's retag of the last.
+        tag_late = Signal(data.StructLayout({"en": 1, "addr": index_bits, "data": tag_layout}))
         write = Signal(data.StructLayout({"data": entry_layout}))   # P2's (``_update``)
         # The slot P2 writes is written a clock later, from W1 (below), so that P2's additions
         # end at registers beside them rather than at the block RAM's far columns.
@@ -775,8 +779,9 @@ class PoolSlice(wiring.Component):
         # TA: the op whose slot was read on the last edge (if it was taken while the read port
         # was free: ``reread``); its hit check, from registers: its slot's tag as the tag
         # memory stood when the op entered TA (``ta_tag``), unless P2 has given the slot
-        # another line or none since, on that edge included (``ta_retagged``; then
-        # ``ta_retag_hit`` says whether that line is the op's).
+        # another line or none since, on that edge included, or the memory's late write on
+        # that edge was to the slot (``ta_retagged``; then ``ta_retag_hit`` says whether the
+        # slot's line is the op's).
         ta = Signal(stage_layout)
         ta_valid = Signal()
         ta_tag = Signal(tag_layout)
@@ -870,10 +875,16 @@ class PoolSlice(wiring.Component):
                          t0_valid.eq(scanning | (intake.source.valid & ~settling))]
         # TA loads T0 whenever it is free, taken or not (its enables then do not wait for
         # the conditions of ``take``).
+        # Whether the tag memory's late write (on the next clock edge) is to T0's slot: a
+        # register made from P2's slot and T0's next (as ``p2_on_t0``).
+        late_on_t0 = Signal()
+        m.d.sync += late_on_t0.eq(retag & (p2.index == choosers["t0_slot"][1]))
+        late_hit = tag_late.data.valid & (tag_late.data.tag == t0.tag[tag_lsb:])
         with m.If(~ta_valid | ta_moves):
             m.d.sync += [ta.eq(t0),
                          ta_valid.eq(take), ta_tag.eq(tag_read.data),
-                         ta_retagged.eq(retag & p2_on_t0), ta_retag_hit.eq(installs(t0.tag))]
+                         ta_retagged.eq((retag & p2_on_t0) | late_on_t0),
+                         ta_retag_hit.eq(Mux(retag & p2_on_t0, installs(t0.tag), late_hit))]
         with m.Elif(retag & p2_on_ta):
             m.d.sync += [ta_retagged.eq(1), ta_retag_hit.eq(installs(ta.tag))]
         with m.If(t0_loads & scanning):
@@ -947,10 +958,15 @@ class PoolSlice(wiring.Component):
                                           | (p2.kind == SlotOp.DROP)
                                           | ((p2.kind == SlotOp.CLEAR) & covered)))]
         # The tag memory changes only with a slot's line, so it is written on a retag alone
-        # (from registers: P2's write enable comes after its additions).
-        m.d.comb += [tag_write.en.eq(retag), tag_write.addr.eq(p2.index),
-                     tag_write.data.valid.eq(p2_install),
-                     tag_write.data.tag.eq(p2.tag[tag_lsb:])]
+        # (P2's write enable comes after its additions), a clock late, from ``tag_late``: a
+        # retag is made of P2's kind and CLEAR range check, which would otherwise reach the
+        # write enables of every LUT RAM of the memory within the clock. TA, loading on the
+        # clock of the late write, takes it as a retag (``late_on_t0``, above).
+        m.d.sync += [tag_late.en.eq(retag), tag_late.addr.eq(p2.index),
+                     tag_late.data.valid.eq(p2_install),
+                     tag_late.data.tag.eq(p2.tag[tag_lsb:])]
+        m.d.comb += [tag_write.en.eq(tag_late.en), tag_write.addr.eq(tag_late.addr),
+                     tag_write.data.eq(tag_late.data)]
         # P2's decision to accept a contribution, made of registers (pipeline rule 3), one
         # copy per column group to steer its lanes (rule 2) and one for the rest of its word:
         # whether the op is a contribution that may be accepted, and whether the word it
