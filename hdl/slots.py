@@ -543,7 +543,11 @@ class PoolSlice(wiring.Component):
     Those of :class:`SlotPool`, with the same timing, in the slice's columns: ``op``'s
     ``data``, ``result``'s ``line`` and ``invalid``, and ``events.invalid`` are the slice's
     own; ``write_back`` is a :func:`slice_write_back_layout`; ``fill_data`` a
-    :func:`fill_line_layout`, with the line's count beside the slice's columns.
+    :func:`fill_line_layout`, with the line's count beside the slice's columns. But
+    ``result`` has no ``ready``: it goes into the pool's result queue on every clock it is
+    valid, and the slice makes one only while that queue has room for it, by
+    ``results_held`` (the results the queue holds as of the last clock edge, ``QUEUE_DEPTH``
+    at most), as it does a write-back by ``write_backs_held``.
     """
 
     def __init__(self, params, *, columns, user_width=1, primitives=None):
@@ -555,7 +559,9 @@ class PoolSlice(wiring.Component):
         lanes = self._slice.datapath
         super().__init__({
             "op": In(stream.Signature(slot_op_layout(self._slice, user_width))),
-            "result": Out(stream.Signature(slot_result_layout(self._slice, user_width))),
+            "result": Out(stream.Signature(slot_result_layout(self._slice, user_width),
+                                           always_ready=True)),
+            "results_held": In(range(self.QUEUE_DEPTH + 1)),
             "write_back": Out(stream.Signature(slice_write_back_layout(self._slice),
                                                always_ready=True)),
             "write_backs_held": In(range(self.QUEUE_DEPTH + 1)),
@@ -652,14 +658,10 @@ class PoolSlice(wiring.Component):
         # the fields its decisions are made of (``unit_decision``, made in P2).
         depth = self.QUEUE_DEPTH
         result_layout = slot_result_layout(params, u)
-        # Results are read without a clock from their queue's memory (one clock from a write
-        # to its read): a head register as wide as a line would be enabled by the taker's
-        # ``ready`` (rule 1). Write-backs, whole states, leave the result unit's registers
-        # straight into the memory port's W buffer, which device memory empties a line per
+        # Results leave the result unit's registers into the pool's result queue
+        # (:class:`SlotPool`), which holds ``results_held`` of them; write-backs, whole
+        # states, into the memory port's W buffer, which device memory empties a line per
         # clock: a queue here would hold every one a second time.
-        m.submodules.results = results = EagerFIFO(width=result_layout.size, depth=depth)
-        m.d.comb += [self.result.payload.eq(results.r_data), self.result.valid.eq(results.r_rdy),
-                     results.r_en.eq(self.result.ready)]
 
         # An op's line of data does not travel with it (pipeline rule 1): it is written to
         # ``op_data`` on every clock at ``arrival_slot``, which moves on when an op enters, and
@@ -1027,7 +1029,8 @@ class PoolSlice(wiring.Component):
         claims = [Signal(range(2 * depth + 1), name=f"{queue}_claim")
                   for queue in ("results", "write_backs")]
         m.d.sync += [claim.eq(level + in_pipe)
-                     for claim, level in zip(claims, (results.level, self.write_backs_held))]
+                     for claim, level in zip(claims, (self.results_held,
+                                                      self.write_backs_held))]
         room = Signal()
         m.d.comb += room.eq(Cat(claim < depth - 1 for claim in claims).all())
         m.d.sync += room_take.eq(Cat(claim < depth - 2 for claim in claims).all())
@@ -1042,7 +1045,7 @@ class PoolSlice(wiring.Component):
             result.user.eq(side.user), result.line.eq(response.payload.line),
             result.accepted.eq(side.accepted), result.reason.eq(side.reason),
             result.invalid.eq(side.invalid),
-            results.w_en.eq((response.valid & side.result) | answering),
+            self.result.valid.eq((response.valid & side.result) | answering),
             self.write_back.payload.eq(Cat(
                 side.address, response.payload.line,
                 planes_of_state(p, response.payload.state)[:p.counter_width * p.line_bits],
@@ -1058,7 +1061,7 @@ class PoolSlice(wiring.Component):
         # copy of its own (rule 2), the last copy the groups past the copies'.
         valid_copies = unit.response_valid_copies
         result_bits, answer_bits = Value.cast(result), Value.cast(answer)
-        m.d.comb += results.w_data.eq(Cat(
+        m.d.comb += self.result.payload.eq(Cat(
             Mux(valid_copies[min(k, len(valid_copies) - 1)], result_bits[bits], answer_bits[bits])
             for k, bits in enumerate(column_slices(len(result_bits)))))
 
@@ -1067,7 +1070,7 @@ class PoolSlice(wiring.Component):
         wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
         m.d.comb += reader.start.payload.first.eq(t1_first_line)
         self._miss_handler(m, state, next_state, t1, miss, t1_data_ok, current, p2_valid,
-                           unit_empty, room, results, answer, answering, events,
+                           unit_empty, room, answer, answering, events,
                            departure, reader, evict, install, filled, dropped, fill_next, live)
         with m.If(~scanning & ~t0_valid & ~ta_valid & ~t1_valid & ~p2_valid):
             m.d.sync += settling.eq(0)
@@ -1164,7 +1167,7 @@ class PoolSlice(wiring.Component):
         ]
 
     def _miss_handler(self, m, state, next_state, t1, miss, t1_data_ok, occupant, p2_valid,
-                      unit_empty, room, results, answer, answering, events,
+                      unit_empty, room, answer, answering, events,
                       departure, reader, evict, install, filled, dropped, fill_next, live):
         """The steps of a miss of T1's op (see the module docstring), from ``state`` to
         ``next_state``, which the handler drives and ``state`` takes on the clock edge. Drives
@@ -1192,7 +1195,7 @@ class PoolSlice(wiring.Component):
         started = Signal()          # the reader has this miss's read
         # An answer the pool gives itself leaves after every op ahead has left the result
         # unit, so that answers keep op order.
-        answer_room = drained & (results.level < results.depth)
+        answer_room = drained & (self.results_held < self.QUEUE_DEPTH)
         is_read = t1.kind == SlotOp.READ
         m.d.comb += [reader.start.payload.tag.eq(t1.tag), reader.start.payload.state.eq(~is_read)]
         # The answer to T1's op when the pool gives it itself: the line of a result read, and
@@ -1285,7 +1288,10 @@ class SlotPool(wiring.Component):
     decide alike on every clock: slice 0 speaks for all of them (``op.ready``, the valids, the
     fill reads, ``idle``, the events). The lines of the results and write-backs are the
     slices' columns side by side; a G-Ternary line is invalid if a slice's columns are. The
-    ports and their timing are a slice's.
+    results wait in one queue of ``QUEUE_DEPTH`` (``results``, read without a clock: a head
+    register as wide as a line would be enabled by the taker's ``ready``, rule 1), so that
+    ``result.ready`` steers the pointers of one queue, not a queue in every slice. The ports
+    and their timing are a slice's.
 
     Parameters
     ----------
@@ -1382,7 +1388,6 @@ class SlotPool(wiring.Component):
                 *(pool.op.payload[name].eq(self.op.payload[name])
                   for name in slot_op_layout(params, 1).members if name != "data"),
                 pool.op.payload.data.eq(self.op.payload.data[bits]),
-                pool.result.ready.eq(self.result.ready),
                 pool.write_backs_held.eq(self.write_backs_held),
                 pool.fill_read.ready.eq(self.fill_read.ready),
                 pool.fill_data.valid.eq(self.fill_data.valid),
@@ -1394,7 +1399,14 @@ class SlotPool(wiring.Component):
             ]
             slices.append(pool)
         first = slices[0]
-        result, write_back = self.result.payload, self.write_back.payload
+        m.submodules.results = results = EagerFIFO(width=self.result.payload.shape().size,
+                                                   depth=self.QUEUE_DEPTH)
+        result = self.result.payload.shape()(results.w_data)
+        write_back = self.write_back.payload
+        m.d.comb += [results.w_en.eq(first.result.valid),
+                     *(pool.results_held.eq(results.level) for pool in slices),
+                     self.result.valid.eq(results.r_rdy), self.result.payload.eq(results.r_data),
+                     results.r_en.eq(self.result.ready)]
         width = len(self._columns[0])                   # line bits per slice
 
         def side_by_side(stream_name, field, line):
@@ -1409,7 +1421,6 @@ class SlotPool(wiring.Component):
             self.events.invalid.eq(Cat(pool.events.invalid for pool in slices).any()),
             self.fill_read.valid.eq(first.fill_read.valid),
             self.fill_read.payload.eq(first.fill_read.payload),
-            self.result.valid.eq(first.result.valid),
             *(result[name].eq(first.result.payload[name])
               for name in ("user", "accepted", "reason", "error")),
             result.line.eq(side_by_side("result", "line", 0)),
