@@ -64,7 +64,8 @@ class Responder(wiring.Component):
         A DRS went out; an NDR answering a write went out (for CNT_READS and CNT_WRITES).
     """
 
-    #: Completions queued; more requests than this in flight hold up dispatch.
+    #: Completions the queue holds. Dispatch may queue one while the queue held fewer than
+    #: ``DEPTH - 1`` on the last clock, so ``DEPTH - 1`` requests in flight can hold it up.
     DEPTH = 16
 
     def __init__(self, params=ControllerParams()):
@@ -93,11 +94,16 @@ class Responder(wiring.Component):
         layout = completion_layout()
         m.submodules.queue = queue = fifo.SyncFIFOBuffered(width=layout.size + len(sources),
                                                            depth=self.DEPTH)
+        # ``completion.ready`` is a register, for dispatch's decision reads it: the queue held
+        # fewer than ``DEPTH - 1`` on the last clock, so it has room for the one this clock
+        # may bring (the level's compare and adder stay out of dispatch's clock).
+        room = Signal(init=1)
+        m.d.sync += room.eq(queue.level < self.DEPTH - 1)
         m.d.comb += [queue.w_data.eq(Cat(self.completion.payload,
                                           *(self.completion.payload.source == source
                                             for source in sources))),
-                     queue.w_en.eq(self.completion.valid),
-                     self.completion.ready.eq(queue.w_rdy)]
+                     queue.w_en.eq(self.completion.valid & room),
+                     self.completion.ready.eq(room)]
         head = layout(queue.r_data[:layout.size])
         head_is = dict(zip(sources, queue.r_data[layout.size:]))
 
