@@ -229,6 +229,12 @@ class AxiMemoryPort(wiring.Component):
                 counts[kind, channel] = count, next_count
         held = {kind: Mux(counts[kind, "aw"][1] > counts[kind, "w"][1], counts[kind, "aw"][1],
                           counts[kind, "w"][1]) for kind in ("burst", "line")}
+        # Whether any write waits for each channel: registers made from the counts' next
+        # values (the channels' valids, which W's pointers follow, start from a flip-flop).
+        waiting = {channel: Signal(name=f"{channel}_waiting") for channel in ("aw", "w")}
+        m.d.sync += [waiting[channel].eq((counts["burst", channel][1] != 0)
+                                         | (counts["line", channel][1] != 0))
+                     for channel in ("aw", "w")]
         line_room = Signal(init=1)
         m.d.sync += [self.bursts_held.eq(held["burst"]),
                      line_room.eq(held["line"] < self.LINE_WRITES)]
@@ -257,8 +263,7 @@ class AxiMemoryPort(wiring.Component):
             "beats": range(1, beats + 1)})).create()
         chosen = address_layout(Mux(aw_line, addresses["line"], addresses["burst"]))
         m.d.comb += [aw_line.eq(is_line.bit_select(aw_order, 1)),
-                     aw_command.valid.eq((counts["burst", "aw"][0] != 0)
-                                         | (counts["line", "aw"][0] != 0)),
+                     aw_command.valid.eq(waiting["aw"]),
                      aw_command.payload.id.eq(chosen.id),
                      aw_command.payload.address.eq(chosen.address),
                      aw_command.payload.beats.eq(Mux(aw_line, 1, beats)),
@@ -273,7 +278,7 @@ class AxiMemoryPort(wiring.Component):
         next_w_order = Signal.like(w_order)
         next_beat = Signal.like(beat)
         m.d.comb += [w_line.eq(is_line.bit_select(w_order, 1)),
-                     axi.wvalid.eq((counts["burst", "w"][0] != 0) | (counts["line", "w"][0] != 0)),
+                     axi.wvalid.eq(waiting["w"]),
                      axi.wlast.eq(w_line | (beat == beats - 1)),
                      last_moves.eq(w_moves & axi.wlast),
                      next_w_order.eq(w_order + last_moves),
