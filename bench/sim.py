@@ -17,8 +17,8 @@ from amaranth.sim import Simulator
 from hdl.csr import READ_LATENCY, WRITE_LATENCY
 from spec.regmap import REGISTER_BYTES
 
-__all__ = ["WAVES_DIR", "simulate", "send", "receive", "bus_read", "bus_write", "bus_reads",
-           "read_fields", "write_fields"]
+__all__ = ["WAVES_DIR", "DEADLINE", "simulate", "send", "receive", "bus_read", "bus_write",
+           "bus_reads", "read_fields", "write_fields"]
 
 #: Where ``WAVES=1`` puts the VCD files of :func:`simulate`.
 WAVES_DIR = Path(__file__).resolve().parent.parent / "build" / "sim" / "amaranth"
@@ -38,17 +38,32 @@ def _waves_name():
     return name if count == 1 else f"{name}-{count}"
 
 
-def simulate(dut, *testbenches, processes=(), clock=1e-8, until=None, name=None):
+#: Clocks after which :func:`simulate` gives up on testbenches that have not returned.
+DEADLINE = 1_000_000
+
+
+def simulate(dut, *testbenches, processes=(), clock=1e-8, until=None, name=None,
+             deadline=DEADLINE):
     """Simulate ``dut`` with ``testbenches`` (``add_testbench``, in order) and ``processes``
     (``add_process``, in order; the simulator runs processes before testbenches in any case).
 
     ``clock`` is the period in seconds of the ``sync`` clock (``None``: no clock, for designs
     without one). Runs until ``until`` seconds when given (``run_until``), else until the
-    testbenches return (``run``). With ``WAVES=1`` in the environment, writes
+    testbenches return (``run``). A clocked simulation whose testbenches have not returned
+    after ``deadline`` clocks raises ``AssertionError`` (a handshake that never completes
+    fails its test rather than hanging it). With ``WAVES=1`` in the environment, writes
     ``WAVES_DIR/<name>.vcd`` (``name`` defaults to the running pytest test)."""
     sim = Simulator(dut)
     if clock is not None:
         sim.add_clock(clock)
+
+        async def watchdog(ctx):
+            await ctx.delay(deadline * clock)
+            raise AssertionError(f"the testbenches had not returned after {deadline} clocks: "
+                                 f"a handshake that never completes? (raise simulate's "
+                                 f"deadline for a longer test)")
+
+        sim.add_testbench(watchdog, background=True)
     for testbench in testbenches:
         sim.add_testbench(testbench)
     for process in processes:
