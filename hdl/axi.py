@@ -82,7 +82,10 @@ class AxiMemoryPort(wiring.Component):
       bank's address depends on the other kind's take; and it is cut into the column groups
       of pipeline rule 2 (``CONTROL_COPY_BITS`` line bits each), with copies of its own of
       the entry it writes, the entry W reads and the bank W reads. ``WDATA`` is a bank's
-      line read without a clock, through one mux per group.
+      line read without a clock, through one mux per group. W sends a write from the second
+      clock after its take, as AW does (from its register, refilled on the edge after the
+      take's), when the order ring already says which bank holds it, so that no take reaches
+      the choice of W's bank.
     - AW and W leave from registers or memories read without a clock: ``AWREADY`` and
       ``WREADY`` reach no logic of the owner. ``write_response`` is valid for a clock per B
       response, with its ID and ``error``.
@@ -219,7 +222,7 @@ class AxiMemoryPort(wiring.Component):
         # a kind not yet sent on both are as many as the larger of its two counts.
         aw_moves, aw_line = Signal(), Signal()
         last_moves, w_line = Signal(), Signal()
-        counts = {}
+        counts, unsent = {}, {}
         for kind, is_kind in (("burst", Const(0)), ("line", Const(1))):
             for channel, sent, sent_line in (("aw", aw_moves, aw_line), ("w", last_moves, w_line)):
                 count = Signal(range(orders), name=f"{kind}_{channel}_waiting")
@@ -227,14 +230,19 @@ class AxiMemoryPort(wiring.Component):
                 m.d.comb += next_count.eq(count + taken[kind] - (sent & (sent_line == is_kind)))
                 m.d.sync += count.eq(next_count)
                 counts[kind, channel] = count, next_count
+                # The writes taken before this clock and not sent on it.
+                unsent[kind, channel] = count - (sent & (sent_line == is_kind))
         held = {kind: Mux(counts[kind, "aw"][1] > counts[kind, "w"][1], counts[kind, "aw"][1],
                           counts[kind, "w"][1]) for kind in ("burst", "line")}
-        # Whether any write waits for each channel: registers made from the counts' next
-        # values (the channels' valids, which W's pointers follow, start from a flip-flop).
+        # Whether any write waits for each channel: registers (the channels' valids, which
+        # W's pointers follow, start from a flip-flop). AW's is made from the counts' next
+        # values; W's leaves out the writes taken on this clock, so that W reads a write from
+        # the second clock after its take, when the order ring already says which bank it is
+        # in: the bank W reads next is then chosen without the takes (``next_is_line``).
         waiting = {channel: Signal(name=f"{channel}_waiting") for channel in ("aw", "w")}
-        m.d.sync += [waiting[channel].eq((counts["burst", channel][1] != 0)
-                                         | (counts["line", channel][1] != 0))
-                     for channel in ("aw", "w")]
+        m.d.sync += [waiting["aw"].eq((counts["burst", "aw"][1] != 0)
+                                      | (counts["line", "aw"][1] != 0)),
+                     waiting["w"].eq((unsent["burst", "w"] != 0) | (unsent["line", "w"] != 0))]
         line_room = Signal(init=1)
         m.d.sync += [self.bursts_held.eq(held["burst"]),
                      line_room.eq(held["line"] < self.LINE_WRITES)]
@@ -300,12 +308,9 @@ class AxiMemoryPort(wiring.Component):
                      strobe_read.addr.eq(w_entry["line"]),
                      axi.wstrb.eq(Mux(w_line, strobe_read.data, -1))]
         # The bank W reads after this edge: the line bank (number ``beats``) for a one-line
-        # write, else the beat's; the write's kind is the one written on this edge if it is
-        # taken now (W then reads it on the next clock).
+        # write, else the beat's; the write's kind is in the order ring by then (``waiting``).
         next_is_line = Signal()
-        m.d.comb += next_is_line.eq(Mux(taken["burst"] & (order_produce == next_w_order), 0,
-                                        Mux(taken["line"] & (line_order == next_w_order), 1,
-                                            is_line.bit_select(next_w_order, 1))))
+        m.d.comb += next_is_line.eq(is_line.bit_select(next_w_order, 1))
         bank_copies = register_copies(m, Mux(next_is_line, beats, next_beat), len(groups),
                                       "w_bank")
         wdata = []
