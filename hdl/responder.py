@@ -124,16 +124,21 @@ class Responder(wiring.Component):
                              poison.eq(self.pool_result.payload.error)]
             with m.Case(Source.WINDOW):
                 m.d.comb += line.eq(self.window_result.payload)
-        have = (head_is[Source.NOW]
-                | head_is[Source.MEMORY] & Mux(head.data, self.memory_data.valid, written_any)
-                | head_is[Source.POOL] & self.pool_result.valid
-                | head_is[Source.WINDOW] & self.window_result.valid)
-
+        # Whether each source has the head's answer. The head's source is one-hot, so the
+        # response goes from a source as a product of registers and the channel's ready
+        # (``sent_from``): a source's pop does not wait for the other sources' valids.
+        has = {Source.NOW: 1,
+               Source.MEMORY: Mux(head.data, self.memory_data.valid, written_any),
+               Source.POOL: self.pool_result.valid,
+               Source.WINDOW: self.window_result.valid}
         ready = Mux(head.data, self.s2m_drs.ready, self.s2m_ndr.ready)
         # No response leaves during a reset, its first clock included (out_of_reset is
         # still high then).
-        send = queue.r_rdy & have & ~ResetSignal()
-        sent = send & ready
+        head_valid = queue.r_rdy & ~ResetSignal()
+        send = head_valid & Cat(head_is[source] & has[source] for source in sources).any()
+        sent_from = {source: head_valid & head_is[source] & has[source] & ready
+                     for source in sources}
+        sent = Cat(sent_from.values()).any()
         for channel in (self.s2m_ndr, self.s2m_drs):
             m.d.comb += [channel.payload.tag.eq(head.tag), channel.payload.ld_id.eq(head.ld_id),
                          channel.payload.meta_field.eq(MetaField.NO_OP),
@@ -147,13 +152,13 @@ class Responder(wiring.Component):
             self.s2m_drs.payload.data.eq(line),
             self.s2m_drs.payload.poison.eq(poison),
             queue.r_en.eq(sent),
-            self.memory_data.ready.eq(sent & head_is[Source.MEMORY] & head.data),
-            self.pool_result.ready.eq(sent & head_is[Source.POOL]),
-            self.window_result.ready.eq(sent & head_is[Source.WINDOW]),
+            self.memory_data.ready.eq(sent_from[Source.MEMORY] & head.data),
+            self.pool_result.ready.eq(sent_from[Source.POOL]),
+            self.window_result.ready.eq(sent_from[Source.WINDOW]),
             self.sent_read.eq(sent & head.data),
             self.sent_write.eq(sent & ~head.data & head.write),
         ]
-        answered = sent & head_is[Source.MEMORY] & ~head.data
+        answered = sent_from[Source.MEMORY] & ~head.data
         grows, shrinks = self.memory_written & ~answered, answered & ~self.memory_written
         m.d.sync += [written.eq(written + self.memory_written - answered),
                      written_any.eq(Mux(grows, 1, Mux(shrinks, written != 1, written_any)))]
