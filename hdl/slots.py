@@ -51,9 +51,9 @@ Pipeline (one op per clock, in order; ``docs/controller.md``, "Slot pool")::
 - **Slices** (:class:`SlotPool`): the pool is built in slices of ``POOL_SLICE_BITS`` line
   bits (:class:`PoolSlice`), each with the lanes of its columns and a whole copy of the
   control described here, so that no decision reaches block RAM columns beyond its slice's.
-- Room in the output queues (the results' and, for write-backs, the memory port's W buffer,
-  ``write_backs_held``) is taken when an op leaves ``intake`` (``room_take``), so no op ever
-  waits in T1 for room: only a miss stops it.
+- Room in the output queues (the pool's result queue, ``results_held``, and for write-backs
+  the memory port's W buffer, ``write_backs_held``) is taken when an op leaves ``intake``
+  (``room_take``), so no op ever waits in T1 for room: only a miss stops it.
 - A miss waits in T1. The line's read starts at once (:class:`FillReader`: its ``n`` line,
   and its ``W`` bit-plane lines only if ``n`` is not 0), unless a write may be to the line's
   own accumulator (see *Fills and writes* below): then it starts once every write is
@@ -1018,9 +1018,9 @@ class PoolSlice(wiring.Component):
                      events, adds, ternary, live)
 
         # Room in the output queues for every op from TA on and one more. Each queue's level
-        # (the write-backs': those the memory port holds) plus the ops from TA on (its
-        # *claim*) is summed into a register, so that no adder is in front of a decision
-        # (pipeline rule 3), and compared with constants. A claim grows
+        # (the results the pool's queue holds, the write-backs the memory port holds) plus
+        # the ops from TA on (its *claim*) is summed into a register, so that no adder is in
+        # front of a decision (pipeline rule 3), and compared with constants. A claim grows
         # by one op an edge at most (an op taken, or the miss handler's eviction, which is
         # made only while no op is taken), so a claim a clock old is short by one at most:
         # ``room`` (the eviction, in DRAIN) allows for it, and ``room_take``, a register, for
