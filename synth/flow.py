@@ -17,9 +17,10 @@ its own so that it runs beside the ECP5 synthesis), and one nextpnr ``pnr_seed<N
 per placement seed; then ``<out>/synth.json`` (every number, parsed from those files) and
 ``<out>/synth.md`` (tables). Fmax comes from nextpnr's JSON report (the post-route figure),
 never from its log. A placement that router2 cannot route (no fewer overused wires for
-``ROUTER2_PATIENCE`` iterations) is stopped and reported as not routed, with the fewest
-overused wires it reached and nextpnr's post-placement estimate; a design with such a seed has
-no median Fmax.
+``ROUTER2_PATIENCE`` iterations) is stopped. If it came within ``ROUTER1_FINISH`` wires,
+router1 places and routes the seed again; otherwise the seed is reported as not routed, with
+the fewest overused wires router2 reached and nextpnr's post-placement estimate, and its
+design has no median Fmax.
 
 YoWASP tools see only their working directory, so every tool runs inside the design's folder
 (the gate estimate inside ``gates/``) with relative paths.
@@ -51,7 +52,8 @@ from spec.params import (
 from .sta import analyse, by_block, by_register, failing, parse_sdf
 
 __all__ = ["DEVICE", "FAILING_AT", "PLACER", "ROUTERS", "PRIMITIVES", "version_line", "synthesize",
-           "estimate_gates", "place_and_route", "RouterWatch", "ROUTER2_PATIENCE",
+           "estimate_gates", "place_and_route", "place_and_route_with", "RouterWatch",
+           "ROUTER2_PATIENCE", "ROUTER1_FINISH",
            "critical_path", "generate", "run_design", "fmax_summary",
            "targets", "TARGETS", "main"]
 
@@ -75,6 +77,12 @@ ROUTERS = {"datapath": "router1", "sweep": "router1", "controller": "router2"}
 # after (seed 1: from 817 to 13,232 by iteration 56), each left running for over half an
 # hour; the placements it routed made a new low every few iterations until none was left.
 ROUTER2_PATIENCE = 30
+# Overused wires at most which a stalled router2 run leaves to router1: the placement is
+# placed and routed again with router1, whose negotiated rip-up clears a few last conflicts.
+# On the small controller (L32_W1_D2_R1_S256, seed 1) router2 came down to 1 overused wire at
+# iteration 42 and held there until the watch stopped it at 72. A default controller that
+# router2 cannot route stalls at thousands, and router1 did not finish those (ROUTERS).
+ROUTER1_FINISH = 20
 # The slot pool's block RAMs are instantiated with their output registers (hdl.bram): Yosys
 # infers them without, and their data then comes 5.8 ns after the clock.
 PRIMITIVES = "ecp5"
@@ -257,6 +265,19 @@ FAILING_AT = (1 / 2, 2 / 3, 5 / 6, 1)
 
 
 def place_and_route(folder, top, seed, freq_mhz, router):
+    """:func:`place_and_route_with` ``router``; if router2 stalls with at most
+    :data:`ROUTER1_FINISH` overused wires, the placement is placed and routed again with
+    router1, whose run comes back with ``router2_stall``: the stalled run, its time included
+    in ``seconds``."""
+    run = place_and_route_with(folder, top, seed, freq_mhz, router)
+    if run["routed"] or router != "router2" or run["lowest_overused"] is None \
+            or run["lowest_overused"] > ROUTER1_FINISH:
+        return run
+    finish = place_and_route_with(folder, top, seed, freq_mhz, "router1")
+    return {**finish, "router2_stall": run, "seconds": round(run["seconds"] + finish["seconds"], 1)}
+
+
+def place_and_route_with(folder, top, seed, freq_mhz, router):
     """Out-of-context place-and-route on the ECP5-85F with nextpnr's ``router`` (one of
     :data:`ROUTERS`' values); the achieved Fmax from the report, and
     the slack of every timed endpoint at the constraint, by register (:mod:`synth.sta`, from
@@ -503,7 +524,10 @@ def markdown(report):
                 out.append(f"| {d['design']} | {d['config']} | {r['seed']} | - | "
                            f"{r['seconds']} | {_UNTIMED} | - | - | {failing} |")
                 continue
-            out.append(f"| {d['design']} | {d['config']} | {r['seed']} | "
+            seed = r["seed"]
+            if "router2_stall" in r:
+                seed = f"{seed} (by router1: {_stall(r['router2_stall'])})"
+            out.append(f"| {d['design']} | {d['config']} | {seed} | "
                        f"{r['fmax_mhz']:.1f} | {r['seconds']} | `{_short(c['from'])}` -> "
                        f"`{_short(c['to'])}` ({c['cells']} cells) | {c['logic_ns']} | "
                        f"{c['routing_ns']} | {failing} |")

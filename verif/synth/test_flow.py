@@ -14,6 +14,7 @@ from synth.flow import (
     FAILING_AT,
     PLACER,
     PRIMITIVES,
+    ROUTER1_FINISH,
     ROUTER2_PATIENCE,
     ROUTERS,
     TARGETS,
@@ -72,6 +73,11 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
             assert f"Running {PLACER.capitalize()} placer" in log, \
                 f"{design['design']} seed {run['seed']}: not placed by the {PLACER} placer"
             router = ROUTERS[design["design"]]
+            stall = run.get("router2_stall")
+            if stall is not None:       # router2 stalled a few wires short: router1 routed it
+                assert router == "router2" and stall["lowest_overused"] <= ROUTER1_FINISH, \
+                    f"{design['design']} seed {run['seed']}: router1 after {stall}"
+                router = "router1"
             routed = "Running router2" if router == "router2" else "Routing.."
             assert run["router"] == router and routed in log, \
                 f"{design['design']} seed {run['seed']}: not routed by {router}"
@@ -306,3 +312,44 @@ def test_a_seed_not_routed_leaves_the_design_without_a_median():
            "fewest overused wires 817 at iteration 21 (67,814 of 83,640 logic cells, placed " \
            "estimate 47.4 MHz) |" in table, table
     assert "| not routed | missed |" in table, table
+
+
+def test_router1_finishes_a_placement_router2_left_a_few_wires_short(monkeypatch):
+    """A router2 run stopped with at most ROUTER1_FINISH overused wires is routed again by
+    router1, and the report says so; one stopped with more, or routed, is not."""
+    calls = []
+
+    def fake(folder, top, seed, freq_mhz, router):
+        calls.append(router)
+        if router == "router1":
+            return {"seed": seed, "router": router, "routed": True, "seconds": 5.0}
+        return {"seed": seed, "router": router, "routed": False, "seconds": 10.0,
+                "lowest_overused": lowest, "lowest_at_iteration": 42,
+                "stopped_at_iteration": 72, "comb_used": 8585, "comb_available": 83640,
+                "placed_mhz": 79.7}
+
+    monkeypatch.setattr(flow, "place_and_route_with", fake)
+    lowest = ROUTER1_FINISH
+    run = flow.place_and_route("f", "top", 1, 50.0, "router2")
+    assert calls == ["router2", "router1"], calls
+    assert run["routed"] and run["router"] == "router1" and run["seconds"] == 15.0, run
+    assert run["router2_stall"]["lowest_overused"] == ROUTER1_FINISH, run
+    calls.clear()
+    lowest = ROUTER1_FINISH + 1
+    run = flow.place_and_route("f", "top", 1, 50.0, "router2")
+    assert calls == ["router2"] and not run["routed"], (calls, run)
+
+    cells = {"lut4": 1, "ff": 2, "carry_ccu2c": 3, "lutram_dpr16x4": 0, "block_ram_dp16kd": 0,
+             "generic_transistors": 40}
+    finished = {"seed": 1, "router": "router1", "routed": True, "constraint_mhz": 50.0,
+                "seconds": 15.0, "fmax_mhz": 61.5, "timed_endpoints": 10,
+                "failing_endpoints": 0, "critical_path": {
+                    "from": "a", "to": "b", "cells": 3, "logic_ns": 4.0, "routing_ns": 12.26},
+                "failing_by_clock": [], "slack_by_register": [], "failing_by_block": [],
+                "router2_stall": fake("f", "top", 1, 50.0, "router2")}
+    design = {"design": "controller", "config": "c", "cells": cells, "pnr": [finished],
+              "constraint_mhz": 50.0, "fmax_median_mhz": 61.5, "fmax_min_mhz": 61.5,
+              "fmax_max_mhz": 61.5}
+    table = markdown(_report([design], targets=targets([design])))
+    assert "| controller | c | 1 (by router1: router2 stopped at iteration 72: fewest " \
+           "overused wires 21 at iteration 42" in table, table
