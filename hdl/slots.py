@@ -875,13 +875,13 @@ class PoolSlice(wiring.Component):
         with m.If(t0_loads):
             m.d.sync += [t0.eq(t0_next),
                          t0_valid.eq(scanning | (intake.source.valid & ~settling))]
-        # TA loads T0 whenever it is free, taken or not (its enables then do not wait for
-        # the conditions of ``take``).
         # Whether the tag memory's late write (on the next clock edge) is to T0's slot: a
         # register made from P2's slot and T0's next (as ``p2_on_t0``).
         late_on_t0 = Signal()
         m.d.sync += late_on_t0.eq(retag & (p2.index == choosers["t0_slot"][1]))
         late_hit = tag_late.data.valid & (tag_late.data.tag == t0.tag[tag_lsb:])
+        # TA loads T0 whenever it is free, taken or not (its enables then do not wait for
+        # the conditions of ``take``).
         with m.If(~ta_valid | ta_moves):
             m.d.sync += [ta.eq(t0),
                          ta_valid.eq(take), ta_tag.eq(tag_read.data),
