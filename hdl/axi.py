@@ -227,11 +227,11 @@ class AxiMemoryPort(wiring.Component):
             for channel, sent, sent_line in (("aw", aw_moves, aw_line), ("w", last_moves, w_line)):
                 count = Signal(range(orders), name=f"{kind}_{channel}_waiting")
                 next_count = Signal.like(count, name=f"{kind}_{channel}_next")
-                m.d.comb += next_count.eq(count + taken[kind] - (sent & (sent_line == is_kind)))
+                # The writes taken before this clock and not sent on it (W's valid reads them).
+                unsent[kind, channel] = count - (sent & (sent_line == is_kind))
+                m.d.comb += next_count.eq(unsent[kind, channel] + taken[kind])
                 m.d.sync += count.eq(next_count)
                 counts[kind, channel] = count, next_count
-                # The writes taken before this clock and not sent on it.
-                unsent[kind, channel] = count - (sent & (sent_line == is_kind))
         held = {kind: Mux(counts[kind, "aw"][1] > counts[kind, "w"][1], counts[kind, "aw"][1],
                           counts[kind, "w"][1]) for kind in ("burst", "line")}
         # Whether any write waits for each channel: registers (the channels' valids, which
