@@ -165,12 +165,13 @@ class _PoolHarness(Elaboratable):
                          left.eq(dut.fill_read.payload.beats)]
         beat = dut.fill_data
         failed = AnySeq(1) & ~watched(address)
-        m.d.comb += [beat.valid.eq(busy & AnySeq(1)),
-                     beat.payload.data.eq(Mux(failed, 0, Mux(watched(address),
-                                                             lines[address[offset_bits:acc_lsb]],
-                                                             AnySeq(p.line_bits)))),
-                     beat.payload.error.eq(failed)]
-        with m.If(beat.valid):
+        arrives = busy & AnySeq(1)
+        m.d.comb += [beat.valid.eq(arrives.replicate(dut.slices)),
+                     beat.data.eq(Mux(failed, 0, Mux(watched(address),
+                                                     lines[address[offset_bits:acc_lsb]],
+                                                     AnySeq(p.line_bits)))),
+                     beat.error.eq(failed.replicate(dut.slices))]
+        with m.If(arrives):
             m.d.sync += [address.eq(address + p.line_bytes), left.eq(left - 1),
                          busy.eq(left != 1)]
 
@@ -182,7 +183,7 @@ class _PoolHarness(Elaboratable):
                             Cat(watched(write.address), write.lines), apply, "write_back")
         m.d.comb += [apply.eq(AnySeq(1) & (level != 0)),
                      dut.write_backs_held.eq(level),
-                     dut.writes_pending.eq(level != 0)]
+                     dut.writes_pending.eq((level != 0).replicate(dut.slices))]
         with m.If(dut.write_back.valid):
             m.d.comb += Assert(level < SlotPool.QUEUE_DEPTH,
                                "a write-back made while the memory port held QUEUE_DEPTH")

@@ -27,7 +27,7 @@ from spec.cxl import (
 )
 from spec.params import ControllerParams, aggregates
 
-from .axi import AxiMemoryPort, axi4_signature
+from .axi import RESP_OKAY, AxiMemoryPort, axi4_signature
 from .bram import PRIMITIVES
 from .control import ControlRegisters
 from .csr import csr_bus_signature
@@ -210,12 +210,21 @@ class CxlMemController(wiring.Component):
         host_line_valid = Signal()
         m.d.sync += [host_line_valid.eq(returned.valid & (returned.payload.id == _HOST_ID)),
                      host_line.eq(returned.payload.as_value()[len(returned.payload.id):])]
+        # The pool's lines: ``returned`` is the R channel registered (AxiMemoryPort), and so
+        # are the copies of its valid and error the pool's slices take, made here from R on
+        # the same edge, one per slice: each is placed beside its slice, not one register
+        # steering all of them across the device (pipeline rule 2).
+        axi = self.axi
+        m.d.comb += [
+            pool.fill_data.valid.eq(Cat(register_copies(
+                m, axi.rvalid & (axi.rid == _POOL_ID), pool.slices, "pool_line_valid",
+                reset=True))),
+            pool.fill_data.error.eq(Cat(register_copies(
+                m, axi.rresp != RESP_OKAY, pool.slices, "pool_line_error")))]
         m.submodules.host_lines = host_lines = EagerFIFO(
             width=p.line_bits + 1, depth=_READS_IN_FLIGHT)
         m.d.comb += [
-            pool.fill_data.valid.eq(returned.valid & (returned.payload.id == _POOL_ID)),
-            pool.fill_data.payload.data.eq(returned.payload.data),
-            pool.fill_data.payload.error.eq(returned.payload.error),
+            pool.fill_data.data.eq(returned.payload.data),
             host_lines.w_en.eq(host_line_valid), host_lines.w_data.eq(host_line),
             responder.memory_data.valid.eq(host_lines.r_rdy),
             responder.memory_data.payload.eq(host_lines.r_data),
@@ -276,22 +285,23 @@ class CxlMemController(wiring.Component):
         # A fill or result read waits for both: it must not overtake a write-back, nor a
         # host's raw write of accumulator memory (AXI orders neither a read after a write nor
         # writes of two IDs), and a clear's zero writes must not either.
-        # Each count's ``!= 0`` is a register too, as dispatch and the pool steer by it.
-        pool_writes = Signal(range(1 << 16))
-        host_writes = Signal(range(1 << 16))
-        pool_writing, host_writing = Signal(), Signal()
+        # Each count's ``!= 0`` is a register too, as dispatch and the pool steer by it: one
+        # for dispatch, and one per slice of the pool (as its lines' valid, above).
         pool_taken = (memory.write_burst.valid
                       + (write.valid & write.ready & (write.payload.id == _POOL_ID)))
-        for count, nonzero, taken, number in (
-                (pool_writes, pool_writing, pool_taken, _POOL_ID),
-                (host_writes, host_writing, host_write_taken, _HOST_ID)):
+        writing = {}
+        for taken, number in ((pool_taken, _POOL_ID), (host_write_taken, _HOST_ID)):
+            count = Signal(range(1 << 16), name=f"writes_of_id{number}")
             done = response.valid & (response.payload.id == number)
             following = (count + taken - done)[:len(count)]
-            m.d.sync += [count.eq(following), nonzero.eq(following != 0)]
-        writes_pending = pool_writing | host_writing
+            m.d.sync += count.eq(following)
+            writing[number] = register_copies(m, following != 0, 1 + pool.slices,
+                                              f"writing_id{number}", reset=True)
+        writes_pending = writing[_POOL_ID][0] | writing[_HOST_ID][0]
         m.d.comb += [
-            pool.writes_pending.eq(writes_pending),
-            pool.host_writes_pending.eq(host_writing),
+            pool.writes_pending.eq(Cat(pool_copy | host_copy for pool_copy, host_copy
+                                       in zip(writing[_POOL_ID][1:], writing[_HOST_ID][1:]))),
+            pool.host_writes_pending.eq(Cat(writing[_HOST_ID][1:])),
             responder.memory_written.eq(response.valid & (response.payload.id == _HOST_ID)),
             events.mem_error.eq((returned.valid & returned.payload.error)
                                 | (response.valid & response.payload.error)

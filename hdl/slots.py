@@ -132,7 +132,7 @@ from .pipeline import (
 )
 
 __all__ = ["SlotOp", "slot_op_layout", "slot_entry_layout", "slot_result_layout",
-           "write_back_layout", "slice_write_back_layout", "fill_line_layout",
+           "write_back_layout", "slice_write_back_layout", "fill_line_layout", "pool_fill_layout",
            "slot_event_layout", "accumulate", "FillReader", "PoolSlice", "SlotPool"]
 
 
@@ -236,6 +236,15 @@ def fill_line_layout(lanes):
     are the count in a state's ``n`` line (``n``), and whether memory answered with an error
     (both are 0 then)."""
     return data.StructLayout({"data": lanes.line_bits, "n": lanes.counter_width, "error": 1})
+
+
+def pool_fill_layout(params, slices):
+    """A line of a fill or result read as the pool takes it, on the clock it arrives: the
+    line (``data``, 0 with an error), and whether it arrives (``valid``) and came with an
+    error (``error``) once per slice, all alike, each copy a register of its own, so that
+    every slice's reader is steered from beside it (pipeline rule 2)."""
+    return data.StructLayout({"data": params.datapath.line_bits, "valid": slices,
+                              "error": slices})
 
 
 #: What the pool reports, one strobe each per clock at most.
@@ -1322,13 +1331,14 @@ class SlotPool(wiring.Component):
     fill_read : Out(stream.Signature(fill_command_layout(params)))
         Device-memory reads of a fill or of a result line; the lines come back on
         ``fill_data`` in order, and the pool takes each on the clock it is valid.
-    fill_data : In(stream.Signature({"data": line_bits, "error": 1}, always_ready=True))
-        ``data`` is 0 with ``error``.
-    writes_pending : In(1)
+    fill_data : In(pool_fill_layout(params, slices))
+        The lines of ``fill_read``'s reads, in order, each taken on the clock its ``valid``
+        copies are high (copy ``k`` steers slice ``k``).
+    writes_pending : In(slices)
         Writes to device memory (the pool's and the host's) not yet acknowledged.
-    host_writes_pending : In(1)
+    host_writes_pending : In(slices)
         Host writes among them. A fill or result read waits for every write while there is one
-        (see *Fills and writes*).
+        (see *Fills and writes*). Both once per slice, all alike, as ``fill_data``'s ``valid``.
     idle : Out(1)
         No op in the pool, none of its outputs waiting, no write-back pending: a scan or a
         register command may start, and device memory holds every write-back made so far.
@@ -1365,13 +1375,17 @@ class SlotPool(wiring.Component):
             "write_back": Out(stream.Signature(write_back_layout(params), always_ready=True)),
             "write_backs_held": In(range(self.QUEUE_DEPTH + 1)),
             "fill_read": Out(stream.Signature(fill_command_layout(params))),
-            "fill_data": In(stream.Signature(data.StructLayout({
-                "data": line_bits, "error": 1}), always_ready=True)),
-            "writes_pending": In(1),
-            "host_writes_pending": In(1),
+            "fill_data": In(pool_fill_layout(params, self.slices)),
+            "writes_pending": In(self.slices),
+            "host_writes_pending": In(self.slices),
             "idle": Out(1),
             "events": Out(slot_event_layout()),
         })
+
+    @property
+    def slices(self):
+        """How many :class:`PoolSlice` the line is cut into."""
+        return len(self._columns)
 
     def elaborate(self, platform):
         m = Module()
@@ -1390,12 +1404,12 @@ class SlotPool(wiring.Component):
                 pool.op.payload.data.eq(self.op.payload.data[bits]),
                 pool.write_backs_held.eq(self.write_backs_held),
                 pool.fill_read.ready.eq(self.fill_read.ready),
-                pool.fill_data.valid.eq(self.fill_data.valid),
-                pool.fill_data.payload.data.eq(self.fill_data.payload.data[bits]),
-                pool.fill_data.payload.n.eq(self.fill_data.payload.data[:p.counter_width]),
-                pool.fill_data.payload.error.eq(self.fill_data.payload.error),
-                pool.writes_pending.eq(self.writes_pending),
-                pool.host_writes_pending.eq(self.host_writes_pending),
+                pool.fill_data.valid.eq(self.fill_data.valid[k]),
+                pool.fill_data.payload.data.eq(self.fill_data.data[bits]),
+                pool.fill_data.payload.n.eq(self.fill_data.data[:p.counter_width]),
+                pool.fill_data.payload.error.eq(self.fill_data.error[k]),
+                pool.writes_pending.eq(self.writes_pending[k]),
+                pool.host_writes_pending.eq(self.host_writes_pending[k]),
             ]
             slices.append(pool)
         first = slices[0]

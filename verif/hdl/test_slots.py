@@ -168,6 +168,7 @@ def test_slot_pool_against_golden(params, slice_bits, seed):
         held = []               # (address, lines) in the port
         pending = []            # (due clock, address, lines)
         reads = []              # (due clock, address)
+        every_slice = (1 << dut.slices) - 1     # a flag, in every slice's copy
         clock = 0
         sending = False
         ctx.set(dut.fill_read.ready, 1)
@@ -200,11 +201,11 @@ def test_slot_pool_against_golden(params, slice_bits, seed):
                 pending.remove(item)
             sending = bool(rng.random() > 0.3)
             ctx.set(dut.write_backs_held, len(held))
-            ctx.set(dut.writes_pending, int(bool(pending or held)))
+            ctx.set(dut.writes_pending, every_slice if pending or held else 0)
             if reads and reads[0][0] <= clock:
                 _, address = reads.pop(0)
-                ctx.set(dut.fill_data.valid, 1)
-                ctx.set(dut.fill_data.payload.data,
+                ctx.set(dut.fill_data.valid, every_slice)
+                ctx.set(dut.fill_data.data,
                         int.from_bytes(lines.read(address).tobytes(), "little"))
             else:
                 ctx.set(dut.fill_data.valid, 0)
@@ -233,6 +234,7 @@ def _plain_memory(dut, p, written):
         lines = {}
         pending = []            # (due clock, address, lines)
         reads = []              # (due clock, address)
+        every_slice = (1 << dut.slices) - 1     # a flag, in every slice's copy
         clock = 0
         ctx.set(dut.fill_read.ready, 1)
         async for _, _, wb_valid, wb, fr_valid, fr in ctx.tick().sample(
@@ -250,10 +252,10 @@ def _plain_memory(dut, p, written):
                     lines[address + i * p.line_bytes] = (image >> (i * p.line_bits)) & (
                         (1 << p.line_bits) - 1)
                 pending.remove((due, address, image))
-            ctx.set(dut.writes_pending, bool(pending))
+            ctx.set(dut.writes_pending, every_slice if pending else 0)
             answer = bool(reads) and reads[0][0] <= clock
-            ctx.set(dut.fill_data.valid, answer)
-            ctx.set(dut.fill_data.payload.data, lines.get(reads.pop(0)[1], 0) if answer else 0)
+            ctx.set(dut.fill_data.valid, every_slice if answer else 0)
+            ctx.set(dut.fill_data.data, lines.get(reads.pop(0)[1], 0) if answer else 0)
     return memory
 
 
