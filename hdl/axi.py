@@ -78,8 +78,9 @@ class AxiMemoryPort(wiring.Component):
       memory that takes a burst's W only after its AW. Each kind of write has a ring of its
       own, a burst's line ``b`` in bank ``b``, a one-line write's line in the line bank, and
       a ring of one bit per write keeps their order. A take moves only pointers: each bank
-      is written on every clock at its ring's next free entry, taken or not, so that no
-      bank's address depends on the other kind's take; and it is cut into the column groups
+      is written on every clock at its ring's next free entry, taken or not (the line bank a
+      clock late, from a register of the line), so that no bank's address depends on the
+      other kind's take; and it is cut into the column groups
       of pipeline rule 2 (``CONTROL_COPY_BITS`` line bits each), with copies of its own of
       the entry it writes, the entry W reads and the bank W reads. ``WDATA`` is a bank's
       line read without a clock, through one mux per group. W sends a write from the second
@@ -208,14 +209,22 @@ class AxiMemoryPort(wiring.Component):
 
         # Each kind's ring: written on every clock at the next free entry, ``produce``, in
         # copies of its own for each column group of its banks (rule 2) and one for the rest.
+        # A one-line write's line reaches its banks a clock after its take, from a register
+        # (``staged_line``) at copies of the entry it was taken at: W reads it from the second
+        # clock after the take (below), and the owner's valid, which comes late in the clock,
+        # moves one pointer, not a copy in every group. (A burst's lines come from registers
+        # of the pool, a burst's worth of them: they are not staged again.)
         produce = {}
-        for kind in ("burst", "line"):
-            entries = self._entries[kind]
-            next_produce = Signal(range(entries), name=f"{kind}_produce_next")
-            copies = register_copies(m, next_produce, len(groups) + 1, f"{kind}_produce",
-                                     reset=True)
-            m.d.comb += next_produce.eq(copies[-1] + taken[kind])
-            produce[kind] = copies
+        next_produce = Signal(range(self._entries["burst"]), name="burst_produce_next")
+        produce["burst"] = register_copies(m, next_produce, len(groups) + 1, "burst_produce",
+                                           reset=True)
+        m.d.comb += next_produce.eq(produce["burst"][-1] + taken["burst"])
+        line_produce = Signal(range(self._entries["line"]))
+        m.d.sync += line_produce.eq(line_produce + taken["line"])
+        produce["line"] = [*register_copies(m, line_produce, len(groups), "line_staged_at"),
+                           line_produce]
+        staged_line = Signal.like(line.payload.line, reset_less=True)
+        m.d.sync += staged_line.eq(line.payload.line)
 
         # What each kind of write has waiting, for AW and for W (taken, not yet sent: a
         # burst's W is sent with its last beat). Both channels go in order, so the writes of
@@ -279,19 +288,21 @@ class AxiMemoryPort(wiring.Component):
         self._address_register(m, "aw", aw_command)
 
         # W: the write at ``w_order``, its beat ``beat``; each kind's banks are read at that
-        # kind's own W pointer.
+        # kind's own W pointer. Whether the write is a one-line write (``w_line``) is a
+        # register (below), so that the order ring's read is not in front of W's moves.
         w_order = Signal(range(orders))
+        w_order_ahead = Signal(range(orders), init=1)       # ``w_order + 1``
         beat = Signal(range(max(beats, 2)))
         w_moves = axi.wvalid & axi.wready
         next_w_order = Signal.like(w_order)
         next_beat = Signal.like(beat)
-        m.d.comb += [w_line.eq(is_line.bit_select(w_order, 1)),
-                     axi.wvalid.eq(waiting["w"]),
+        m.d.comb += [axi.wvalid.eq(waiting["w"]),
                      axi.wlast.eq(w_line | (beat == beats - 1)),
                      last_moves.eq(w_moves & axi.wlast),
                      next_w_order.eq(w_order + last_moves),
                      next_beat.eq(Mux(w_moves, Mux(axi.wlast, 0, beat + 1), beat))]
-        m.d.sync += [w_order.eq(next_w_order), beat.eq(next_beat)]
+        m.d.sync += [w_order.eq(next_w_order), w_order_ahead.eq(next_w_order + 1),
+                     beat.eq(next_beat)]
         w_entry, w_entry_copies = {}, {}     # each kind's W pointer, and its copies per group
         for kind, is_kind in (("burst", ~w_line), ("line", w_line)):
             entry = Signal(range(self._entries[kind]), name=f"{kind}_w_entry")
@@ -309,8 +320,12 @@ class AxiMemoryPort(wiring.Component):
                      axi.wstrb.eq(Mux(w_line, strobe_read.data, -1))]
         # The bank W reads after this edge: the line bank (number ``beats``) for a one-line
         # write, else the beat's; the write's kind is in the order ring by then (``waiting``).
+        # The ring is read at both entries W may be at after the edge, and the last W beat
+        # chooses between them: no adder in front of the ring's read.
         next_is_line = Signal()
-        m.d.comb += next_is_line.eq(is_line.bit_select(next_w_order, 1))
+        m.d.comb += next_is_line.eq(Mux(last_moves, is_line.bit_select(w_order_ahead, 1),
+                                        is_line.bit_select(w_order, 1)))
+        m.d.sync += w_line.eq(next_is_line)
         bank_copies = register_copies(m, Mux(next_is_line, beats, next_beat), len(groups),
                                       "w_bank")
         wdata = []
@@ -319,7 +334,7 @@ class AxiMemoryPort(wiring.Component):
             sources = [(f"w_bank{b}", "burst",
                         burst.payload.lines[b * self._line_bits:][:self._line_bits])
                        for b in range(beats)]
-            sources.append(("w_line", "line", line.payload.line))
+            sources.append(("w_line", "line", staged_line))
             for name, kind, source in sources:
                 m.submodules[f"{name}_group{g}"] = bank = Memory(
                     shape=bits.stop - bits.start, depth=self._entries[kind], init=[])
