@@ -1343,6 +1343,8 @@ class SlotPool(wiring.Component):
         No op in the pool, none of its outputs waiting, no write-back pending: a scan or a
         register command may start, and device memory holds every write-back made so far.
     events : Out(slot_event_layout())
+        Slice 0's, but ``invalid``: whether any slice's lanes held an invalid code, a clock
+        after the others, from a register beside each slice (it is only counted).
     """
 
     #: A slice's (:class:`PoolSlice`): the slices add no register.
@@ -1422,6 +1424,8 @@ class SlotPool(wiring.Component):
                      self.result.valid.eq(results.r_rdy), self.result.payload.eq(results.r_data),
                      results.r_en.eq(self.result.ready)]
         width = len(self._columns[0])                   # line bits per slice
+        invalid = [Signal(name=f"invalid{k}") for k in range(len(slices))]
+        m.d.sync += [flag.eq(pool.events.invalid) for flag, pool in zip(invalid, slices)]
 
         def side_by_side(stream_name, field, line):
             """Line ``line`` of ``field`` of every slice's ``stream_name``, side by side."""
@@ -1432,7 +1436,7 @@ class SlotPool(wiring.Component):
             self.op.ready.eq(first.op.ready),
             self.idle.eq(first.idle),
             self.events.eq(first.events),
-            self.events.invalid.eq(Cat(pool.events.invalid for pool in slices).any()),
+            self.events.invalid.eq(Cat(invalid).any()),
             self.fill_read.valid.eq(first.fill_read.valid),
             self.fill_read.payload.eq(first.fill_read.payload),
             *(result[name].eq(first.result.payload[name])
