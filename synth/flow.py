@@ -19,8 +19,9 @@ per placement seed; then ``<out>/synth.json`` (every number, parsed from those f
 never from its log. A placement that router2 cannot route (no fewer overused wires for
 ``ROUTER2_PATIENCE`` iterations) is stopped. If it came within ``ROUTER1_FINISH`` wires,
 router1 places and routes the seed again; otherwise the seed is reported as not routed, with
-the fewest overused wires router2 reached and nextpnr's post-placement estimate, and its
-design has no median Fmax.
+the fewest overused wires router2 reached, the blocks of the design their nets belong to
+(from router2's congestion maps, ``router2_heat/`` in the design's folder) and nextpnr's
+post-placement estimate, and its design has no median Fmax.
 
 YoWASP tools see only their working directory, so every tool runs inside the design's folder
 (the gate estimate inside ``gates/``) with relative paths.
@@ -258,6 +259,34 @@ def estimate_gates(folder, top):
 
 #: Registers, and blocks, listed per placement in the slack breakdown (worst first).
 SLACK_ROWS = 10
+
+#: Blocks listed per placement router2 did not route, by the overused wires of their nets.
+CONGESTION_ROWS = 5
+
+
+def _heatmap_prefix(seed):
+    """Where router2 writes its congestion maps, one set per iteration, in the design's folder
+    (``<prefix>_congestion_by_net_<iteration>.csv`` and three more)."""
+    return f"router2_heat/seed{seed}"
+
+
+def congestion_by_block(path):
+    """The overused wires of one router2 congestion map by net (``path``: a net's name and
+    the overused wires it uses, per line; a wire two nets share counts for both), summed by
+    the block each net belongs to: the first component of its hierarchical name, ``(top)``
+    for a net of the top module, most first, as ``[{"block", "overused", "share"}]``
+    (``share`` of the map's sum)."""
+    blocks = {}
+    for line in Path(path).read_text().splitlines():
+        name, _, count = line.rpartition(",")
+        if not name or not count.strip().isdigit():
+            continue
+        name = name.lstrip("\\")
+        block = "(top)" if name.startswith("$") or "." not in name else name.split(".")[0]
+        blocks[block] = blocks.get(block, 0) + int(count)
+    total = sum(blocks.values())
+    return [{"block": block, "overused": count, "share": round(count / total, 3)}
+            for block, count in sorted(blocks.items(), key=lambda item: -item[1])]
 #: Clocks, as fractions of the constraint, at which each placement's failing endpoints are
 #: counted: how far a design is from its target, which one worst path does not say (fixing it
 #: only shows the next).
@@ -291,22 +320,30 @@ def place_and_route_with(folder, top, seed, freq_mhz, router):
     ``routed`` False, ``fmax_mhz`` None, nextpnr's post-placement estimate ``placed_mhz``, and
     the fewest overused wires router2 reached and when."""
     report, sdf = f"pnr_seed{seed}.json", f"routed_seed{seed}.sdf"
+    heatmaps = []
+    if router == "router2":
+        heatmaps = ["--router2-heatmap", _heatmap_prefix(seed)]
+        (Path(folder) / _heatmap_prefix(seed)).parent.mkdir(exist_ok=True)
     start = time.monotonic()
     watch = RouterWatch(ROUTER2_PATIENCE)
     routed = _run_nextpnr([_NEXTPNR_DEVICE, "--speed", str(SPEED_GRADE),
                            "--out-of-context", "--json", f"{top}.ecp5.json",
                            "--freq", str(freq_mhz), "--timing-allow-fail",
-                           "--placer", PLACER, "--router", router,
+                           "--placer", PLACER, "--router", router, *heatmaps,
                            "--report", report, "--sdf", sdf, "--seed", str(seed)],
                           folder, f"nextpnr_seed{seed}.log", watch)
     seconds = round(time.monotonic() - start, 1)
     run = {"seed": seed, "router": router, "routed": routed, "placed_mhz": watch.placed_mhz,
            "constraint_mhz": freq_mhz, "seconds": seconds}
     if not routed:
+        congestion = (Path(folder) / f"{_heatmap_prefix(seed)}_congestion_by_net_"
+                                     f"{watch.lowest_at}.csv")
         return {**run, "fmax_mhz": None, "comb_used": watch.comb_used,
                 "comb_available": watch.comb_available,
                 "lowest_overused": watch.lowest,
-                "lowest_at_iteration": watch.lowest_at, "stopped_at_iteration": watch.iteration}
+                "lowest_at_iteration": watch.lowest_at, "stopped_at_iteration": watch.iteration,
+                "congestion_by_block": (congestion_by_block(congestion)[:CONGESTION_ROWS]
+                                        if congestion.exists() else None)}
     parsed = json.loads((Path(folder) / report).read_text())
     clocks = parsed["fmax"]
     fmax = min((c["achieved"] for c in clocks.values()), default=None)
@@ -579,9 +616,13 @@ def _stall(run):
         facts.append(f"{run['comb_used']:,} of {run['comb_available']:,} logic cells")
     if run["placed_mhz"] is not None:
         facts.append(f"placed estimate {run['placed_mhz']:.1f} MHz")
+    where = ""
+    if run.get("congestion_by_block"):
+        where = "; their nets in " + ", ".join(
+            f"{b['block']} {b['share']:.0%}" for b in run["congestion_by_block"])
     return (f"{run['router']} stopped at iteration {run['stopped_at_iteration']}: fewest "
             f"overused wires {run['lowest_overused']:,} at iteration "
-            f"{run['lowest_at_iteration']}" + (f" ({', '.join(facts)})" if facts else ""))
+            f"{run['lowest_at_iteration']}{where}" + (f" ({', '.join(facts)})" if facts else ""))
 
 
 def _number(value):

