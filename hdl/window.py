@@ -93,21 +93,17 @@ class RegisterWindow(wiring.Component):
         with m.If(accepted):
             m.d.sync += [busy.eq(1), issued.eq(0), captured.eq(0), settle.eq(0)]
 
-        # The word issued is always the first of ``current``'s data and byte enables, which
-        # shift down a word as it goes: each word of the line comes from its neighbour, not
-        # through a mux that spans the line.
-        word_enables = current.byte_enable[:REGISTER_BYTES]
+        index = issued[:max(1, (words - 1).bit_length())]
+        word_enables = current.byte_enable.word_select(index, REGISTER_BYTES)
         fire = busy & (issued != words) & self.bus_free
         m.d.comb += [
             self.bus.addr.eq(current.word + issued),
-            self.bus.w_data.eq(current.data[:REGISTER_BITS]),
+            self.bus.w_data.eq(current.data.word_select(index, REGISTER_BITS)),
             self.bus.r_stb.eq(fire & current.read),
             self.bus.w_stb.eq(fire & ~current.read & word_enables.all()),
         ]
         with m.If(fire):
-            m.d.sync += [issued.eq(issued + 1),
-                         current.data.eq(current.data[REGISTER_BITS:]),
-                         current.byte_enable.eq(current.byte_enable[REGISTER_BYTES:])]
+            m.d.sync += issued.eq(issued + 1)
         reading = fire & current.read
         m.d.sync += capture.eq(Cat(reading, capture[:-1]))
         with m.If(capture[-1]):
