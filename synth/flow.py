@@ -287,6 +287,8 @@ def congestion_by_block(path):
     total = sum(blocks.values())
     return [{"block": block, "overused": count, "share": round(count / total, 3)}
             for block, count in sorted(blocks.items(), key=lambda item: -item[1])]
+
+
 #: Clocks, as fractions of the constraint, at which each placement's failing endpoints are
 #: counted: how far a design is from its target, which one worst path does not say (fixing it
 #: only shows the next).
