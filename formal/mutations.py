@@ -97,8 +97,8 @@ class _DroppingRegister(PipelineRegister):
 class _UnlockedBlock(RegisterBlock):
     """A register block that takes a lock field and ignores it."""
 
-    def __init__(self, regmap, *, lock=None):
-        super().__init__(regmap)
+    def __init__(self, regmap, *, lock=None, table=None):
+        super().__init__(regmap, table=table)
 
 
 def _clear_on_any_write(m, value, bits, hit, set_strobe):

@@ -106,18 +106,23 @@ class FlagsClearOnlyWhereWrittenOne(Elaboratable):
 
 class LockKeepsRegionsReadOnly(_ControlHarness):
     """Once the lock (``CTRL.LOCK``) is set it stays set, and no region register
-    (``R<n>_*``, the map's ``lockable`` registers) changes again."""
+    (``R<n>_*``, the map's ``lockable`` registers) changes again: no lockable register in
+    flip-flops changes, and no row of the block's table (where the region registers live) is
+    written."""
 
     def check(self, m, dut, block):
         regmap = dut.regmap
         lock = block.field(*_lock_field(regmap))
-        regions = Cat(block.field(reg.name, f.name)
-                      for reg in regmap if reg.lockable for f in reg.fields)
-        was_locked, regions_before = delayed(m, lock, 1, "lock"), delayed(m, regions, 1, "regions")
+        table = block.table_names
+        registers = Cat(block.field(reg.name, f.name) for reg in regmap
+                        if reg.lockable and reg.name not in table for f in reg.fields)
+        was_locked = delayed(m, lock, 1, "lock")
+        registers_before = delayed(m, registers, 1, "registers")
         with m.If(was_locked):
             m.d.comb += [Assert(lock, "the lock was cleared"),
-                         Assert(regions == regions_before,
-                                "a region register changed while locked")]
+                         Assert(registers == registers_before,
+                                "a lockable register changed while locked"),
+                         Assert(~block.table_written, "a region register written while locked")]
 
 
 def _overlap(a, b):

@@ -13,7 +13,7 @@
   write-back of every dirty slot. Both report busy and done in ``STATUS``.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -21,10 +21,9 @@ from spec.params import RESERVED_MODE, ControllerParams, Mode, aggregates
 from spec.regmap import COUNTERS, STATUS_FLAGS, ConfigError, controller_events, register_map
 
 from .arith import registered_order, times_constant
-from .csr import RegisterBlock, csr_bus_signature
-from .pipeline import register_copies, register_selected
+from .csr import TABLE_READ_LATENCY, RegisterBlock, csr_bus_signature
 
-__all__ = ["region_layout", "event_layout", "ControlRegisters"]
+__all__ = ["region_layout", "region_rows", "event_layout", "ControlRegisters"]
 
 def region_layout(params):
     """An applied region: the controller's decode reads ``base <= address < end``."""
@@ -52,21 +51,22 @@ def event_layout():
     return data.StructLayout({name: 1 for name in controller_events()})
 
 
-#: The staged region's selection picks within sets of ``2**_SET_BITS`` regions, registers,
-#: then picks the set.
-_SET_BITS = 2
+def region_rows(regmap, regions):
+    """The region registers as the rows of the block's :class:`hdl.csr.RegisterTable`:
+    ``{"BASE_LO": "R<r>_BASE_LO", ...}`` for each region ``r``."""
+    return [{reg.name.removeprefix(f"R{r}_"): reg.name for reg in regmap
+             if reg.name.startswith(f"R{r}_")} for r in range(regions)]
 
 
 class _Staged:
-    """The staged (register-file) region selected by the signal ``index``, with full 64-bit
-    values and the sums the checks and the applied table need, through five registers: a copy
-    of ``index`` for each field, the region within its set of ``2**_SET_BITS``, the set, the
-    products (``end``, ``base * accumulator_lines``, the accumulator span), then ``acc_end`` and
-    ``state_offset``. The values are those of ``index`` five clocks earlier, with no more than
-    one adder, and no mux wider than its set, between two registers, and no register selects
-    more than one field."""
+    """The staged region (a row of the register block's table) selected by the signal
+    ``index``, with full 64-bit values and the sums the checks and the applied table need,
+    through ``STAGES`` registers: the table's read (``TABLE_READ_LATENCY``), the products
+    (``end``, ``base * accumulator_lines``, the accumulator span), then ``acc_end`` and
+    ``state_offset``. The values are those of ``index`` ``STAGES`` clocks earlier, with no more
+    than one adder between two registers."""
 
-    STAGES = 5
+    STAGES = TABLE_READ_LATENCY + 2
 
     def __init__(self, m, block, params, index, name):
         def stage(value, what):
@@ -74,29 +74,13 @@ class _Staged:
             m.d.sync += out.eq(value)
             return out
 
-        def select(values, by, what):
-            out = Signal(len(values[0]), name=f"{name}_{what}_q")
-            register_selected(m, out, dict(enumerate(values)), by)
-            return out
-
-        per_set = 1 << _SET_BITS
-
-        def pick(reg, field):
-            values = [block.field(f"R{r}_{reg}", field) for r in range(params.regions)]
-            what = f"{reg.lower()}_{field.lower()}"
-            # A copy of the index of its own (no reset: see register_copies).
-            copy, = register_copies(m, index, 1, f"{name}_{what}_index")
-            high = copy[_SET_BITS:]     # empty at up to 2**_SET_BITS regions: one set
-            set_index = stage(high, f"{what}_set_index_q") if len(high) else Const(0, 1)
-            sets = [select(values[k:k + per_set], copy[:_SET_BITS], f"{what}_set{k // per_set}")
-                    for k in range(0, len(values), per_set)]
-            return select(sets, set_index, what)
-
-        raw = {"base": Cat(pick("BASE_LO", "ADDR"), pick("BASE_HI", "ADDR")),
-               "size": Cat(pick("SIZE_LO", "BYTES"), pick("SIZE_HI", "BYTES")),
-               "acc": Cat(pick("ACC_LO", "ADDR"), pick("ACC_HI", "ADDR")),
-               "enable": pick("CFG", "ENABLE"), "mode": pick("CFG", "MODE"),
-               "threshold": pick("AGG", "THRESHOLD"), "expected": pick("AGG", "EXPECTED")}
+        m.d.comb += block.table_index.eq(index)
+        row = block.table_row
+        raw = {"base": Cat(row.BASE_LO.ADDR, row.BASE_HI.ADDR),
+               "size": Cat(row.SIZE_LO.BYTES, row.SIZE_HI.BYTES),
+               "acc": Cat(row.ACC_LO.ADDR, row.ACC_HI.ADDR),
+               "enable": row.CFG.ENABLE, "mode": row.CFG.MODE,
+               "threshold": row.AGG.THRESHOLD, "expected": row.AGG.EXPECTED}
         # A register address plus a register size, with its carry.
         sum_bits = max(len(raw["base"]), len(raw["size"])) + 1
         lines = raw["size"] >> (params.datapath.line_bytes.bit_length() - 1)
@@ -191,7 +175,8 @@ class ControlRegisters(wiring.Component):
             raise TypeError(f"params must be a ControllerParams, not {params!r}")
         self._params = params
         self._regmap = register_map(params)
-        self._block = RegisterBlock(self._regmap, lock=("CTRL", "LOCK"))
+        self._block = RegisterBlock(self._regmap, lock=("CTRL", "LOCK"),
+                                    table=region_rows(self._regmap, params.regions))
         super().__init__({
             "bus": In(csr_bus_signature(len(self._block.bus.addr))),
             "enable": Out(1),

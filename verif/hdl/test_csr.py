@@ -1,9 +1,12 @@
 """amaranth.sim tests of the register block generated from the register map."""
 
 import pytest
+from amaranth import Signal
+from amaranth.hdl import ResetInserter
 
 from bench.sim import bus_read, bus_reads, bus_write, read_fields, simulate, write_fields
-from hdl.csr import WRITE_LATENCY, RegisterBlock
+from hdl.control import region_rows
+from hdl.csr import TABLE_READ_LATENCY, WRITE_LATENCY, RegisterBlock, RegisterTable
 from spec.params import REGISTER_BITS, ControllerParams, DatapathParams
 from spec.regmap import Access, register_map
 
@@ -12,8 +15,15 @@ PARAMS = DatapathParams(line_bits=64, counter_width=3, latency=1)
 ONES = (1 << REGISTER_BITS) - 1
 
 
-def make_block():
-    return RegisterBlock(register_map(ControllerParams(PARAMS, regions=2)), lock=("CTRL", "LOCK"))
+def make_block(regions=2):
+    """The controller's block: the region registers in its table."""
+    regmap = register_map(ControllerParams(PARAMS, regions=regions))
+    return RegisterBlock(regmap, lock=("CTRL", "LOCK"), table=region_rows(regmap, regions))
+
+
+def pattern(n):
+    """A register word that differs in every bit position from its neighbours'."""
+    return (0x9E3779B9 * (n + 1)) & ONES
 
 
 def test_every_register_reads_its_reset_value():
@@ -127,12 +137,12 @@ def test_lock_must_be_a_set_once_field():
 def test_back_to_back_reads_across_groups_and_sets():
     """One read strobe per clock, hopping between the read groups and sets of eight regions'
     map: each read returns what the same register returns read alone."""
-    block = RegisterBlock(register_map(ControllerParams(PARAMS, regions=8)), lock=("CTRL", "LOCK"))
+    block = make_block(regions=8)
     regs = sorted(block.regmap, key=lambda reg: (reg.offset * 37) % 1024)   # scattered order
 
     async def testbench(ctx):
         for n, reg in enumerate(regs):
-            await bus_write(ctx, block.bus, reg.offset, (0x9E3779B9 * (n + 1)) & ONES)
+            await bus_write(ctx, block.bus, reg.offset, pattern(n))
         alone = {reg.name: await bus_read(ctx, block.bus, reg.offset) for reg in regs}
         words = await bus_reads(ctx, block.bus, [reg.offset for reg in regs])
         got = {reg.name: word for reg, word in zip(regs, words)}
@@ -141,3 +151,80 @@ def test_back_to_back_reads_across_groups_and_sets():
         assert not wrong, f"back-to-back read differs from a lone read (got, alone): {wrong}"
 
     simulate(block, testbench)
+
+
+def _rw_value(reg, word):
+    """What ``reg`` holds after a write of ``word`` (its RW bits)."""
+    return word & sum(f.mask for f in reg.fields if f.access == Access.RW)
+
+
+def test_table_rows_read_their_reset_values_again_after_a_reset():
+    """A reset does not reach the table's memory: a row's flag makes it read its reset values
+    until its next write, which keeps the row's other registers at theirs, and a read right
+    behind a write (the next clock's strobe) reads the written value."""
+    block = make_block(regions=3)
+    regmap = block.regmap
+    reset = Signal()
+    dut = ResetInserter(reset)(block)
+    table = [regmap[name] for row in region_rows(regmap, 3) for name in row.values()]
+
+    async def testbench(ctx):
+        for n, reg in enumerate(table):
+            await bus_write(ctx, block.bus, reg.offset, pattern(n))
+        ctx.set(reset, 1)
+        await ctx.tick()
+        ctx.set(reset, 0)
+        for reg in table:
+            got = await bus_read(ctx, block.bus, reg.offset)
+            assert got == reg.reset, f"{reg.name} after a reset: read {got:#x}, reset is " \
+                                     f"{reg.reset:#x}"
+        written, other = regmap["R1_SIZE_HI"], regmap["R1_AGG"]
+        await bus_write(ctx, block.bus, written.offset, pattern(7), wait=False)
+        got = (await bus_reads(ctx, block.bus, [written.offset, other.offset]))
+        assert got == [_rw_value(written, pattern(7)), other.reset], \
+            f"R1_SIZE_HI written then R1_AGG read back to back, after a reset: read " \
+            f"{[hex(g) for g in got]}, want [{_rw_value(written, pattern(7)):#x}, " \
+            f"{other.reset:#x}]"
+
+    simulate(dut, testbench)
+
+
+def test_owner_reads_a_whole_row_by_index():
+    """``table_row`` holds the row at ``table_index`` of ``TABLE_READ_LATENCY`` clocks before:
+    written rows as written, unwritten ones at their reset values."""
+    block = make_block(regions=4)
+    regmap = block.regmap
+    rows = region_rows(regmap, 4)
+
+    async def testbench(ctx):
+        for r in (0, 2):
+            for c, name in enumerate(rows[r].values()):
+                await bus_write(ctx, block.bus, regmap[name].offset, pattern(8 * r + c))
+        for r in (2, 1, 0, 3, 2):
+            ctx.set(block.table_index, r)
+            await ctx.tick().repeat(TABLE_READ_LATENCY)
+            row = ctx.get(block.table_row)
+            for c, (column, name) in enumerate(rows[r].items()):
+                reg = regmap[name]
+                want = reg.unpack(_rw_value(reg, pattern(8 * r + c)) if r in (0, 2)
+                                  else reg.reset)
+                got = {f.name: int(getattr(getattr(row, column), f.name)) for f in reg.fields}
+                assert got == want, f"table row {r} column {column} ({name}): {got}, want {want}"
+
+    simulate(block, testbench)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([{"A": "R0_BASE_LO", "B": "R0_SIZE_LO"}],
+     r"table register R0_SIZE_LO is at word 0x42; row 0 column 1 must be at word 0x41"),
+    ([{"A": "R0_BASE_LO"}, {"A": "R1_BASE_LO"}, {"A": "R1_SIZE_LO"}],
+     r"row 2 column 0 must be at word 0x60"),
+    ([{"A": "R0_BASE_LO"}, {"A": "R1_CFG"}],
+     r"table rows are 22 words apart; they must be a power of two"),
+    ([{"A": "CTRL"}], r"table register CTRL: field LOCK is RW1S; a table holds RW fields only"),
+    ([{"A": "R0_BASE_LO"}, {"B": "R1_BASE_LO"}], r"each with the same column names"),
+])
+def test_table_layout_errors_name_the_register(rows, message):
+    regmap = register_map(ControllerParams(PARAMS, regions=2))
+    with pytest.raises(ValueError, match=message):
+        RegisterTable(regmap, rows)
