@@ -1,6 +1,6 @@
 """The register window: host line accesses turned into register accesses."""
 
-from amaranth import Cat, Module, Signal, unsigned
+from amaranth import Cat, Const, Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -83,6 +83,12 @@ class RegisterWindow(wiring.Component):
         offered = self.request.payload
         with m.If(taking[0]):
             m.d.sync += [current.read.eq(offered.read), current.word.eq(offered.word)]
+        fire = busy & (issued != words) & self.bus_free
+        # The word issued is always the first of ``current``'s data and byte enables, which
+        # shift down a word as it goes: each word of the line comes from its neighbour, not
+        # through a mux that gathers the line's words from across the die.
+        later_data = Cat(current.data[REGISTER_BITS:], Const(0, REGISTER_BITS))
+        later_enables = Cat(current.byte_enable[REGISTER_BYTES:], Const(0, REGISTER_BYTES))
         for k, copy in enumerate(taking):
             with m.If(copy):
                 m.d.sync += [
@@ -90,17 +96,20 @@ class RegisterWindow(wiring.Component):
                         offered.data.word_select(k, REGISTER_BITS)),
                     current.byte_enable.word_select(k, REGISTER_BYTES).eq(
                         offered.byte_enable.word_select(k, REGISTER_BYTES))]
+            with m.Elif(fire):
+                m.d.sync += [
+                    current.data.word_select(k, REGISTER_BITS).eq(
+                        later_data.word_select(k, REGISTER_BITS)),
+                    current.byte_enable.word_select(k, REGISTER_BYTES).eq(
+                        later_enables.word_select(k, REGISTER_BYTES))]
         with m.If(accepted):
             m.d.sync += [busy.eq(1), issued.eq(0), captured.eq(0), settle.eq(0)]
 
-        index = issued[:max(1, (words - 1).bit_length())]
-        word_enables = current.byte_enable.word_select(index, REGISTER_BYTES)
-        fire = busy & (issued != words) & self.bus_free
         m.d.comb += [
             self.bus.addr.eq(current.word + issued),
-            self.bus.w_data.eq(current.data.word_select(index, REGISTER_BITS)),
+            self.bus.w_data.eq(current.data[:REGISTER_BITS]),
             self.bus.r_stb.eq(fire & current.read),
-            self.bus.w_stb.eq(fire & ~current.read & word_enables.all()),
+            self.bus.w_stb.eq(fire & ~current.read & current.byte_enable[:REGISTER_BYTES].all()),
         ]
         with m.If(fire):
             m.d.sync += issued.eq(issued + 1)
