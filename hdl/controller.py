@@ -255,14 +255,15 @@ class CxlMemController(wiring.Component):
                      host_write_queue.w_data.eq(host_write)]
         zero_write = Signal(write.payload.shape())
         zero_write_valid = Signal()
+        zero_phase = Signal()           # the clear's zero phase runs (a register)
         # The one-line write's source: a clear's zero write or the host's queue head, chosen
-        # by the zero write's valid of the last clock, so that the line's mux (the W buffer's
-        # input, spread over the die) is steered by registers: one copy of the choice per
-        # column group of the line (pipeline rule 2), and one for the other fields and the
-        # handshakes. A zero write is chosen a clock after it is made, and the last one
-        # leaves the port a clock without a write.
+        # by the zero phase of the last clock, so that the line's mux (the W buffer's input,
+        # spread over the die) is steered by registers that copy a register: one copy of the
+        # choice per column group of the line (pipeline rule 2), and one for the other fields
+        # and the handshakes. The zero writes start a clock into the phase, and the port
+        # stays without a write for a clock after it.
         groups = p.control_copies
-        zeroing = register_copies(m, zero_write_valid, groups + 1, "write_zeroing")
+        zeroing = register_copies(m, zero_phase, groups + 1, "write_zeroing")
         with m.If(zeroing[-1]):
             m.d.comb += [write.payload.id.eq(zero_write.id),
                          write.payload.address.eq(zero_write.address),
@@ -360,7 +361,7 @@ class CxlMemController(wiring.Component):
         raw_task = Signal(_Task)
         task_blocked, scan = self._tasks(m, control, pool, pool_idle, raw_start, raw_task,
                                          any_dirty, any_resident, zero_write, zero_write_valid,
-                                         zero_write_taken, writes_pending)
+                                         zero_phase, zero_write_taken, writes_pending)
 
         # Dispatch: the head request goes where its route says once everything it needs has
         # room, and its response is queued with the responder on the same clock.
@@ -527,14 +528,16 @@ class CxlMemController(wiring.Component):
         return Cat(*flags.values(), Cat(flags[route] for route in _ANSWERED_NOW).any())
 
     def _tasks(self, m, control, pool, pool_idle, raw_start, raw_task, any_dirty,
-               any_resident, zero_write, zero_write_valid, zero_write_taken, writes_pending):
+               any_resident, zero_write, zero_write_valid, zero_phase, zero_write_taken,
+               writes_pending):
         """The work on the slots that runs between requests: ``CTRL.FLUSH``, ``CTRL.CLEAR``,
         the scan a raw access asks for (``raw_start``, ``raw_task``), and the eviction of every
         slot after an APPLY has copied its table (a slot may hold a line of a region the new
         table drops or moves, whose old accumulators are now ordinary memory). Each sends one
         scan op per slot to the pool and waits until the pool is idle (``pool_idle``, a
         register: every write-back acknowledged); a clear then writes zeros over the region's
-        accumulators, a line per write (``zero_write``), and waits for their write responses.
+        accumulators, a line per write (``zero_write``, during ``zero_phase``; the port takes
+        them a clock into it), and waits for their write responses.
         Returns whether a task runs or waits to, or the reset was high on the last edge
         (dispatch holds the next request meanwhile; a register), and the scan: while
         ``scan.valid``, the pool's op is ``scan.kind`` of slot ``scan.index`` (a clear's range
@@ -617,6 +620,7 @@ class CxlMemController(wiring.Component):
                      scan.kind.eq(Mux(task == _Task.CLEAR, SlotOp.CLEAR,
                                       Mux(task == _Task.EVICT, SlotOp.EVICT, SlotOp.FLUSH)))]
         # One block per phase (they are one-hot: no priority chain between them).
+        m.d.comb += zero_phase.eq(phase.zero)
         with m.If(out_of_reset(m, "tasks_in_reset")):  # see the hdl.slots docstring, Icarus
             with m.If(phase.idle):
                 with m.If(pending.clear):
