@@ -111,7 +111,8 @@ class RegisterTable:
         self.rows = len(rows)
         self.registers = [[regmap[row[column]] for column in self.columns] for row in rows]
         words = [[reg.offset // REGISTER_BYTES for reg in row] for row in self.registers]
-        stride = words[1][0] - words[0][0] if len(rows) > 1 else len(self.columns)
+        stride = words[1][0] - words[0][0] if len(rows) > 1 \
+            else 1 << (len(self.columns) - 1).bit_length()
         self.column_bits = (stride - 1).bit_length()
         if stride < len(self.columns) or stride != 1 << self.column_bits:
             raise ValueError(f"table rows are {stride} words apart; they must be a power of "

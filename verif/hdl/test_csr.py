@@ -228,3 +228,11 @@ def test_table_layout_errors_name_the_register(rows, message):
     regmap = register_map(ControllerParams(PARAMS, regions=2))
     with pytest.raises(ValueError, match=message):
         RegisterTable(regmap, rows)
+
+
+def test_one_row_table_of_three_columns_takes_a_stride_of_four():
+    regmap = register_map(ControllerParams(PARAMS, regions=1))
+    table = RegisterTable(regmap, [{"A": "R0_BASE_LO", "B": "R0_BASE_HI", "C": "R0_SIZE_LO"}])
+    assert (table.column_bits, table.first_row) == (2, 0x40 // 4), \
+        f"one row of 3 columns at word 0x40: column bits {table.column_bits}, first row " \
+        f"{table.first_row:#x}; want 2 and 0x10"
