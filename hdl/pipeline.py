@@ -19,6 +19,15 @@ Every component follows these rules; a comment elsewhere names the rule rather t
    result is registered before it steers anything.
 4. **Latency is a named constant of the component**, stated next to its registers and checked
    by a test that measures it.
+
+What the rules leave to the wires: a copy of rule 2 is a register beside its lanes, but the
+wire that reaches it from the decision is one connection, and the lanes of a line sit across
+the die. When that wire alone takes longer than the clock, no logic change helps: the decision
+has to be made a clock earlier and reach its copies through a register between (a tree of
+copies), which only a handshake that tolerates the extra clock allows. ``make report`` tells the
+two cases apart for each routed placement: the Fmax with its wires taking no time (logic alone),
+with its cells taking none (wires alone), and the register-to-register connections that miss
+the constraint on their wire alone.
 """
 
 from contextlib import nullcontext

@@ -50,7 +50,7 @@ from spec.params import (
     controller_from_arguments,
 )
 
-from .sta import analyse, by_block, by_register, failing, parse_sdf
+from .sta import analyse, by_block, by_register, direct_wires, failing, parse_sdf
 
 __all__ = ["DEVICE", "FAILING_AT", "PLACER", "ROUTERS", "PRIMITIVES", "version_line", "synthesize",
            "estimate_gates", "place_and_route", "place_and_route_with", "RouterWatch",
@@ -349,7 +349,8 @@ def place_and_route_with(folder, top, seed, freq_mhz, router):
     parsed = json.loads((Path(folder) / report).read_text())
     clocks = parsed["fmax"]
     fmax = min((c["achieved"] for c in clocks.values()), default=None)
-    required = analyse(parse_sdf((Path(folder) / sdf).read_text()))
+    graph = parse_sdf((Path(folder) / sdf).read_text())
+    required = analyse(graph)
     worst = max((ns for ns, _ in required.values()), default=None)
     if fmax is not None and abs(worst - 1000 / fmax) > 0.01:
         raise RuntimeError(f"{folder}/{sdf}: the worst path of the SDF analysis takes "
@@ -369,7 +370,16 @@ def place_and_route_with(folder, top, seed, freq_mhz, router):
         "slack_by_register": registers[:SLACK_ROWS],
         "failing_by_block": [b for b in by_block(required, 1000 / freq_mhz)
                              if b["failing"]][:SLACK_ROWS],
+        "direct_wires": direct_wires(graph, 1000 / freq_mhz, SLACK_ROWS),
+        **{f"{part}_alone_mhz": _fmax(analyse(graph, **{other: False}))
+           for part, other in (("logic", "wires"), ("wires", "cells"))},
     }
+
+
+def _fmax(required):
+    """The clock (MHz) that the slowest of ``required`` (see :func:`synth.sta.analyse`) allows,
+    None for a design with no timed path."""
+    return round(1000 / max(ns for ns, _ in required.values()), 1) if required else None
 
 
 def critical_path(report):
@@ -547,21 +557,24 @@ def markdown(report):
         for part, cells in report["breakdown"].items():
             out.append(f"| {part} | " + " | ".join(f"{cells[k]:,}" for k in _AREA) + " |")
     out += ["", "Per seed, with the worst path (first and last cell as nextpnr names them, "
-            "logic cells on it, logic and routing ns) and the timed endpoints (flip-flop and "
-            "clocked inputs) that fail the constraint:", "",
+            "logic cells on it, logic and routing ns), the timed endpoints (flip-flop and "
+            "clocked inputs) that fail the constraint, and the Fmax the same placement would "
+            "have if its wires took no time (logic alone) and if its cells took none (wires "
+            "alone):", "",
             "| design | config | seed | Fmax MHz | P&R seconds | worst path | logic ns | "
-            "routing ns | failing endpoints |", "|---|---|---|---|---|---|---|---|---|"]
+            "routing ns | failing endpoints | logic alone MHz | wires alone MHz |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for d in report["designs"]:
         for r in d["pnr"]:
             if not r["routed"]:
                 out.append(f"| {d['design']} | {d['config']} | {r['seed']} | not routed | "
-                           f"{r['seconds']} | {_stall(r)} | - | - | - |")
+                           f"{r['seconds']} | {_stall(r)} | - | - | - | - | - |")
                 continue
             c = r["critical_path"]
             failing = f"{r['failing_endpoints']:,} of {r['timed_endpoints']:,}"
             if c is None:
                 out.append(f"| {d['design']} | {d['config']} | {r['seed']} | - | "
-                           f"{r['seconds']} | {_UNTIMED} | - | - | {failing} |")
+                           f"{r['seconds']} | {_UNTIMED} | - | - | {failing} | - | - |")
                 continue
             seed = r["seed"]
             if "router2_stall" in r:
@@ -569,7 +582,8 @@ def markdown(report):
             out.append(f"| {d['design']} | {d['config']} | {seed} | "
                        f"{r['fmax_mhz']:.1f} | {r['seconds']} | `{_short(c['from'])}` -> "
                        f"`{_short(c['to'])}` ({c['cells']} cells) | {c['logic_ns']} | "
-                       f"{c['routing_ns']} | {failing} |")
+                       f"{c['routing_ns']} | {failing} | {r['logic_alone_mhz']} | "
+                       f"{r['wires_alone_mhz']} |")
     out += ["", "Failing endpoints of each placement at fractions of its constraint:", "",
             "| design | config | seed | " + " | ".join(f"{f:.0%}" for f in FAILING_AT) + " |",
             "|---|---|---|" + "---|" * len(FAILING_AT)]
@@ -605,6 +619,15 @@ def _slack_tables(designs):
             out += [f"| `{b['block']}` | {b['endpoints']:,} | {b['failing']:,} | "
                     f"{b['worst_slack_ns']} | `{b['worst_from']}` |"
                     for b in r["failing_by_block"]]
+        wires = r.get("direct_wires")
+        if wires and wires["failing"]:
+            out += ["", f"Of the same placement's {wires['connections']:,} connections from a "
+                    "clocked output straight to a timed input (no logic between), "
+                    f"{wires['failing']:,} fail {r['constraint_mhz']:g} MHz on their wire "
+                    "alone, which only placement or a register between can mend; the slowest "
+                    f"{len(wires['worst'])} (clock-to-output, wire and setup):", "",
+                    "| from | to | ns |", "|---|---|---|"]
+            out += [f"| `{w['from']}` | `{w['to']}` | {w['ns']} |" for w in wires["worst"]]
     return out
 
 

@@ -21,7 +21,7 @@ import re
 from collections import defaultdict, deque
 
 __all__ = ["parse_sdf", "analyse", "register_family", "failing", "by_register", "block_of",
-           "by_block"]
+           "by_block", "direct_wires"]
 
 _CLOCK_PORTS = {"CLK", "WCK", "CLKA", "CLKB"}
 _VALUE = r"\(([-\d.]*):([-\d.]*):([-\d.]*)\)"
@@ -75,11 +75,18 @@ def parse_sdf(text):
             "cell_types": cell_types}
 
 
-def analyse(graph):
+def analyse(graph, *, cells=True, wires=True):
     """Every endpoint's latest arrival (ns, setup included) and where its latest path starts:
     ``{(instance, port): (required_ns, start_instance)}``. Required time = arrival + setup; at a
-    clock period ``T`` the endpoint's slack is ``T - required_ns``."""
-    edges, launches = graph["edges"], graph["launches"]
+    clock period ``T`` the endpoint's slack is ``T - required_ns``.
+
+    ``cells=False`` counts every cell's delay as zero (clock-to-output, logic and setup), and
+    ``wires=False`` every routed connection's (an edge between two instances): what the
+    placement's wires alone, or the logic alone, would allow."""
+    edges = {pin: [(sink, delay if (wires if sink[0] != pin[0] else cells) else 0.0)
+                   for sink, delay in sinks]
+             for pin, sinks in graph["edges"].items()}
+    launches = {pin: delay if cells else 0.0 for pin, delay in graph["launches"].items()}
     reached = set(launches)
     queue = deque(launches)
     while queue:                                   # the part of the graph paths can reach
@@ -108,7 +115,7 @@ def analyse(graph):
     if ordered != len(reached):
         raise ValueError(f"the SDF's timing graph has a combinational loop "
                          f"({len(reached) - ordered} pins on it or after it)")
-    return {pin: (arrival[pin][0] + setup, arrival[pin][1])
+    return {pin: (arrival[pin][0] + (setup if cells else 0.0), arrival[pin][1])
             for pin, setup in graph["checks"].items() if pin in arrival}
 
 
@@ -155,6 +162,31 @@ def block_of(instance, depth=2):
     (``pool.slice1.t1_TRELLIS_FF_Q`` -> ``pool.slice1``), ``(top)`` for a cell of the top
     level."""
     return ".".join(instance.split(".")[:-1][:depth]) or "(top)"
+
+
+def direct_wires(graph, period_ns, rows):
+    """The connections that go straight from a clocked output to a timed input, no logic
+    between, that still fail a clock of ``period_ns``: the part of the failing paths that no
+    change of logic can mend, only placement or pipelining (a register between).
+
+    Returns ``{"connections": ..., "failing": ..., "worst": [...]}``: how many direct
+    connections the design has, how many fail, and at most ``rows`` of the failing ones, slowest
+    first, each ``{"from": ..., "to": ..., "ns": ...}`` (registers named as
+    :func:`register_family`; ``ns``: clock-to-output, wire and setup)."""
+    edges, checks = graph["edges"], graph["checks"]
+    connections, slow = 0, []
+    for pin, clock_to_out in graph["launches"].items():
+        for sink, wire in edges.get(pin, ()):
+            if sink not in checks:
+                continue
+            connections += 1
+            time = clock_to_out + wire + checks[sink]
+            if time > period_ns:
+                slow.append((time, pin[0], sink[0]))
+    slow.sort(reverse=True)
+    return {"connections": connections, "failing": len(slow),
+            "worst": [{"from": register_family(source), "to": register_family(sink),
+                       "ns": round(time, 3)} for time, source, sink in slow[:rows]]}
 
 
 def by_block(required, period_ns, depth=2):

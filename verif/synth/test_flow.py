@@ -17,6 +17,7 @@ from synth.flow import (
     ROUTER1_FINISH,
     ROUTER2_PATIENCE,
     ROUTERS,
+    SLACK_ROWS,
     TARGETS,
     RouterWatch,
     breakdown,
@@ -68,6 +69,12 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
             blocks = run["failing_by_block"]
             assert all(b["failing"] > 0 for b in blocks) and \
                 sum(b["failing"] for b in blocks) <= run["failing_endpoints"], blocks
+            wires = run["direct_wires"]
+            assert wires["connections"] > 0 and wires["failing"] <= wires["connections"] \
+                and all(w["ns"] > 1000 / freq for w in wires["worst"]) \
+                and len(wires["worst"]) == min(wires["failing"], SLACK_ROWS), wires
+            # Taking the wires or the cells away leaves a faster design.
+            assert run["logic_alone_mhz"] > run["fmax_mhz"] < run["wires_alone_mhz"], run
             assert (folder / f"routed_seed{run['seed']}.sdf").stat().st_size > 0
             log = (folder / f"nextpnr_seed{run['seed']}.log").read_text()
             assert f"Running {PLACER.capitalize()} placer" in log, \
@@ -356,6 +363,7 @@ def test_router1_finishes_a_placement_router2_left_a_few_wires_short(monkeypatch
                 "failing_endpoints": 0, "critical_path": {
                     "from": "a", "to": "b", "cells": 3, "logic_ns": 4.0, "routing_ns": 12.26},
                 "failing_by_clock": [], "slack_by_register": [], "failing_by_block": [],
+                "logic_alone_mhz": 250.0, "wires_alone_mhz": 80.5,
                 "router2_stall": fake("f", "top", 1, 50.0, "router2")}
     design = {"design": "controller", "config": "c", "cells": cells, "pnr": [finished],
               "constraint_mhz": 50.0, "fmax_median_mhz": 61.5, "fmax_min_mhz": 61.5,
@@ -363,3 +371,26 @@ def test_router1_finishes_a_placement_router2_left_a_few_wires_short(monkeypatch
     table = markdown(_report([design], targets=targets([design])))
     assert "| controller | c | 1 (by router1: router2 stopped at iteration 72: fewest " \
            "overused wires 21 at iteration 42" in table, table
+
+
+def test_report_lists_the_register_to_register_wires_that_fail_alone():
+    cells = {"lut4": 1, "ff": 2, "carry_ccu2c": 0, "lutram_dpr16x4": 0, "block_ram_dp16kd": 0,
+             "generic_transistors": 40}
+    run = {"seed": 2, "router": "router2", "routed": True, "constraint_mhz": 100.0,
+           "seconds": 9.0, "fmax_mhz": 47.6, "timed_endpoints": 7, "failing_endpoints": 3,
+           "critical_path": {"from": "a", "to": "b", "cells": 2, "logic_ns": 1.0,
+                             "routing_ns": 20.0},
+           "failing_by_clock": [],
+           "slack_by_register": [{"register": "b_*", "endpoints": 2, "failing": 2,
+                                  "worst_slack_ns": -11.0, "worst_from": "a"}],
+           "failing_by_block": [], "logic_alone_mhz": 400.0, "wires_alone_mhz": 47.9,
+           "direct_wires": {"connections": 5, "failing": 1,
+                            "worst": [{"from": "a", "to": "b_*", "ns": 21.0}]}}
+    design = {"design": "controller", "config": "c", "cells": cells, "pnr": [run],
+              "constraint_mhz": 100.0, "fmax_median_mhz": 47.6, "fmax_min_mhz": 47.6,
+              "fmax_max_mhz": 47.6}
+    table = markdown(_report([design], targets=targets([design])))
+    assert "Of the same placement's 5 connections from a clocked output straight to a timed " \
+           "input (no logic between), 1 fail 100 MHz on their wire alone" in table, table
+    assert "| `a` | `b_*` | 21.0 |" in table, table
+    assert "| 3 of 7 | 400.0 | 47.9 |" in table, table

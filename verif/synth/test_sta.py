@@ -7,6 +7,7 @@ from synth.sta import (
     block_of,
     by_block,
     by_register,
+    direct_wires,
     failing,
     parse_sdf,
     register_family,
@@ -56,6 +57,16 @@ def test_required_time_is_the_longest_register_path_plus_setup():
     assert len(required) == 2, sorted(required)
 
 
+def test_logic_alone_and_wires_alone_bound_the_required_time():
+    graph = parse_sdf(SDF)
+    logic = analyse(graph, wires=False)[("dst$1_TRELLIS_FF_Q", "DI")][0]
+    wires = analyse(graph, cells=False)[("dst$1_TRELLIS_FF_Q", "DI")][0]
+    # clock-to-Q 0.5 + LUT 0.236 + setup 0.1; the wires 1.0 + 0.3
+    assert logic == pytest.approx(0.836), logic
+    assert wires == pytest.approx(1.3), wires
+    assert analyse(graph, cells=False)[("copy_3_TRELLIS_FF_Q_2", "M")][0] == pytest.approx(0.25)
+
+
 def test_registers_group_copies_and_count_failing_endpoints():
     rows = by_register(analyse(parse_sdf(SDF)), period_ns=2.0)
     assert rows == [
@@ -88,6 +99,16 @@ def test_blocks_count_failing_endpoints_by_the_first_levels_of_the_name():
     assert block_of("pool.slice2.ops.produce_TRELLIS_FF_Q_3") == "pool.slice2"
     assert block_of("pool.slice2.ops.produce_TRELLIS_FF_Q_3", depth=1) == "pool"
     assert block_of("command_TRELLIS_FF_Q") == "(top)"
+
+
+def test_direct_wires_are_register_to_register_connections_with_no_logic():
+    # Only src_0 -> copy is direct (0.5 + 0.25 + 0.05 ns); the paths through the LUT are not.
+    graph = parse_sdf(SDF)
+    slow = direct_wires(graph, period_ns=0.7, rows=5)
+    assert slow == {"connections": 1, "failing": 1,
+                    "worst": [{"from": "src", "to": "copy_*", "ns": 0.8}]}, slow
+    fast = direct_wires(graph, period_ns=0.8, rows=5)
+    assert fast == {"connections": 1, "failing": 0, "worst": []}, fast
 
 
 def test_a_combinational_loop_is_an_error():
