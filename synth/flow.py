@@ -454,7 +454,7 @@ def die_reach(folder, freq_mhz):
 
     def hop(source, sink):
         launch = (f"{source}_TRELLIS_FF_Q", "Q")
-        wire = next(delay for (cell, port), delay in graph["edges"][launch]
+        wire = next(delay for (cell, _), delay in graph["edges"][launch]
                     if cell == f"{sink}_TRELLIS_FF_Q")
         setup = max(ns for (cell, _), ns in graph["checks"].items()
                     if cell == f"{sink}_TRELLIS_FF_Q")

@@ -362,8 +362,6 @@ def test_router1_finishes_a_placement_router2_left_a_few_wires_short(monkeypatch
     run = flow.place_and_route("f", "top", 1, 50.0, "router2")
     assert calls == ["router2"] and not run["routed"], (calls, run)
 
-    cells = {"lut4": 1, "ff": 2, "carry_ccu2c": 3, "lutram_dpr16x4": 0, "block_ram_dp16kd": 0,
-             "generic_transistors": 40}
     finished = {"seed": 1, "router": "router1", "routed": True, "constraint_mhz": 50.0,
                 "seconds": 15.0, "fmax_mhz": 61.5, "timed_endpoints": 10,
                 "failing_endpoints": 0, "critical_path": {
@@ -371,17 +369,23 @@ def test_router1_finishes_a_placement_router2_left_a_few_wires_short(monkeypatch
                 "failing_by_clock": [], "slack_by_register": [], "failing_by_block": [],
                 "logic_alone_mhz": 250.0, "wires_alone_mhz": 80.5,
                 "router2_stall": fake("f", "top", 1, 50.0, "router2")}
-    design = {"design": "controller", "config": "c", "cells": cells, "pnr": [finished],
-              "constraint_mhz": 50.0, "fmax_median_mhz": 61.5, "fmax_min_mhz": 61.5,
-              "fmax_max_mhz": 61.5}
-    table = markdown(_report([design], targets=targets([design])))
+    table = _table_of(finished)
     assert "| controller | c | 1 (by router1: router2 stopped at iteration 72: fewest " \
            "overused wires 21 at iteration 42" in table, table
 
 
-def test_report_lists_the_register_to_register_wires_that_fail_alone():
-    cells = {"lut4": 1, "ff": 2, "carry_ccu2c": 0, "lutram_dpr16x4": 0, "block_ram_dp16kd": 0,
+def _table_of(run):
+    """The markdown report of a controller whose one placement is ``run``."""
+    cells = {"lut4": 1, "ff": 2, "carry_ccu2c": 3, "lutram_dpr16x4": 0, "block_ram_dp16kd": 0,
              "generic_transistors": 40}
+    fmax = run["fmax_mhz"]
+    design = {"design": "controller", "config": "c", "cells": cells, "pnr": [run],
+              "constraint_mhz": run["constraint_mhz"], "fmax_median_mhz": fmax,
+              "fmax_min_mhz": fmax, "fmax_max_mhz": fmax}
+    return markdown(_report([design], targets=targets([design])))
+
+
+def test_report_lists_the_register_to_register_wires_that_fail_alone():
     run = {"seed": 2, "router": "router2", "routed": True, "constraint_mhz": 100.0,
            "seconds": 9.0, "fmax_mhz": 47.6, "timed_endpoints": 7, "failing_endpoints": 3,
            "critical_path": {"from": "a", "to": "b", "cells": 2, "logic_ns": 1.0,
@@ -392,10 +396,7 @@ def test_report_lists_the_register_to_register_wires_that_fail_alone():
            "failing_by_block": [], "logic_alone_mhz": 400.0, "wires_alone_mhz": 47.9,
            "direct_wires": {"connections": 5, "failing": 1,
                             "worst": [{"from": "a", "to": "b_*", "ns": 21.0}]}}
-    design = {"design": "controller", "config": "c", "cells": cells, "pnr": [run],
-              "constraint_mhz": 100.0, "fmax_median_mhz": 47.6, "fmax_min_mhz": 47.6,
-              "fmax_max_mhz": 47.6}
-    table = markdown(_report([design], targets=targets([design])))
+    table = _table_of(run)
     assert "Of the same placement's 5 connections from a clocked output straight to a timed " \
            "input (no logic between), 1 fail 100 MHz on their wire alone" in table, table
     assert "| `a` | `b_*` | 21.0 |" in table, table
