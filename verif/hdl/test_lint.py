@@ -5,9 +5,9 @@ import subprocess
 
 import pytest
 
+from bench import builds
 from bench.configs import CONTROLLER_CONFIGS
-from bench.simulators import BUILD, LINT_WAIVERS
-from hdl.generate import write_controller, write_datapath
+from bench.simulators import LINT_WAIVERS
 from spec.params import DatapathParams
 
 
@@ -24,9 +24,9 @@ def lint(path):
                                     DatapathParams(line_bits=16, counter_width=1, latency=1)],
                          ids=lambda p: p.name)
 def test_datapath_lints_clean(params):
-    lint(write_datapath(params, BUILD / "lint" / params.name))
+    lint(builds.verilog("datapath", params))
 
 
 @pytest.mark.parametrize("params", CONTROLLER_CONFIGS, ids=lambda p: p.name)
 def test_controller_lints_clean(params):
-    lint(write_controller(params, BUILD / "lint" / params.name))
+    lint(builds.verilog("controller", params))

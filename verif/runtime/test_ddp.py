@@ -21,6 +21,8 @@ from runtime.profile import parse_profile
 from runtime.reducers import CollectiveReducer, DeviceModelReducer
 from spec.params import ControllerParams, DatapathParams
 
+pytestmark = pytest.mark.slow
+
 WORLD = 4
 STEPS = 4
 RANDOM_ROUNDS = 3

@@ -18,6 +18,8 @@ from runtime.replay import ReplayMismatchError, replay
 from scripts.replay import replay_on_rtl, simulation_seed
 from spec.params import Mode
 
+pytestmark = pytest.mark.slow
+
 #: Four workers: G-Binary lanes can tie (read as +1), G-Ternary sums reach the threshold 2.
 WORKERS, STEPS = 4, 2
 

@@ -61,6 +61,7 @@ def test_controller_clock_from_the_report(tmp_path):
     assert paper.controller_clock(tmp_path / "synth.json") == 151.5
 
 
+@pytest.mark.slow
 def test_small_paper_run(tmp_path):
     """The experiments at 64-bit lines: each measured figure agrees with the arithmetic that
     must hold for it (memory lines per contribution, the overhead's definition)."""

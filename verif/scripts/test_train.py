@@ -3,11 +3,14 @@ the traffic, the fault run's health events and the calibrated profile."""
 
 import re
 
+import pytest
+
 from scripts import train
 
 WORKERS, STEPS = 2, 30
 
 
+@pytest.mark.slow
 def test_make_train_in_small(tmp_path):
     results = train.main(["--out", str(tmp_path), "--workers", str(WORKERS), "--steps",
                           str(STEPS), "--calibration-steps", "5", "--overhead-steps", "3",

@@ -5,6 +5,8 @@ import re
 import threading
 from collections import defaultdict
 
+import pytest
+
 from hdl.bram import ECP5_WIDTH
 from hdl.controller import CxlMemController
 from hdl.slots import slot_entry_layout
@@ -32,6 +34,7 @@ from synth.flow import (
 )
 
 
+@pytest.mark.slow
 def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
     main(["--line-bits", "32", "--counter-width", "1", "--latency", "2", "--regions", "1",
           "--seeds", "1", "2", "--freq", "100", "--controller-freq", "50",
@@ -141,6 +144,7 @@ def _flip_flops_by_register(folder, top):
     return flip_flops
 
 
+@pytest.mark.slow
 def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
     """Synthesis of the controller as the flow makes it keeps the decoder's copy of the address
     for each region (``address_copy_<r>``, hdl.pipeline.register_copies) as flip-flops of its
@@ -215,6 +219,7 @@ def test_unplaced_design_is_reported_as_such():
            "--controller-seeds) |" in markdown(report)
 
 
+@pytest.mark.slow
 def test_design_without_register_paths_has_no_fmax(tmp_path):
     """The datapath at latency 1 has no register-to-register path: nextpnr times nothing out
     of context, and the report says so instead of inventing a figure."""
