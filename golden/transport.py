@@ -12,7 +12,10 @@ without a simulator.
   ``CFG_ERROR`` and ``STATUS.CFG_ERROR`` and keeps the applied table;
 - ``CTRL.CLEAR`` and ``CTRL.FLUSH`` finish at once (their busy bits always read 0, their
   ``_DONE`` flags are set), since the model keeps every accumulator in device memory;
-- every other line goes to the device model: identity data, contributions and result reads;
+- every other line goes to the device model: identity data, contributions and result reads
+  (``faults``: the byte ranges where device memory fails, :class:`golden.device.DeviceModel`);
+  :meth:`GoldenTransport.read_lines` and :meth:`GoldenTransport.write_lines` take many lines
+  at once and say what a CXL.mem response would (NXM, poison);
 - ``STATUS`` flags are sticky and set by the events of the access that caused them;
   ``CNT_READS`` and ``CNT_WRITES`` count every line read and written, window included.
 
@@ -55,39 +58,68 @@ class GoldenTransport:
     served by the golden model. ``device`` is the :class:`golden.device.DeviceModel` behind it
     (its applied table changes with each successful ``CTRL.APPLY``)."""
 
-    def __init__(self, params):
+    def __init__(self, params, faults=()):
         self.params = params
         self.regmap = register_map(params)
-        self.device = DeviceModel(params, regions=(), enable=False)
+        self.device = DeviceModel(params, regions=(), enable=False, faults=faults)
         self.dev_load = DevLoad.LIGHT
         self._line_bytes = params.datapath.line_bytes
         self._words = {reg.offset: reg.reset for reg in self.regmap}
         self._by_offset = {reg.offset: reg for reg in self.regmap}
-        self._counts = {"READS": 0, "WRITES": 0, "CFG_ERRORS": 0}
+        self._counts = dict.fromkeys(self.kept_counts, 0)
+
+    #: The counters the transport keeps itself (the device model keeps those of its events).
+    kept_counts = ("READS", "WRITES", "CFG_ERRORS")
 
     # The transport interface.
     async def read_line(self, address):
         """The line at byte ``address``, as a MemRd answers it."""
-        self._counts["READS"] += 1
-        if self._in_window(address):
-            return self._window_line(address)
-        before = dict(self.device.events)
-        data, _ = self.device.read(address)
-        self._raise_flags(before)
-        return bytes(np.asarray(data, np.uint8))
+        return bytes(self.read_lines([address])[0][0])
 
     async def write_line(self, address, data, byte_enable):
         """A write of the line at byte ``address``: bit ``i`` of ``byte_enable`` enables byte
         ``i`` (a MemWr when every bit is set, else a MemWrPtl)."""
         if len(data) != self._line_bytes:
             raise ValueError(f"a line is {self._line_bytes} bytes, not {len(data)}")
-        self._counts["WRITES"] += 1
         enables = [bool(byte_enable >> i & 1) for i in range(self._line_bytes)]
-        if self._in_window(address):
-            self._write_window(address, bytes(data), enables)
-            return
+        self.write_lines([address], np.frombuffer(bytes(data), np.uint8)[None], [enables])
+
+    # Many lines at once (:mod:`golden.messages`).
+    def read_lines(self, addresses):
+        """MemRd of the lines at byte ``addresses``, window lines included (other lines:
+        pairwise different lines and accumulators, :meth:`DeviceModel.read_lines`):
+        ``(data, nxm, poison)``. A read is counted in ``CNT_READS`` once answered: a read of
+        ``CNT_READS`` does not see itself."""
+        window = [i for i, a in enumerate(addresses) if self._in_window(int(a))]
+        lines = [i for i in range(len(addresses)) if i not in window]
         before = dict(self.device.events)
-        self.device.write(address, np.frombuffer(bytes(data), np.uint8), enables)
+        data, nxm, poison = self.device.read_lines([addresses[i] for i in lines])
+        self._raise_flags(before)
+        out = np.zeros((len(addresses), self._line_bytes), np.uint8)
+        out[lines] = data
+        for i in window:
+            out[i] = np.frombuffer(self._window_line(int(addresses[i])), np.uint8)
+        self._counts["READS"] += len(addresses)
+        return out, _spread(nxm, lines, len(addresses)), _spread(poison, lines, len(addresses))
+
+    def write_lines(self, addresses, data, byte_enables, poison=None):
+        """Writes of the lines at byte ``addresses`` with ``data`` and ``byte_enables`` (bool
+        arrays) and ``poison``, window lines included (other lines: pairwise different lines
+        and accumulators, :meth:`DeviceModel.write_lines`, which gives the reasons)."""
+        self._counts["WRITES"] += len(addresses)
+        poison = np.zeros(len(addresses), bool) if poison is None else np.asarray(poison, bool)
+        window = [i for i, a in enumerate(addresses) if self._in_window(int(a))]
+        lines = [i for i in range(len(addresses)) if i not in window]
+        for i in window:
+            if poison[i]:
+                self.raise_flag("POISON")
+            else:
+                self._write_window(int(addresses[i]), bytes(np.asarray(data[i], np.uint8)),
+                                   [bool(e) for e in byte_enables[i]])
+        before = dict(self.device.events)
+        self.device.write_lines([addresses[i] for i in lines],
+                                np.asarray(data, np.uint8)[lines],
+                                np.asarray(byte_enables, bool)[lines], poison[lines])
         self._raise_flags(before)
 
     # The register window.
@@ -108,13 +140,14 @@ class GoldenTransport:
                 self._write_register(first + o,
                                      int.from_bytes(data[o:o + REGISTER_BYTES], "little"))
 
-    def _flag(self, name):
+    def raise_flag(self, name):
+        """Set sticky ``STATUS`` flag ``name``."""
         self._words[self.regmap["STATUS"].offset] |= self.regmap["STATUS"].field(name).mask
 
     def _raise_flags(self, before):
         for flag, event in _EVENT_FLAGS.items():
             if self.device.events[event] > before[event]:
-                self._flag(flag)
+                self.raise_flag(flag)
 
     def _read_register(self, offset):
         reg = self._by_offset.get(offset)
@@ -133,7 +166,7 @@ class GoldenTransport:
             return
         if reg.lockable and self.regmap["CTRL"].unpack(
                 self._words[self.regmap["CTRL"].offset])["LOCK"]:
-            self._flag("LOCKED_WRITE")
+            self.raise_flag("LOCKED_WRITE")
             return
         word, strobes = self._words[offset], 0
         for f in reg.fields:
@@ -156,10 +189,12 @@ class GoldenTransport:
         if ctrl["APPLY"]:
             self._apply()
         if ctrl["CLEAR"]:
+            before = dict(self.device.events)
             self.device.clear(ctrl["CLEAR_REGION"])
-            self._flag("CLEAR_DONE")
+            self._raise_flags(before)
+            self.raise_flag("CLEAR_DONE")
         if ctrl["FLUSH"]:
-            self._flag("FLUSH_DONE")
+            self.raise_flag("FLUSH_DONE")
 
     def _staged(self):
         """The staged region table, decoded from the ``R<n>_*`` registers."""
@@ -188,4 +223,11 @@ class GoldenTransport:
             return
         self._words[cfg_error.offset] = cfg_error.pack(REGION=index, REASON=reason.value)
         self._counts["CFG_ERRORS"] += 1
-        self._flag("CFG_ERROR")
+        self.raise_flag("CFG_ERROR")
+
+
+def _spread(values, rows, count):
+    """A bool array of ``count`` with ``values`` at ``rows``, false elsewhere."""
+    out = np.zeros(count, bool)
+    out[rows] = values
+    return out

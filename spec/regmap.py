@@ -268,7 +268,8 @@ STATUS_FLAGS = (
           "ignored", from_controller=False),
     Event("BAD_ADDRESS", "a request beyond the device's address space was answered without "
           "effect", golden="bad_address"),
-    Event("MEM_ERROR", "device memory answered an access with an error response"),
+    Event("MEM_ERROR", "device memory answered an access with an error response",
+          golden="mem_error"),
 )
 
 COUNTERS = (
