@@ -28,6 +28,8 @@ from .datapath import DatapathRequests, run_datapath
 
 __all__ = ["DeviceModel"]
 
+_IDENTITY = Mode.IDENTITY.value
+
 
 class DeviceModel:
     """The device with an applied region table.
@@ -53,13 +55,11 @@ class DeviceModel:
         self.enable = enable
         self.faults = [(int(start), int(end)) for start, end in faults]
         self.memory = {}
+        self._line_bytes = params.datapath.line_bytes
+        self._accumulator_span = (1 + params.datapath.state_lines) * self._line_bytes
         self.events = {"accepted": 0, "rejected": 0, "invalid_lines": 0, "capacity": 0,
                        "partial": 0, "poison": 0, "bad_address": 0, "completed": 0,
                        "mem_error": 0}
-
-    @property
-    def _line_bytes(self):
-        return self.params.datapath.line_bytes
 
     def line(self, address):
         """The stored bytes of the line at byte ``address``."""
@@ -68,17 +68,17 @@ class DeviceModel:
     def _in_range(self, address):
         return address < 1 << self.params.address_bits
 
-    def _accumulator_lines(self, state_address):
+    def accumulator_lines(self, state_address):
         """The byte addresses of the lines of the accumulator at ``state_address``."""
-        return [state_address + i * self._line_bytes
-                for i in range(1 + self.params.datapath.state_lines)]
+        return range(state_address, state_address + self._accumulator_span, self._line_bytes)
 
     def faulty(self, address):
         """Whether device memory answers the line at byte ``address`` with an error."""
-        return any(start <= address < end for start, end in self.faults)
+        return bool(self.faults) and any(start <= address < end for start, end in self.faults)
 
     def _faulty_accumulator(self, state_address):
-        return any(map(self.faulty, self._accumulator_lines(state_address)))
+        return bool(self.faults) and any(map(self.faulty,
+                                             self.accumulator_lines(state_address)))
 
     def state(self, state_address):
         """The packed accumulator state of the line whose accumulator starts at
@@ -87,13 +87,13 @@ class DeviceModel:
         return self._states([state_address])[0]
 
     def _states(self, state_addresses):
-        lines = [np.concatenate([self.line(a) for a in self._accumulator_lines(s)[1:]])
+        lines = [np.concatenate([self.line(a) for a in self.accumulator_lines(s)[1:]])
                  for s in state_addresses]
         return memory_to_state(self.params.datapath, np.array(lines, np.uint8).reshape(
             len(state_addresses), -1))
 
     def _store(self, state_address, lines):
-        for address, line in zip(self._accumulator_lines(state_address), lines):
+        for address, line in zip(self.accumulator_lines(state_address), lines):
             self.memory[address] = np.asarray(line, np.uint8)
 
     def mode(self, address):
@@ -106,12 +106,12 @@ class DeviceModel:
         for address in addresses:
             address = int(address)
             if not self._in_range(address):
-                decoded.append((False, 0, Mode.IDENTITY.value, 0))
+                decoded.append((False, 0, _IDENTITY, 0))
                 continue
             _, region, mode, state_address = decode(self.params, self.regions, self.enable,
                                                     address)
-            lines = [address] if mode == Mode.IDENTITY.value \
-                else self._accumulator_lines(state_address)
+            lines = [address] if mode == _IDENTITY \
+                else self.accumulator_lines(state_address)
             if touched.intersection(lines):
                 raise ValueError(f"requests of one batch touch the line or accumulator of "
                                  f"{address:#x} twice; serve them one at a time")
@@ -144,7 +144,7 @@ class DeviceModel:
         rows, where = [], []
         for i, (address, (in_range, region, mode, state_address)) in enumerate(
                 zip(addresses, self._decode_all(addresses))):
-            fault = self.faulty(int(address)) if mode == Mode.IDENTITY.value \
+            fault = self.faulty(int(address)) if mode == _IDENTITY \
                 else self._faulty_accumulator(state_address)
             if not in_range:
                 self.events["bad_address"] += 1
@@ -152,7 +152,7 @@ class DeviceModel:
             elif fault:
                 self.events["mem_error"] += 1
                 poison[i] = True
-            elif mode == Mode.IDENTITY.value:
+            elif mode == _IDENTITY:
                 data[i] = self.line(int(address))
             else:
                 rows.append((region, mode, state_address))
@@ -186,7 +186,7 @@ class DeviceModel:
                 self.events["bad_address"] += 1
             elif poison[i]:
                 self.events["poison"] += 1
-            elif mode == Mode.IDENTITY.value:
+            elif mode == _IDENTITY:
                 if self.faulty(address):
                     self.events["mem_error"] += 1
                 else:

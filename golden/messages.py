@@ -3,9 +3,9 @@
 :class:`MessageModel` answers raw requests as ``docs/spec.md`` says the device answers them,
 opcodes and bad input (section 10) included, over a :class:`golden.transport.GoldenTransport`
 (registers, counters and flags) and its :class:`golden.device.DeviceModel` (data). It serves
-any number of requests in order; runs of requests that touch pairwise different lines go to
-the device model together (:meth:`golden.device.DeviceModel.read_lines`), which is what makes
-a check of millions of requests (``make soak``) take minutes.
+any number of requests in order; requests that touch pairwise different lines go to the device
+model together (:meth:`golden.device.DeviceModel.read_lines`), which is what makes a check of
+millions of requests (``make soak``) take minutes.
 
 A response's data is compared only where the specification defines it
 (:attr:`Responses.defined`): not the data of a poisoned read, and not the registers the model
@@ -23,12 +23,16 @@ from spec.regmap import COUNTERS, REGISTER_BYTES
 from .config import decode
 from .transport import GoldenTransport
 
-__all__ = ["REQ", "RWD", "NONE", "NDR", "DRS", "Requests", "Responses", "MessageModel"]
+__all__ = ["REQ", "RWD", "NONE", "NDR", "DRS", "KINDS", "Requests", "Responses",
+           "request_kinds", "MessageModel"]
 
 #: Request channels.
 REQ, RWD = 0, 1
 #: Response channels (``NONE``: the request gets no response).
 NONE, NDR, DRS = 0, 1, 2
+
+#: The kinds of request (:func:`request_kinds`).
+KINDS = ("read", "write", "invalidate", "hint", "bad_opcode")
 
 _READS = (ReqOpcode.MEM_RD.value, ReqOpcode.MEM_RD_DATA.value)
 _INVALIDATES = (ReqOpcode.MEM_INV.value, ReqOpcode.MEM_INV_NT.value)
@@ -63,6 +67,18 @@ class Responses:
     defined: np.ndarray
 
 
+def request_kinds(requests):
+    """Each request's kind (:data:`KINDS`): a read, a write, an invalidate (MemInv, MemInvNT),
+    a hint (MemSpecRd) or an unsupported opcode."""
+    opcode, rwd = np.asarray(requests.opcode), np.asarray(requests.channel) == RWD
+    kinds = np.full(len(requests), "bad_opcode", dtype=object)
+    kinds[~rwd & np.isin(opcode, _READS)] = "read"
+    kinds[~rwd & np.isin(opcode, _INVALIDATES)] = "invalidate"
+    kinds[~rwd & (opcode == ReqOpcode.MEM_SPEC_RD.value)] = "hint"
+    kinds[rwd & np.isin(opcode, _WRITES)] = "write"
+    return kinds.tolist()
+
+
 class MessageModel:
     """The device of ``params`` (:class:`spec.params.ControllerParams`) at its channels, with
     device memory failing on the byte ranges ``faults`` (:class:`golden.device.DeviceModel`).
@@ -95,69 +111,67 @@ class MessageModel:
                         poison=np.zeros(count, bool),
                         data=np.zeros((count, self._line_bytes), np.uint8),
                         defined=np.ones((count, self._line_bytes), bool))
-        batch, touched = [], set()
+        kinds = request_kinds(requests)
+        segment = []
         for i in range(count):
-            lines = self._lines_touched(requests, i)
-            if lines is None or touched.intersection(lines):
-                self._serve_batch(requests, batch, out)
-                batch, touched = [], set()
-            if lines is None:
-                for _ in range(1 if sends is None else int(sends[i])):
-                    self._serve_window(requests, i, out)
-            else:
-                batch.append(i)
-                touched.update(lines)
-        self._serve_batch(requests, batch, out)
+            lines = self._lines_touched(requests, kinds[i], i)
+            if lines is not None:
+                segment.append((i, lines))
+                continue
+            self._serve_segment(requests, kinds, segment, out)
+            segment = []
+            for _ in range(1 if sends is None else int(sends[i])):
+                self._serve_window(requests, kinds[i], i, out)
+        self._serve_segment(requests, kinds, segment, out)
         return out
 
-    def _kind(self, requests, i):
-        """``"read"``, ``"write"``, ``"invalidate"``, ``"hint"`` or ``"bad_opcode"``."""
-        opcode = int(requests.opcode[i])
-        if requests.channel[i] == RWD:
-            return "write" if opcode in _WRITES else "bad_opcode"
-        if opcode in _READS:
-            return "read"
-        if opcode in _INVALIDATES:
-            return "invalidate"
-        return "hint" if opcode == ReqOpcode.MEM_SPEC_RD.value else "bad_opcode"
+    def _serve_segment(self, requests, kinds, segment, out):
+        """Serve ``segment``, requests outside the window, in waves: a request's wave is one
+        after the last wave of an earlier request that touches one of its lines, so each wave's
+        requests touch pairwise different lines and go to the device model together. Requests
+        of different lines are independent, so this is the order of the segment."""
+        waves, last = [], {}
+        for i, lines in segment:
+            wave = 1 + max((last[line] for line in lines if line in last), default=-1)
+            for line in lines:
+                last[line] = wave
+            if wave == len(waves):
+                waves.append([])
+            waves[wave].append(i)
+        for wave in waves:
+            self._serve_batch(requests, kinds, wave, out)
 
     def _in_window(self, address):
         base = self.params.window_base
         return base <= address < base + self.params.window_bytes
 
-    def _lines_touched(self, requests, i):
-        """The byte addresses of the lines request ``i`` reads or writes in device memory
-        (empty for a request with no access), or ``None`` for one of the register window,
-        which is served alone."""
+    def _lines_touched(self, requests, kind, i):
+        """The byte addresses of the lines request ``i`` (of ``kind``) reads or writes in
+        device memory (empty for a request with no access), or ``None`` for one of the register
+        window, which is served alone."""
         address = int(requests.address[i])
-        kind = self._kind(requests, i)
         if kind not in ("read", "write") or address >= 1 << self.params.address_bits:
-            return ()
-        if kind == "write" and requests.poison[i]:
             return ()
         if self._in_window(address):
             return None
         device = self.transport.device
         _, _, mode, state_address = decode(self.params, device.regions, device.enable, address)
-        if mode == Mode.IDENTITY.value:
-            return (address,)
-        return tuple(state_address + k * self._line_bytes
-                     for k in range(1 + self.params.datapath.state_lines))
+        return (address,) if mode == Mode.IDENTITY.value \
+            else device.accumulator_lines(state_address)
 
-    def _answer_without_access(self, requests, i, out):
-        kind = self._kind(requests, i)
+    def _answer_without_access(self, kind, i, out):
         if kind == "hint":
             return
         if kind == "bad_opcode":
             self.transport.raise_flag("BAD_OPCODE")
         out.channel[i], out.opcode[i] = NDR, NDROpcode.CMP.value
 
-    def _serve_batch(self, requests, batch, out):
-        reads = [i for i in batch if self._kind(requests, i) == "read"]
-        writes = [i for i in batch if self._kind(requests, i) == "write"]
+    def _serve_batch(self, requests, kinds, batch, out):
+        reads = [i for i in batch if kinds[i] == "read"]
+        writes = [i for i in batch if kinds[i] == "write"]
         for i in batch:
-            if i not in reads and i not in writes:
-                self._answer_without_access(requests, i, out)
+            if kinds[i] not in ("read", "write"):
+                self._answer_without_access(kinds[i], i, out)
         if reads:
             data, nxm, poison = self.transport.read_lines(requests.address[reads])
             out.channel[reads] = DRS
@@ -177,9 +191,9 @@ class MessageModel:
         whole = requests.opcode[rows] == RwDOpcode.MEM_WR.value
         return requests.byte_enable[rows] | whole[:, None]
 
-    def _serve_window(self, requests, i, out):
+    def _serve_window(self, requests, kind, i, out):
         address = int(requests.address[i])
-        if self._kind(requests, i) == "read":
+        if kind == "read":
             out.channel[i], out.opcode[i] = DRS, DRSOpcode.MEM_DATA.value
             out.data[i] = self.transport.read_lines([address])[0][0]
             unkept = self._unkept.get(address - self.params.window_base)

@@ -6,6 +6,7 @@ tests and the generated documents read it from here and never repeat the numbers
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from amaranth.lib import enum
 
@@ -98,27 +99,27 @@ class DatapathParams:
             raise ValueError(f"latency must be one of {LATENCY_CHOICES}, not {self.latency!r}")
 
     # Lines and lanes (``docs/spec.md`` section 1 and 2).
-    @property
+    @cached_property
     def line_bytes(self):
         return self.line_bits // 8
 
-    @property
+    @cached_property
     def gbinary_lanes(self):
         """G-Binary lanes per line: 1 bit each."""
         return self.line_bits
 
-    @property
+    @cached_property
     def gternary_lanes(self):
         """G-Ternary lanes per line: 2 bits each."""
         return self.line_bits // 2
 
     # Capacity (``docs/spec.md`` section 5).
-    @property
+    @cached_property
     def capacity(self):
         """Most contributions one line accepts: ``2**W - 1``."""
         return (1 << self.counter_width) - 1
 
-    @property
+    @cached_property
     def gternary_sum_width(self):
         """Bits of a stored G-Ternary lane sum: ``2 * W``, two's complement.
 
@@ -129,26 +130,26 @@ class DatapathParams:
         return 2 * self.counter_width
 
     # State format (one accumulated line). See docs/formats.md, "Accumulator state".
-    @property
+    @cached_property
     def state_lanes_bits(self):
         """Width of the per-lane part of the state; both modes' views cover all of it."""
         return self.line_bits * self.counter_width
 
-    @property
+    @cached_property
     def state_n_offset(self):
         """Bit offset of the contribution count ``n`` inside the state."""
         return self.state_lanes_bits
 
-    @property
+    @cached_property
     def state_bits(self):
         return self.state_lanes_bits + self.counter_width
 
-    @property
+    @cached_property
     def state_lines(self):
         """Lines of ``line_bits`` that one packed state occupies."""
         return -(-self.state_bits // self.line_bits)
 
-    @property
+    @cached_property
     def accumulator_lines(self):
         """Device-memory lines set aside for one aggregated line (its *accumulator*): the
         result line, then the state's ``state_lines`` lines, rounded up to a power of two, so
@@ -157,18 +158,18 @@ class DatapathParams:
         return 1 << self.state_lines.bit_length()
 
     # Pipeline structure.
-    @property
+    @cached_property
     def control_copies(self):
         """Copies of the per-line control registers: one per ``CONTROL_COPY_BITS`` line bits."""
         return max(1, self.line_bits // CONTROL_COPY_BITS)
 
-    @property
+    @cached_property
     def control_copy_bits(self):
         """Line bits served by each control copy (and by each group of the controller's state
         buffer columns)."""
         return self.line_bits // self.control_copies
 
-    @property
+    @cached_property
     def name(self):
         """Short tag for file and directory names, e.g. ``L512_W4_D5``."""
         return f"L{self.line_bits}_W{self.counter_width}_D{self.latency}"
@@ -251,27 +252,27 @@ class ControllerParams:
             raise ValueError(f"slots must be a power of two from 2 to {MAX_SLOTS}, "
                              f"not {self.slots!r}")
 
-    @property
+    @cached_property
     def name(self):
         """Short tag for file and directory names, e.g. ``L512_W4_D5_R8_S256``: the datapath's,
         the regions and the slots."""
         return f"{self.datapath.name}_R{self.regions}_S{self.slots}"
 
-    @property
+    @cached_property
     def window_bytes(self):
         return REGISTER_WINDOW_BYTES
 
-    @property
+    @cached_property
     def slot_index_bits(self):
         return self.slots.bit_length() - 1
 
-    @property
+    @cached_property
     def accumulator_bytes_per_line(self):
         """Device-memory bytes of the accumulator of each line of an aggregation region
         (``DatapathParams.accumulator_lines`` lines); accumulators are aligned to it."""
         return self.datapath.accumulator_lines * self.datapath.line_bytes
 
-    @property
+    @cached_property
     def devload_limits(self):
         """Requests held by the device (taken from the host, not yet answered) up to which
         DevLoad reads Light, Optimal and Moderate; above the last it reads Severe. The limits

@@ -3,15 +3,15 @@
 Run through :mod:`verif.hdl.test_cocotb` (pytest), which builds the Verilog and passes:
 
 - ``NF_FACTS``: path of the generated ``nf_controller.json`` (the controller's parameters);
-- ``NF_SYSTEM_LINES``: lines per aggregation region in the system test (default 6), or
-  ``NF_SYSTEM_CONTRIBUTIONS``: as many lines as that many contributions need over every traffic
-  pattern (``make soak``); ``NF_IDENTITY_OPS``: identity operations per worker (default 12).
+- ``NF_SYSTEM_LINES``: lines per aggregation region in the system test (default 6);
+  ``NF_IDENTITY_OPS``: identity operations per worker (default 12).
 
 Device memory is cocotbext-axi's ``AxiRam``, except in the system test: there it is
-:class:`bench.axi_memory.TimedMemory`, clocked in one coroutine with the host, which sets the pace
-of ``make soak``'s million contributions. The host is :class:`bench.cxl_host.CxlHost`, and
-registers are reached through the register window with :class:`driver.NeuronFabric`. The seed
-is cocotb's ``COCOTB_RANDOM_SEED`` and is logged by every test.
+:class:`bench.axi_memory.TimedMemory`, clocked in one coroutine with the host. (The long runs
+are ``make soak``'s, in a compiled harness: :mod:`scripts.soak`.) The host is
+:class:`bench.cxl_host.CxlHost`, and registers are reached through the register window with
+:class:`driver.NeuronFabric`. The seed is cocotb's ``COCOTB_RANDOM_SEED`` and is logged by
+every test.
 """
 
 import dataclasses
@@ -99,13 +99,8 @@ async def _check_identity(bench, model, address):
                      model.line(address))
 
 
-def _system_lines(workers):
-    """Lines per aggregating region of :func:`system_vs_golden`: ``NF_SYSTEM_LINES``, or enough
-    for ``NF_SYSTEM_CONTRIBUTIONS`` contributions over every traffic pattern (``workers`` per
-    line, two regions), or 6."""
-    total = os.environ.get("NF_SYSTEM_CONTRIBUTIONS")
-    if total is not None:
-        return -(-int(total) // (len(TRAFFIC) * 2 * workers))
+def _system_lines():
+    """Lines per aggregating region of :func:`system_vs_golden`: ``NF_SYSTEM_LINES``, or 6."""
     return int(os.environ.get("NF_SYSTEM_LINES", "6"))
 
 
@@ -119,7 +114,7 @@ async def system_vs_golden(dut, traffic):
     bench = ControllerBench(dut, rng, traffic, memory=TimedMemory)
     await bench.start()
     workers = bench.params.datapath.capacity
-    lines = _system_lines(workers)
+    lines = _system_lines()
     regions = bench.regions(rng, lines)
     model = await bench.configure(regions)
     identity = [regions[2].base + i * bench.line_bytes for i in range(lines)] + \

@@ -21,5 +21,4 @@ def test_datapath(simulator, params):
 @pytest.mark.parametrize("simulator", SIMULATORS)
 def test_controller(simulator, params):
     run_regression(simulator, "controller", params, "verif.hdl.cocotb_controller",
-                   knobs={"NF_SYSTEM_LINES": None, "NF_SYSTEM_CONTRIBUTIONS": None,
-                          "NF_IDENTITY_OPS": None})
+                   knobs={"NF_SYSTEM_LINES": None, "NF_IDENTITY_OPS": None})

