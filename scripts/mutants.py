@@ -1,0 +1,123 @@
+"""Tests that catch bugs, measured: ``make mutants`` (``python -m scripts.mutants --help``).
+
+Each mutant of the catalogue (:data:`bench.mutants.MUTANTS`, one realistic single edit of the
+RTL) is applied to a copy of the repository in ``<work>/<name>/``, and the quick tier
+(``make test``'s tests) runs there, stopping at its first failure: first the tests most likely
+to fail (``verif/hdl`` and the soak), then, if the mutant survived them, the rest. The copy
+has its own ``build/``, so nothing the main tree built is reused or disturbed. Writes
+``<out>/mutants.md`` and ``mutants.json``: per mutant killed or survived, the test that killed
+it, seconds. Exits 1 if any mutant survived.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+from bench.builds import REPO
+from bench.mutants import MUTANTS
+
+__all__ = ["copy_tree", "run_tests", "run_mutant", "report", "main"]
+
+#: The quick tier in two steps: the likeliest killers first.
+STEPS = (["verif/hdl", "verif/scripts/test_soak.py"], ["verif"])
+
+
+def copy_tree(destination):
+    """Copy the repository's files (tracked, and untracked ones git does not ignore) into
+    ``destination``."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], cwd=REPO, capture_output=True, check=True)
+    shutil.rmtree(destination, ignore_errors=True)
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source = REPO / name
+        if source.is_file():
+            target = destination / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def run_tests(tree, paths, junit, jobs):
+    """Run the quick tier's tests of ``paths`` in ``tree`` until the first failure; returns the
+    failed tests' ids (empty when all passed)."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    command = [sys.executable, "-m", "pytest", *paths, "-m", "not slow", "-x", "-q",
+               "-p", "no:cacheprovider", "-n", str(jobs), "--dist", "worksteal",
+               f"--junitxml={junit}"]
+    result = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
+    failed = []
+    if junit.exists():
+        for case in ElementTree.parse(junit).getroot().iter("testcase"):
+            if case.find("failure") is not None or case.find("error") is not None:
+                failed.append(f"{case.get('classname')}::{case.get('name')}")
+    if result.returncode and not failed:
+        failed.append("pytest itself: " + (result.stdout + result.stderr).strip()[-500:])
+    return failed
+
+
+def run_mutant(mutant, work, jobs):
+    """Apply ``mutant`` to a copy of the tree in ``work`` and run the quick tier there."""
+    tree = work / mutant.name
+    started = time.perf_counter()
+    copy_tree(tree)
+    mutant.apply(tree)
+    failed = []
+    for step, paths in enumerate(STEPS):
+        failed = run_tests(tree, paths, work / f"{mutant.name}-{step}.xml", jobs)
+        if failed:
+            break
+    shutil.rmtree(tree, ignore_errors=True)
+    return {"name": mutant.name, "fault": mutant.fault, "file": mutant.file,
+            "killed": bool(failed), "killed_by": failed[:3],
+            "seconds": time.perf_counter() - started}
+
+
+def report(results):
+    killed = sum(r["killed"] for r in results)
+    out = ["# Mutants: the quick tier against realistic bugs", "",
+           f"`make mutants`: {len(results)} mutants of `bench/mutants.py`, {killed} killed by "
+           f"`make test`'s tests, {len(results) - killed} survived.", "",
+           "| mutant | fault | outcome | killed by | seconds |", "|---|---|---|---|---|"]
+    for r in results:
+        outcome = "killed" if r["killed"] else "**survived**"
+        out.append(f"| `{r['name']}` ({r['file']}) | {r['fault']} | {outcome} | "
+                   f"{'<br>'.join(r['killed_by']) or '-'} | {r['seconds']:.0f} |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
+    parser.add_argument("--jobs", type=int, default=2, help="pytest workers per mutant")
+    parser.add_argument("--out", default="build/reports")
+    parser.add_argument("--work", default="build/mutants")
+    args = parser.parse_args(argv)
+    known = {m.name: m for m in MUTANTS}
+    unknown = sorted(set(args.names) - set(known))
+    if unknown:
+        parser.error(f"no mutants {', '.join(unknown)}; the catalogue has {', '.join(known)}")
+    chosen = [known[n] for n in args.names] if args.names else list(MUTANTS)
+    work, out = Path(args.work).resolve(), Path(args.out)
+    work.mkdir(parents=True, exist_ok=True)
+    results = []
+    for mutant in chosen:
+        results.append(run_mutant(mutant, work, args.jobs))
+        r = results[-1]
+        print(f"{r['name']}: {'killed by ' + r['killed_by'][0] if r['killed'] else 'SURVIVED'}"
+              f" ({r['seconds']:.0f} s)", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "mutants.md").write_text(report(results))
+    (out / "mutants.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {out / 'mutants.md'} and {out / 'mutants.json'}")
+    if not all(r["killed"] for r in results):
+        raise SystemExit(1)
+    return results
+
+
+if __name__ == "__main__":
+    main()
