@@ -17,8 +17,10 @@ from spec.cxl import DRSOpcode, NDROpcode, ReqOpcode, RwDOpcode
 from spec.params import REGISTER_BITS, ControllerParams, DatapathParams, Mode
 from spec.regmap import REGISTER_BYTES, Access, Region
 
+#: The smallest controller these paths need: two slots (a reset scans them all before the
+#: first request), two regions.
 PARAMS = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=1), regions=2,
-                          address_bits=16)
+                          address_bits=16, slots=2)
 SLVERR = 0b10
 FAILING_LINE = 0x40          # device memory answers SLVERR from this byte address
 #: The byte addresses that answer SLVERR: one line's accumulator, from FAILING_LINE.
@@ -185,7 +187,7 @@ def test_window_line_writes_take_whole_words_only(line_bits):
     random byte mask (some words whole, some partial): each whole word is written to its
     register, every other register keeps its value, and MemRd returns the line."""
     params = ControllerParams(DatapathParams(line_bits=line_bits, counter_width=2, latency=1),
-                              regions=2, address_bits=16)
+                              regions=2, address_bits=16, slots=2)
     words, regmap = line_bits // REGISTER_BITS, CxlMemController(params).regmap
     offset = regmap["R0_BASE_LO"].offset
     word_offsets = [offset + REGISTER_BYTES * w for w in range(words)]
