@@ -27,7 +27,7 @@ from spec.regmap import Region
 
 from .routes import FIDELITY, FP32
 
-__all__ = ["ParameterBinding", "RegionPlan", "Binding", "bind", "program"]
+__all__ = ["ParameterBinding", "RegionPlan", "Binding", "bind", "parameter_groups", "program"]
 
 
 @dataclass
@@ -85,8 +85,7 @@ def _lines(numel, caps, route):
 def bind(model, profile, caps, world_size, events):
     """Bind ``model``'s parameters with ``profile`` (:class:`runtime.profile.Profile`) for
     ``world_size`` workers on a device of :class:`runtime.capabilities.Capabilities` ``caps``;
-    decisions go to ``events`` (:class:`runtime.events.EventLog`), and a ``note`` when
-    G-Binary is admitted for an even number of workers, whose ties read +1."""
+    decisions go to ``events`` (:class:`runtime.events.EventLog`)."""
     tensors, names = {}, {}
     for name, tensor in model.named_parameters(remove_duplicate=False):
         if tensor.requires_grad:
@@ -104,13 +103,22 @@ def bind(model, profile, caps, world_size, events):
         bound.append(ParameterBinding(tied, tensor.numel(), route, route,
                                       max(profile.start_step(n) for n in tied)))
     regions = _admit(bound, caps, world_size, events)
-    binary = [b.name for b in bound if b.route.low_bit and b.route.mode == Mode.GBINARY]
-    if binary and world_size % 2 == 0:
-        events.record(None, "*", "note",
-                      f"G-Binary with an even number of workers ({world_size}): a lane whose "
-                      f"signs split evenly reads +1 (docs/spec.md section 3), a bias towards "
-                      f"+1 on {len(binary)} parameter(s): {', '.join(binary)}")
     return Binding(bound, regions, world_size, caps, dict(zip(tensors, bound)))
+
+
+def parameter_groups(model, binding, **fp32_options):
+    """Optimizer parameter groups for ``model`` bound by ``binding``: the parameters bound to
+    FP32 with ``fp32_options`` (``momentum=0.9``, say), and those bound to a low-bit route
+    with no momentum: the hook keeps theirs before compressing (:mod:`runtime.lowbit`), and a
+    second one on top of the sign would integrate the majority's noise
+    (``docs/runtime.md``, "Update rule")."""
+    fp32, low_bit, seen = [], [], set()
+    for tensor in model.parameters():
+        if tensor.requires_grad and id(tensor) not in seen:
+            seen.add(id(tensor))
+            (low_bit if binding.of(tensor).route.low_bit else fp32).append(tensor)
+    return [group for group in ({"params": fp32, **fp32_options},
+                                {"params": low_bit, "momentum": 0.0}) if group["params"]]
 
 
 def _refuse(binding, events, reason):

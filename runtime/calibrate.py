@@ -3,8 +3,8 @@ agrees with the FP32 mean, and proposes a profile that keeps the poorly agreeing
 
 :class:`Calibrator` is a DDP communication hook (:class:`runtime.hook.NeuronFabricHook`) whose
 every step applies the FP32 mean to every parameter, while each parameter the base profile
-puts on a low-bit route is also reduced that way, without error feedback (each step on its
-own), and compared (:func:`runtime.hook.compare`).
+puts on a low-bit route is also reduced that way (its momentum, as the hook reduces it), and
+compared (:func:`runtime.hook.compare`).
 The score of a parameter is the mean, over the steps, of the cosine similarity between its
 low-bit update and the FP32 mean: 1 is the same direction, 0 no agreement. A step where no lane
 is non-zero in both is no evidence and is left out; a parameter without any is not scored.
@@ -79,7 +79,7 @@ class Calibrator(NeuronFabricHook):
             if rule.route.threshold is not None:
                 lines.append(f"threshold = {rule.route.threshold}")
             if rule.route.low_bit:
-                lines.append(f"error_feedback = {str(rule.route.error_feedback).lower()}")
+                lines.append(f"momentum = {rule.route.momentum!r}")
             if rule.start_step:
                 lines.append(f"start_step = {rule.start_step}")
         return "\n".join(lines) + "\n"

@@ -4,14 +4,18 @@
 on a ``DistributedDataParallel`` model. For each bucket, on every worker:
 
 1. Each parameter's route for this step: FP32 unless its binding admitted a low-bit route, its
-   phase has begun (``start_step``) and the health monitor admits it.
+   phase has begun (``start_step``) and the health monitor admits it. Every parameter bound to
+   a low-bit route keeps a momentum of its gradient on each worker (:mod:`runtime.lowbit`),
+   whatever route it takes this step; that momentum, not the gradient, is what it reduces.
 2. Low-bit parameters are compressed (:func:`runtime.lowbit.compress`). One ``all_reduce``
    sums their scales, a non-finite flag per parameter and the workers' DevLoad; a parameter
-   with a non-finite gradient on any worker trips and takes FP32 for this step.
+   with a non-finite gradient on any worker trips and takes FP32 for this step (and its
+   momentum starts again from zero).
 3. FP32 slices, concatenated, go through one ``all_reduce`` and are divided by the number of
    workers, like PyTorch's default hook.
-4. Low-bit slices are packed into lines (:func:`runtime.lowbit.pack`), region by region, and
-   reduced by the backend (:mod:`runtime.reducers`); the result lines are unpacked and scaled
+4. Low-bit slices are packed into lines (:func:`runtime.lowbit.pack`), region by region, G-Binary
+   lines XORed with the tie-breaking mask (:func:`runtime.lowbit.tie_mask`), and reduced by
+   the backend (:mod:`runtime.reducers`); the result lines are XORed back, unpacked and scaled
    by the workers' mean scale (the rule in :mod:`runtime.lowbit`).
 5. On sampled steps every low-bit parameter that is admitted or on probation is also reduced
    the other way, and the health monitor compares the two (sign agreement, norm ratio); a
@@ -38,9 +42,10 @@ import torch
 import torch.distributed as dist
 
 from driver import DeviceError
+from spec.params import Mode
 
 from .health import HealthMonitor, State
-from .lowbit import compress, pack, unpack
+from .lowbit import compress, pack, tie_mask, unpack
 from .routes import FP32
 
 __all__ = ["NeuronFabricHook", "compare"]
@@ -71,7 +76,8 @@ class NeuronFabricHook:
         self.monitor = HealthMonitor(profile.health, events,
                                      [b.name for b in binding.parameters if b.route.low_bit])
         self.step = 0
-        self.residuals = {}
+        #: ``{name: tensor}``: this worker's momentum of each low-bit parameter's gradient.
+        self.momenta = {}
         #: Bytes this worker put on the wire in the last finished step, as its collectives
         #: carried them: per route (``fp32``; ``gbinary`` and ``gternary`` as the reducer
         #: reports them, :attr:`runtime.reducers.Reducer.sent`) and for the exchange of
@@ -134,6 +140,7 @@ class NeuronFabricHook:
         for tensor in bucket.parameters():
             slices.append((self.binding.of(tensor), slice(offset, offset + tensor.numel())))
             offset += tensor.numel()
+        self._keep_momenta(buffer, slices)
         sampled = self.sampled()
         low, shadow, fp32 = [], [], []
         for b, where in slices:
@@ -163,7 +170,6 @@ class NeuronFabricHook:
                 applied[b.name] = str(b.route)
             else:
                 buffer[where] = means[b.name]
-                self.residuals.pop(b.name, None)
         for b, where in fp32:
             buffer[where] = means[b.name]
         if self.trace is not None:
@@ -184,23 +190,30 @@ class NeuronFabricHook:
                 and self.monitor.state.get(b.name) == State.PROBATION
                 and not self.monitor.backing_off(self.step))
 
+    def _keep_momenta(self, buffer, slices):
+        """Each low-bit parameter's momentum takes this step's gradient, and stands in for it
+        in ``buffer`` from here on: whatever route the parameter takes, it reduces its
+        momentum (the optimizer adds none of its own to it)."""
+        for b, where in slices:
+            if b.route.low_bit:
+                gradient = buffer[where].detach()
+                momentum = self.momenta.get(b.name)
+                momentum = gradient.clone() if momentum is None \
+                    else momentum.mul_(b.route.momentum).add_(gradient)
+                self.momenta[b.name] = momentum
+                buffer[where] = momentum
+
     def _compress(self, buffer, low, shadow):
-        """``{name: (values, mean scale, kept, p)}`` of the low-bit and shadow parameters whose
-        gradients are finite on every worker; the others trip (and ``low`` ones move to
-        FP32 for this step)."""
-        entries, admitted = low + shadow, {b.name for b, _ in low}
+        """``{name: (values, mean scale)}`` of the low-bit and shadow parameters whose
+        momenta are finite on every worker; the others trip (and ``low`` ones move to FP32 for
+        this step), and their momenta start again from zero."""
+        entries = low + shadow
         if not entries:   # the same on every worker: no collective to match
             return {}
-        local = []
         with self._timed("compress"):
-            for b, where in entries:
-                p = buffer[where].detach().clone()
-                if b.name in admitted and b.route.error_feedback and b.name in self.residuals:
-                    p += self.residuals[b.name]
-                local.append((b, compress(p, b.route), p))
-            finite = [bool(torch.isfinite(p).all()) for _, _, p in local]
-            scales = [float(scale) if ok else 0.0 for (_, (_, scale, _), _), ok
-                      in zip(local, finite)]
+            local = [(b, compress(buffer[where], b.route.mode)) for b, where in entries]
+            finite = [bool(torch.isfinite(buffer[where]).all()) for _, where in entries]
+            scales = [float(scale) if ok else 0.0 for (_, (_, scale)), ok in zip(local, finite)]
         load = self.reducer.dev_load
         stats = torch.tensor(scales + [0.0 if ok else 1.0 for ok in finite]
                              + [float(load is not None and load.name == "SEVERE"),
@@ -213,12 +226,12 @@ class NeuronFabricHook:
         self._traffic["scales"] += stats.element_size() * stats.numel()
         self.monitor.observe_devload(self.step, stats[-2] > 0, stats[-1] > 0)
         out = {}
-        for i, (b, (values, _, kept), p) in enumerate(local):
+        for i, (b, (values, _)) in enumerate(local):
             if stats[len(entries) + i] > 0:
                 self.monitor.trip(self.step, b.name, "non-finite gradient on a worker")
-                self.residuals.pop(b.name, None)
+                self.momenta.pop(b.name, None)
                 continue
-            out[b.name] = (values, stats[i].item() / world, kept, p)
+            out[b.name] = (values, stats[i].item() / world)
         return out
 
     def _fp32(self, buffer, entries):
@@ -237,9 +250,9 @@ class NeuronFabricHook:
         return out
 
     def _low_bit(self, buffer, entries, compressed, means):
-        """``{name: update}`` of low-bit ``entries``, region by region; the kept error of
-        admitted parameters is updated. A device error on any worker trips the region's
-        parameters on every worker, which then take the FP32 mean."""
+        """``{name: update}`` of low-bit ``entries``, region by region. A device error on any
+        worker trips the region's parameters on every worker, which then take the FP32
+        mean."""
         caps, updates = self.binding.caps, {}
         for plan in self.binding.regions:
             members = [(b, w) for b, w in entries if b.region == plan.index]
@@ -251,10 +264,12 @@ class NeuronFabricHook:
                                              b.lines) for b, _ in members])
                 indices = np.concatenate([np.arange(b.first_line, b.first_line + b.lines)
                                           for b, _ in members])
+                mask = tie_mask(self.step, plan.index, indices, lines.shape[1]) \
+                    if plan.route.mode == Mode.GBINARY else np.zeros_like(lines)
             sent, error = self.reducer.sent, None
             try:
                 with self._timed("reduce"):
-                    results = self.reducer.reduce(plan, indices, lines)
+                    results = self.reducer.reduce(plan, indices, lines ^ mask) ^ mask
             except DeviceError as raised:
                 error = raised
             self._traffic[plan.route.kind] += self.reducer.sent - sent
@@ -270,18 +285,15 @@ class NeuronFabricHook:
                 means.update(self._fp32(buffer, missing))
                 for b, _ in members:
                     self.monitor.trip(self.step, b.name, reason)
-                    self.residuals.pop(b.name, None)
                 continue
             self._device_traffic[plan.route.kind] += lines.nbytes
             first = 0
             with self._timed("unpack"):
                 for b, _ in members:
-                    values, scale, kept, p = compressed[b.name]
                     decoded = unpack(results[first:first + b.lines], plan.route.mode, b.numel)
                     first += b.lines
-                    updates[b.name] = (scale * decoded).to(buffer.device, buffer.dtype)
-                    if self.route(b).low_bit and b.route.error_feedback:
-                        self.residuals[b.name] = p - kept
+                    updates[b.name] = (compressed[b.name][1] * decoded).to(buffer.device,
+                                                                           buffer.dtype)
         return updates
 
     def sampled(self):

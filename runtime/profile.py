@@ -17,7 +17,7 @@ A profile (see ``runtime/profiles/example.toml``)::
     pattern = "*"
     route = "gternary"
     threshold = 2                 # gternary only: the gate threshold T
-    error_feedback = true         # optional, default true
+    momentum = 0.9                # optional, default 0.9: the momentum kept before compression
     start_step = 100              # optional: FP32 before this step
 
 A parameter no rule matches stays on FP32. Every fault raises :class:`ProfileError`, which
@@ -30,7 +30,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .routes import FP32, KINDS, Route
+from .routes import DEFAULT_MOMENTUM, FP32, KINDS, Route
 
 __all__ = ["ProfileError", "Rule", "Health", "Profile", "HEALTH_DEFAULTS", "load_profile",
            "parse_profile"]
@@ -215,10 +215,15 @@ def _parse_health(table, fail):
     return Health(**values)
 
 
-_RULE_KEYS = {"pattern", "route", "threshold", "error_feedback", "start_step"}
+_RULE_KEYS = {"pattern", "route", "threshold", "momentum", "start_step"}
 
 
 def _parse_rule(entry, index, fail, text):
+    if "error_feedback" in entry:
+        fail("route", index, "error_feedback", "error_feedback is no longer a setting",
+             "remove it: each worker's kept error is not what the majority vote applies, and "
+             "training diverged with it (docs/runtime.md, \"Update rule\"); the route keeps "
+             "a momentum before compression instead (momentum = 0.9)")
     for key in entry:
         if key not in _RULE_KEYS:
             fail("route", index, key, f"unknown key {key!r} in rule {index + 1}",
@@ -241,13 +246,17 @@ def _parse_rule(entry, index, fail, text):
     if kind != "gternary" and threshold is not None:
         fail("route", index, "threshold", f"{kind} rule {index + 1} has a threshold",
              "remove it: only gternary routes gate")
-    feedback = entry.get("error_feedback", True)
-    if not isinstance(feedback, bool):
-        fail("route", index, "error_feedback", f"error_feedback is {feedback!r}",
-             "write true or false")
+    momentum = entry.get("momentum", DEFAULT_MOMENTUM)
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) \
+            or not 0 <= momentum < 1:
+        fail("route", index, "momentum", f"momentum is {momentum!r}",
+             "give a number from 0 (none) to below 1, say 0.9")
+    if kind == "fp32" and "momentum" in entry:
+        fail("route", index, "momentum", f"fp32 rule {index + 1} has a momentum",
+             "remove it: an FP32 parameter's momentum is the optimizer's")
     start = entry.get("start_step", 0)
     if not _integer(start) or start < 0:
         fail("route", index, "start_step", f"start_step is {start!r}",
              "give a whole number of steps, 0 or more")
-    route = FP32 if kind == "fp32" else Route(kind, threshold, feedback)
+    route = FP32 if kind == "fp32" else Route(kind, threshold, float(momentum))
     return Rule(pattern, route, start, _locate(text, "route", index, None))

@@ -44,6 +44,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from bench.runtime import bind_golden
+from runtime.binding import parameter_groups
 from runtime.calibrate import Calibrator
 from runtime.events import EventLog
 from runtime.hook import NeuronFabricHook
@@ -54,6 +55,10 @@ from spec.params import ControllerParams
 from .training_report import final_loss, plot, report, runs_of
 
 __all__ = ["TASKS", "OVERHEAD", "arguments", "main"]
+
+#: The optimizer's momentum of the parameters on FP32 (those on low-bit routes keep theirs in
+#: the hook, before compression: runtime.lowbit).
+MOMENTUM = 0.9
 
 _HEALTH = """\
 [health]
@@ -156,7 +161,8 @@ def _loop(model, hook, task, args, steps):
     x_train, y_train, x_test, y_test, _ = task
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     hook.register(ddp)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+    optimizer = torch.optim.SGD(parameter_groups(model, hook.binding, momentum=MOMENTUM),
+                                lr=args.lr)
     batches = torch.Generator().manual_seed(args.seed * 1000 + dist.get_rank())
     losses, accuracy, traffic, device_traffic = [], [], Counter(), Counter()
     for step in range(steps):
@@ -231,7 +237,8 @@ def _overhead(task, args, world):
             reducer = backend(device) if backend is DeviceModelReducer else backend()
             hook = NeuronFabricHook(binding, profile, reducer, events)
             hook.register(ddp)
-        optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+        optimizer = torch.optim.SGD(parameter_groups(model, binding, momentum=MOMENTUM),
+                                    lr=args.lr)
         batches = torch.Generator().manual_seed(args.seed * 1000 + dist.get_rank())
         times = []
         for step in range(args.overhead_warmup + args.overhead_steps):

@@ -132,7 +132,8 @@ def report(results, args, seconds):
     """The Markdown report of ``results``."""
     lines = ["# make train: the runtime on real data", "",
              f"{args.workers} worker processes (gloo), {args.steps} steps of {args.batch} "
-             f"samples per worker, SGD lr {args.lr} momentum 0.9, seed {args.seed}; "
+             f"samples per worker, SGD lr {args.lr} (momentum 0.9 on FP32 parameters, in "
+             f"the hook before compression on low-bit ones), seed {args.seed}; "
              f"{seconds:.0f} s wall. Command: `python -m scripts.train --steps {args.steps} "
              f"--workers {args.workers}` (`make train`).", "", "## Claims", ""]
     overhead = results.get("overhead", {})

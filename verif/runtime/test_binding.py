@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from bench.runtime import TiedModel, golden_device
-from runtime.binding import bind, program
+from runtime.binding import bind, parameter_groups, program
 from runtime.events import EventLog
 from runtime.profile import parse_profile
 from spec.params import ControllerParams, DatapathParams
@@ -125,13 +125,14 @@ def test_admitted_regions_expect_every_worker(world):
     assert expected == [world] * len(binding.regions), f"EXPECTED {expected} for {world} workers"
 
 
-@pytest.mark.parametrize("world", [2, 7])
-def test_g_binary_ties_are_noted_for_an_even_number_of_workers(world):
-    binding, events, *_ = _setup(world=world)
-    binary = [b.name for b in binding.parameters if b.route.kind == "gbinary"]
-    notes = [e for e in events.of("note") if "tie" in e.reason or "split evenly" in e.reason]
-    if world % 2:
-        assert not notes, f"{world} workers cannot tie: {[str(e) for e in notes]}"
-        return
-    assert len(notes) == 1 and all(name in notes[0].reason for name in binary), \
-        f"{world} workers, G-Binary on {binary}: notes {[str(e) for e in notes]}"
+def test_parameter_groups_give_low_bit_parameters_no_momentum_of_the_optimizer():
+    model = TiedModel(vocab=50, width=40)
+    binding, *_ = _setup(model=model)
+    groups = parameter_groups(model, binding, momentum=0.9)
+    fp32, low_bit = groups
+    assert fp32["momentum"] == 0.9 and low_bit["momentum"] == 0.0, groups
+    routes = {id(t): binding.of(t).route.low_bit for t in model.parameters()}
+    assert all(not routes[id(t)] for t in fp32["params"]), "a low-bit parameter in the FP32 group"
+    assert all(routes[id(t)] for t in low_bit["params"]), "an FP32 parameter in the low-bit group"
+    every = [id(t) for g in groups for t in g["params"]]
+    assert sorted(every) == sorted(set(routes)), "each parameter once (the tied one too)"

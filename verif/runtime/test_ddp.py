@@ -15,8 +15,10 @@ import torch.multiprocessing as mp
 
 from bench.runtime import RECORD_PROFILE, TiedModel, bind_golden
 from driver import DeviceError
+from runtime.binding import parameter_groups
 from runtime.events import EventLog
 from runtime.hook import NeuronFabricHook
+from runtime.lowbit import tie_mask
 from runtime.profile import parse_profile
 from runtime.reducers import CollectiveReducer, DeviceModelReducer
 from spec.params import ControllerParams, DatapathParams
@@ -60,9 +62,11 @@ RULE_SIZES = {"binary": 300, "ternary": 200}
 RULE_STEPS = 3
 
 
-def _train(make_reducer, params, profile):
+def _train(make_reducer, params, profile, momentum_of_low_bit=0.0):
     """Parameters after ``STEPS`` steps of DDP with the hook (none when ``make_reducer`` gives
-    ``None``: plain DDP), the hook and the binding."""
+    ``None``: plain DDP), the hook and the binding. The optimizer is SGD, with
+    ``momentum_of_low_bit`` on the parameters bound to low-bit routes (plain DDP's stand-in for
+    the hook's own momentum)."""
     torch.manual_seed(SEED)
     model = TiedModel(VOCAB)
     events = EventLog()
@@ -71,7 +75,10 @@ def _train(make_reducer, params, profile):
     hook = NeuronFabricHook(binding, profile, make_reducer(device), events)
     if hook.reducer is not None:
         hook.register(ddp)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    fp32, *low_bit = parameter_groups(model, binding)
+    if low_bit:
+        low_bit[0]["momentum"] = momentum_of_low_bit
+    optimizer = torch.optim.SGD([fp32, *low_bit], lr=0.1)
     data = torch.Generator().manual_seed(SEED + dist.get_rank())
     for _ in range(STEPS):
         tokens = torch.randint(0, VOCAB, (16, 5), generator=data)
@@ -184,29 +191,36 @@ def _gradient(name, rank, step):
     return g.float()
 
 
-def _expected(route, p, threshold):
-    """The documented rule, from every worker's ``p`` (``(workers, d)``, gradient plus kept
-    error): ``(update, kept error per worker)``."""
+def _expected(route, p, threshold, ties_read_minus):
+    """The documented rule, from every worker's momentum ``p`` (``(workers, d)``): the update.
+    G-Binary lanes that tie read -1 where ``ties_read_minus`` (the tie mask's bits), else +1."""
     magnitude = p.abs()
     if route == "gbinary":
-        signs = torch.where(p < 0, -1.0, 1.0)
         scales = magnitude.mean(dim=1)
-        negative = (signs < 0).sum(dim=0)
-        majority = torch.where(2 * negative > len(p), -1.0, 1.0)   # a tie reads +1
-        values = signs
+        negative = 2 * (p < 0).sum(dim=0)
+        majority = torch.where(negative > len(p), -1.0, 1.0)
+        majority[(negative == len(p)) & ties_read_minus] = -1.0
     else:
         values = torch.sign(p) * (magnitude >= magnitude.mean(dim=1, keepdim=True))
         scales = torch.stack([m[v != 0].mean() for m, v in zip(magnitude, values)])
         total = values.sum(dim=0)
         majority = torch.where(total >= threshold, 1.0,
                                torch.where(total <= -threshold, -1.0, 0.0))
-    update = scales.double().mean().float() * majority
-    return update, p - scales[:, None] * values
+    return scales.double().mean().float() * majority
+
+
+def _ties_read_minus(binding, b, step):
+    """Which lanes of parameter binding ``b`` read -1 when tied at ``step``: its bits of
+    :func:`runtime.lowbit.tie_mask`."""
+    line_bytes = AGREEMENT_PARAMS.datapath.line_bytes
+    mask = tie_mask(step, b.region, np.arange(b.first_line, b.first_line + b.lines), line_bytes)
+    return torch.from_numpy(np.unpackbits(mask, axis=1, bitorder="little").reshape(-1)
+                            [:b.numel].astype(bool))
 
 
 def _update_rule(rank):
     """Set gradients through the hook for ``RULE_STEPS`` steps, on both backends; the applied
-    update and this worker's kept error against :func:`_expected`."""
+    update and this worker's momentum against :func:`_expected`."""
     profile = parse_profile(RULE_PROFILE)
     mismatches, ties = [], 0
     for backend in ("collective", "device"):
@@ -218,7 +232,7 @@ def _update_rule(rank):
         reducer = CollectiveReducer() if backend == "collective" else DeviceModelReducer(device)
         hook = NeuronFabricHook(binding, profile, reducer, events)
         tensors = [model.get_parameter(name) for name in RULE_SIZES]
-        kept = {name: torch.zeros(WORLD, size) for name, size in RULE_SIZES.items()}
+        momenta = {name: torch.zeros(WORLD, size) for name, size in RULE_SIZES.items()}
         for step in range(RULE_STEPS):
             gradients = {name: torch.stack([_gradient(name, r, step) for r in range(WORLD)])
                          for name in RULE_SIZES}
@@ -230,8 +244,9 @@ def _update_rule(rank):
                 where = f"{backend}, step {step}, parameter {name} ({b.route}), rank {rank}"
                 if b.route.kind != "g" + name:
                     mismatches.append(f"{where}: bound to {b.route}, not g{name}")
-                p = gradients[name] + kept[name]
-                want, kept[name] = _expected(b.route.kind, p, b.route.threshold)
+                p = momenta[name] = b.route.momentum * momenta[name] + gradients[name]
+                want = _expected(b.route.kind, p, b.route.threshold,
+                                 _ties_read_minus(binding, b, step))
                 if b.route.kind == "gbinary":
                     ties += int(((p < 0).sum(dim=0) * 2 == WORLD).sum())
                 applied = got[offset:offset + size]
@@ -240,14 +255,11 @@ def _update_rule(rank):
                                                          atol=0)).flatten()[:4].tolist():
                     mismatches.append(f"{where}, lane {lane}: applied {applied[lane]:.6g}, "
                                       f"the rule gives {want[lane]:.6g}")
-                residual = hook.residuals.get(name)
-                if residual is None:
-                    mismatches.append(f"{where}: no error kept")
-                    continue
-                for lane in torch.nonzero(~torch.isclose(residual, kept[name][rank], rtol=1e-5,
-                                                         atol=1e-6)).flatten()[:4].tolist():
-                    mismatches.append(f"{where}, lane {lane}: kept error {residual[lane]:.6g}, "
-                                      f"p - a * value gives {kept[name][rank][lane]:.6g}")
+                kept = hook.momenta.get(name)
+                for lane in torch.nonzero(~torch.isclose(kept, p[rank], rtol=1e-5, atol=1e-6)
+                                          ).flatten()[:4].tolist():
+                    mismatches.append(f"{where}, lane {lane}: momentum {kept[lane]:.6g}, "
+                                      f"beta * momentum + gradient gives {p[rank][lane]:.6g}")
         trips = [str(e) for e in events.of("trip")]
         mismatches += [f"{backend}, rank {rank}: unexpected {e}" for e in trips]
     return {"mismatches": mismatches, "ties": ties}
@@ -265,14 +277,17 @@ class _FailsOnOneRank(CollectiveReducer):
 
 def _one_rank_fails(rank):
     """A device error on one rank: every rank falls back (no deadlock) to the same FP32
-    parameters as plain DDP."""
+    parameters as plain DDP with the low-bit parameters' momentum in the optimizer."""
     profile = parse_profile(PROFILE)
-    with_hook, hook, _ = _train(lambda device: _FailsOnOneRank(), AGREEMENT_PARAMS, profile)
-    plain, _, _ = _train(lambda device: None, AGREEMENT_PARAMS, profile)
+    with_hook, hook, binding = _train(lambda device: _FailsOnOneRank(), AGREEMENT_PARAMS,
+                                      profile)
+    momentum = {b.route.momentum for b in binding.parameters if b.route.low_bit}.pop()
+    plain, _, _ = _train(lambda device: None, AGREEMENT_PARAMS, profile, momentum)
     trips = [e for e in hook.events.of("trip")]
     mismatches = [f"rank {rank}: {name} differs from plain DDP by "
                   f"{(tensor - plain[name]).abs().max().item():.3g}"
-                  for name, tensor in with_hook.items() if not torch.equal(tensor, plain[name])]
+                  for name, tensor in with_hook.items()
+                  if not torch.allclose(tensor, plain[name], rtol=1e-5, atol=1e-7)]
     return {"mismatches": mismatches, "trips": [(e.step, e.subject, e.reason) for e in trips]}
 
 

@@ -38,7 +38,7 @@ devload_backoff_steps = 2
 [[route]]
 pattern = "0.weight"
 route = "gbinary"
-error_feedback = false
+momentum = 0.0
 """
 
 

@@ -25,7 +25,7 @@ start_step = 8
 [[route]]
 pattern = "*"
 route = "gbinary"
-error_feedback = false
+momentum = 0.5
 """
 
 
@@ -35,7 +35,7 @@ def test_first_matching_rule_wins_and_phases_delay_low_bit_routes():
         f"head.weight on {profile.route_for('head.weight')}"
     assert profile.route_for("body.0.weight") == Route("gternary", 2), \
         f"body.0.weight on {profile.route_for('body.0.weight')}"
-    assert profile.route_for("body.0.bias") == Route("gbinary", error_feedback=False), \
+    assert profile.route_for("body.0.bias") == Route("gbinary", momentum=0.5), \
         f"body.0.bias on {profile.route_for('body.0.bias')}"
     assert profile.start_step("body.0.weight") == 8, "the rule's start_step"
     assert profile.start_step("body.0.bias") == 5, "the global FP32 warm-up"
@@ -69,7 +69,13 @@ def test_the_example_profile_loads_and_repeats_no_default():
     (GOOD.replace('route = "fp32"', 'route = "fp32"\nthreshold = 1'), 7,
      "fp32 rule 1 has a threshold", "remove it"),
     (GOOD.replace('pattern = "*"\n', 'patern = "*"\n'), 15,
-     "unknown key 'patern' in rule 3", "use error_feedback, pattern"),
+     "unknown key 'patern' in rule 3", "use momentum, pattern"),
+    (GOOD.replace("momentum = 0.5", "momentum = 1.0"), 17,
+     "momentum is 1.0", "give a number from 0 (none) to below 1"),
+    (GOOD.replace("momentum = 0.5", "error_feedback = true"), 17,
+     "error_feedback is no longer a setting", "remove it: each worker's kept error"),
+    (GOOD.replace('route = "fp32"', 'route = "fp32"\nmomentum = 0.9'), 7,
+     "fp32 rule 1 has a momentum", "remove it: an FP32 parameter's momentum is the optimizer's"),
     (GOOD + "\n[health]\nsign_readmit_min = 0.5\n", 20,
      "sign_readmit_min = 0.5 and sign_agreement_min = 0.55 give no hysteresis",
      "choose values with 0 < sign_agreement_min <= sign_readmit_min"),
