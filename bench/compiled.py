@@ -9,7 +9,6 @@ stimulus, the plan and the answers are the records of :mod:`bench.soak_records`.
 import hashlib
 import json
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from bench import builds
@@ -57,35 +56,21 @@ def harness(params, *, waves=False):
     return folder / EXECUTABLE
 
 
-@dataclass
 class Run:
-    """The files of one run of the harness, in ``folder``."""
-    folder: Path
+    """The files of one run of the harness, in ``folder``: the ``plan`` and ``ops`` it reads,
+    the ``answers``, ``summary`` and device ``memory`` it writes."""
 
-    @property
-    def plan(self):
-        return self.folder / "plan.txt"
-
-    @property
-    def ops(self):
-        return self.folder / "ops.bin"
-
-    @property
-    def answers(self):
-        return self.folder / "answers.bin"
-
-    @property
-    def summary(self):
-        return self.folder / "summary.json"
-
-    @property
-    def memory(self):
-        return self.folder / "memory.bin"
+    def __init__(self, folder):
+        self.folder = Path(folder)
+        self.plan, self.ops = self.folder / "plan.txt", self.folder / "ops.bin"
+        self.answers, self.summary = self.folder / "answers.bin", self.folder / "summary.json"
+        self.memory = self.folder / "memory.bin"
 
 
 def run(executable, files, *, waves=None):
     """Run the harness ``executable`` on the plan and ops of ``files`` (a :class:`Run`); returns
     its summary (a dict). ``waves``: ``(fst path, first clock, last clock)``."""
+    files.summary.unlink(missing_ok=True)
     command = [str(executable), str(files.plan), str(files.ops), str(files.answers),
                str(files.summary), str(files.memory)]
     if waves:
