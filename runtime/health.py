@@ -59,6 +59,26 @@ class HealthMonitor:
         self._loss_ok = True
         self._devload_until = 0
 
+    # Checkpoints.
+    def state_dict(self):
+        """What the monitor knows, as plain values (for ``torch.save``)."""
+        return {"state": {s: state.value for s, state in self.state.items()},
+                "until": dict(self._until), "healthy": dict(self._healthy),
+                "losses": list(self._losses), "loss_ok": self._loss_ok,
+                "devload_until": self._devload_until}
+
+    def load_state_dict(self, saved):
+        """Take up where :meth:`state_dict` left off; raises ``ValueError`` when it was made
+        for other subjects."""
+        if set(saved["state"]) != set(self.state):
+            raise ValueError(f"the saved monitor watches {sorted(saved['state'])}, this one "
+                             f"{sorted(self.state)}: load it into a hook of the same binding")
+        self.state = {s: State(value) for s, value in saved["state"].items()}
+        self._until, self._healthy = dict(saved["until"]), dict(saved["healthy"])
+        self._losses.clear()
+        self._losses.extend(saved["losses"])
+        self._loss_ok, self._devload_until = saved["loss_ok"], saved["devload_until"]
+
     # Queries.
     def admitted(self, subject, step):
         """Whether ``subject`` takes its low-bit route at ``step``."""

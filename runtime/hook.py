@@ -99,6 +99,26 @@ class NeuronFabricHook:
         """Install the hook on ``ddp_model`` (``DistributedDataParallel``)."""
         ddp_model.register_comm_hook(self, _hook)
 
+    def state_dict(self):
+        """The hook's state, to save beside the model's and the optimizer's: the step, this
+        worker's momenta and the health monitor's state. A run resumed from it
+        (:meth:`load_state_dict`) takes the same routes and updates as one never stopped."""
+        return {"step": self.step, "momenta": {k: v.clone() for k, v in self.momenta.items()},
+                "monitor": self.monitor.state_dict()}
+
+    def load_state_dict(self, saved):
+        """Take up the state of :meth:`state_dict` (before the first step of the resumed
+        run)."""
+        unknown = set(saved["momenta"]) - set(self.monitor.state)
+        if unknown:
+            raise ValueError(f"the saved hook has momenta of {sorted(unknown)}, which this "
+                             f"binding has no low-bit route for: load it into a hook of the "
+                             f"same model and profile")
+        self.monitor.load_state_dict(saved["monitor"])
+        self.step = saved["step"]
+        self.momenta = {k: v.clone() for k, v in saved["momenta"].items()}
+        self._ticked = -1
+
     def route(self, binding):
         """The route of a :class:`runtime.binding.ParameterBinding` at the current step."""
         if (binding.route.low_bit and self.step >= binding.start_step

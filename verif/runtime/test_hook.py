@@ -1,8 +1,10 @@
 """The hook's health decisions inside DDP, in one process (gloo, one worker): a faulty reducer
 is caught by the sampled comparison, the parameter falls back, cools down and is re-admitted;
-a non-finite gradient is never hidden; Severe DevLoad backs off."""
+a non-finite gradient is never hidden; Severe DevLoad backs off; a run stopped and resumed
+from the hook's state ends with the same weights."""
 
 import asyncio
+import copy
 
 import numpy as np
 import torch
@@ -10,6 +12,7 @@ import torch
 from bench.runtime import bind_golden
 from driver import NeuronFabric
 from golden.transport import GoldenTransport
+from runtime.binding import parameter_groups
 from runtime.events import EventLog
 from runtime.hook import NeuronFabricHook, compare
 from runtime.profile import parse_profile
@@ -153,3 +156,44 @@ def test_a_comparison_without_evidence_is_no_sample(one_worker):
     routes, events, _ = _run(lambda device: CollectiveReducer(), 4, between)
     assert routes == ["gbinary"] * 4, f"routes by step {routes}\n" + "\n".join(map(str, events))
     assert not events.of("trip"), [str(e) for e in events.of("trip")]
+
+
+def _resumable(reducer_of, steps, saved=None):
+    """``(weights, state)`` after ``steps`` steps of :func:`_run`'s model, started from
+    ``saved`` (the model's, the optimizer's and the hook's state) when given."""
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Linear(16, 4))
+    events, profile = EventLog(), parse_profile(PROFILE.replace("momentum = 0.0", ""))
+    binding, device = bind_golden(model, profile, PARAMS, 1, events)
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    hook = NeuronFabricHook(binding, profile, reducer_of(device), events)
+    hook.register(ddp)
+    optimizer = torch.optim.SGD(parameter_groups(model, binding, momentum=0.9), lr=0.05)
+    data = torch.Generator().manual_seed(6)
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        hook.load_state_dict(saved["hook"])
+        data.set_state(saved["data"])
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = ddp(torch.randn(32, 16, generator=data)).square().mean()
+        loss.backward()
+        hook.observe_loss(loss.item())
+        optimizer.step()
+    state = {"model": copy.deepcopy(model.state_dict()),
+             "optimizer": copy.deepcopy(optimizer.state_dict()),
+             "hook": copy.deepcopy(hook.state_dict()), "data": data.get_state()}
+    return [p.detach().clone() for p in model.parameters()], state
+
+
+def test_a_resumed_run_ends_with_the_same_weights(one_worker):
+    """Five steps, saved, five more in a fresh model, optimizer and hook, against ten steps in
+    one go: the same weights, bit for bit (the momenta, the monitor and the step carried)."""
+    through, _ = _resumable(lambda device: CollectiveReducer(), 10)
+    _, saved = _resumable(lambda device: CollectiveReducer(), 5)
+    assert saved["hook"]["step"] == 5 and saved["hook"]["momenta"], saved["hook"].keys()
+    resumed, _ = _resumable(lambda device: CollectiveReducer(), 5, saved)
+    for index, (a, b) in enumerate(zip(through, resumed)):
+        assert torch.equal(a, b), f"parameter {index} differs after the resume by " \
+                                  f"{(a - b).abs().max().item():.3g}"
