@@ -40,7 +40,7 @@ def bind_golden(model, profile, params, world_size, events):
     """``(binding, device)``: ``model`` bound by ``profile`` for ``world_size`` workers on a
     fresh golden device of ``params`` (decisions to ``events``), its regions programmed."""
     device, caps = golden_device(params)
-    binding = bind(model, profile, caps, world_size, events)
+    binding = bind(model, profile, caps, events, world_size)
     asyncio.run(program(device, binding))
     return binding, device
 

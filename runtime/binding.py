@@ -20,7 +20,10 @@ Contract of :func:`bind`:
   has written it.
 """
 
+import fnmatch
 from dataclasses import dataclass, field
+
+import torch.distributed as dist
 
 from spec.params import Mode
 from spec.regmap import Region
@@ -82,10 +85,17 @@ def _lines(numel, caps, route):
     return -(-numel // lanes)
 
 
-def bind(model, profile, caps, world_size, events):
+def bind(model, profile, caps, events, world_size=None):
     """Bind ``model``'s parameters with ``profile`` (:class:`runtime.profile.Profile`) for
-    ``world_size`` workers on a device of :class:`runtime.capabilities.Capabilities` ``caps``;
-    decisions go to ``events`` (:class:`runtime.events.EventLog`)."""
+    ``world_size`` workers (default: the size of the default process group) on a device of
+    :class:`runtime.capabilities.Capabilities` ``caps``; decisions go to ``events``
+    (:class:`runtime.events.EventLog`), with an ``unmatched`` warning for each rule of the
+    profile that matches no parameter (a misspelt pattern, say)."""
+    if world_size is None:
+        if not dist.is_initialized():
+            raise RuntimeError("bind needs the number of workers: initialize torch.distributed "
+                               "first (init_process_group) or pass world_size")
+        world_size = dist.get_world_size()
     tensors, names = {}, {}
     for name, tensor in model.named_parameters(remove_duplicate=False):
         if tensor.requires_grad:
@@ -102,6 +112,13 @@ def bind(model, profile, caps, world_size, events):
                           f"{', '.join(map(str, routes))}; one route for all: {route}")
         bound.append(ParameterBinding(tied, tensor.numel(), route, route,
                                       max(profile.start_step(n) for n in tied)))
+    every_name = [n for tied in names.values() for n in tied]
+    for rule in profile.rules:
+        if not any(fnmatch.fnmatchcase(n, rule.pattern) for n in every_name):
+            events.record(None, rule.pattern, "unmatched",
+                          f"{profile.path}:{rule.line}: no parameter matches the pattern; the "
+                          f"model's are {', '.join(every_name[:6])}"
+                          f"{', ...' if len(every_name) > 6 else ''}")
     regions = _admit(bound, caps, world_size, events)
     return Binding(bound, regions, world_size, caps, dict(zip(tensors, bound)))
 

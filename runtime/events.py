@@ -7,12 +7,14 @@ Events are kept in order (for tests and reports) and also sent to the ``logging`
 import logging
 from dataclasses import dataclass
 
+import torch.distributed as dist
+
 __all__ = ["Event", "EventLog"]
 
 _LOGGER = logging.getLogger("runtime")
 
-#: Decisions logged at WARNING: a route was taken away.
-_WARNINGS = {"refuse", "fallback", "trip"}
+#: Decisions logged at WARNING: a route was taken away, or a profile rule matched nothing.
+_WARNINGS = {"refuse", "fallback", "trip", "unmatched"}
 
 
 @dataclass(frozen=True)
@@ -31,15 +33,20 @@ class Event:
 
 
 class EventLog:
-    """An ordered list of :class:`Event`."""
+    """An ordered list of :class:`Event`. Every worker records the same decisions; only the
+    process of rank ``log_rank`` (of the default process group, when there is one) logs
+    them, so that a training log shows each once."""
 
-    def __init__(self):
+    def __init__(self, log_rank=0):
         self.events = []
+        self.log_rank = log_rank
 
     def record(self, step, subject, decision, reason):
         event = Event(step, subject, decision, reason)
         self.events.append(event)
-        _LOGGER.log(logging.WARNING if decision in _WARNINGS else logging.INFO, "%s", event)
+        if not dist.is_initialized() or dist.get_rank() == self.log_rank:
+            _LOGGER.log(logging.WARNING if decision in _WARNINGS else logging.INFO, "%s",
+                        event)
         return event
 
     def of(self, decision=None, subject=None):

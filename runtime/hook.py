@@ -94,10 +94,31 @@ class NeuronFabricHook:
         #: ``compare``.
         self.timing = None
         self._ticked = -1
+        self._names = {}
 
     def register(self, ddp_model):
-        """Install the hook on ``ddp_model`` (``DistributedDataParallel``)."""
+        """Install the hook on ``ddp_model`` (``DistributedDataParallel``); raises
+        ``ValueError`` when its process group has another number of workers than the binding
+        was made for."""
+        workers = dist.get_world_size(self.group)
+        if workers != self.binding.world_size:
+            raise ValueError(f"the binding is for {self.binding.world_size} workers, the "
+                             f"process group has {workers}: bind with world_size={workers} "
+                             f"(or leave it out: bind reads the process group)")
+        self._names = {id(t): n for n, t in
+                       ddp_model.module.named_parameters(remove_duplicate=False)}
         ddp_model.register_comm_hook(self, _hook)
+
+    def _binding_of(self, tensor):
+        """The :class:`runtime.binding.ParameterBinding` of a tensor of a bucket; a parameter
+        that was not bound (added to the model after :func:`runtime.binding.bind`) names
+        itself."""
+        try:
+            return self.binding.of(tensor)
+        except KeyError:
+            name = self._names.get(id(tensor), f"of shape {tuple(tensor.shape)}")
+            raise RuntimeError(f"parameter {name} was not bound: bind the model after it has "
+                               f"every parameter, then make the hook") from None
 
     def state_dict(self):
         """The hook's state, to save beside the model's and the optimizer's: the step, this
@@ -158,7 +179,7 @@ class NeuronFabricHook:
         buffer = bucket.buffer()
         slices, offset = [], 0
         for tensor in bucket.parameters():
-            slices.append((self.binding.of(tensor), slice(offset, offset + tensor.numel())))
+            slices.append((self._binding_of(tensor), slice(offset, offset + tensor.numel())))
             offset += tensor.numel()
         self._keep_momenta(buffer, slices)
         sampled = self.sampled()

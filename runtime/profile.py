@@ -114,9 +114,16 @@ class Profile:
 
 
 def load_profile(path):
-    """The :class:`Profile` in the TOML file ``path``."""
+    """The :class:`Profile` in the TOML file ``path``; a missing or unreadable file is a
+    :class:`ProfileError` too."""
     path = Path(path)
-    return parse_profile(path.read_text(), str(path))
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ProfileError(path, None, f"cannot read it ({error.strerror})",
+                           "give the path of a TOML profile; runtime/profiles/example.toml "
+                           "is one") from None
+    return parse_profile(text, str(path))
 
 
 def _locate(text, table, index, key):

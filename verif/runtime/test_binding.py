@@ -32,8 +32,8 @@ route = "gbinary"
 def _setup(params=PARAMS, profile=PROFILE, world=4, model=None):
     device, caps = golden_device(params)
     events = EventLog()
-    binding = bind(model or TiedModel(vocab=50, width=40), parse_profile(profile), caps, world,
-                   events)
+    binding = bind(model or TiedModel(vocab=50, width=40), parse_profile(profile), caps, events,
+                   world)
     return binding, events, device, device.transport, caps
 
 
@@ -136,3 +136,25 @@ def test_parameter_groups_give_low_bit_parameters_no_momentum_of_the_optimizer()
     assert all(routes[id(t)] for t in low_bit["params"]), "an FP32 parameter in the low-bit group"
     every = [id(t) for g in groups for t in g["params"]]
     assert sorted(every) == sorted(set(routes)), "each parameter once (the tied one too)"
+
+
+def test_a_rule_that_matches_nothing_warns_with_its_line(caplog):
+    profile = PROFILE + '[[route]]\npattern = "bdy.*"\nroute = "gbinary"\n'
+    with caplog.at_level("WARNING", logger="runtime"):
+        _, events, *_ = _setup(profile=profile)
+    unmatched = events.of("unmatched")
+    assert [e.subject for e in unmatched] == ["bdy.*"], [str(e) for e in events]
+    assert "<profile>:11: no parameter matches" in unmatched[0].reason, unmatched[0].reason
+    assert any("bdy.*" in r.message for r in caplog.records), "the warning was not logged"
+
+
+def test_the_number_of_workers_comes_from_the_process_group(one_worker):
+    device, caps = golden_device(PARAMS)
+    binding = bind(TiedModel(vocab=50, width=40), parse_profile(PROFILE), caps, EventLog())
+    assert binding.world_size == 1, binding.world_size
+
+
+def test_binding_without_a_process_group_asks_for_the_workers():
+    device, caps = golden_device(PARAMS)
+    with pytest.raises(RuntimeError, match="initialize torch.distributed first"):
+        bind(TiedModel(), parse_profile(PROFILE), caps, EventLog())

@@ -7,6 +7,7 @@ import asyncio
 import copy
 
 import numpy as np
+import pytest
 import torch
 
 from bench.runtime import bind_golden
@@ -197,3 +198,33 @@ def test_a_resumed_run_ends_with_the_same_weights(one_worker):
     for index, (a, b) in enumerate(zip(through, resumed)):
         assert torch.equal(a, b), f"parameter {index} differs after the resume by " \
                                   f"{(a - b).abs().max().item():.3g}"
+
+
+def test_a_binding_for_other_workers_is_refused_at_register(one_worker):
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16))
+    events, profile = EventLog(), parse_profile(PROFILE)
+    binding, device = bind_golden(model, profile, PARAMS, 3, events)
+    hook = NeuronFabricHook(binding, profile, CollectiveReducer(), events)
+    with pytest.raises(ValueError, match="the binding is for 3 workers, the process group "
+                                         "has 1: bind with world_size=1"):
+        hook.register(torch.nn.parallel.DistributedDataParallel(model))
+
+
+def test_a_parameter_added_after_binding_names_itself(one_worker):
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16))
+    events, profile = EventLog(), parse_profile(PROFILE)
+    binding, device = bind_golden(model, profile, PARAMS, 1, events)
+    model.add_module("late", torch.nn.Linear(16, 2))
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    hook = NeuronFabricHook(binding, profile, CollectiveReducer(), events)
+    hook.register(ddp)
+    with pytest.raises(RuntimeError, match="parameter late.(weight|bias) was not bound"):
+        ddp(torch.randn(4, 16)).sum().backward()
+
+
+def test_each_event_is_logged_by_one_worker_only(one_worker, caplog):
+    with caplog.at_level("INFO", logger="runtime"):
+        EventLog().record(1, "x", "trip", "logged by rank 0")
+        EventLog(log_rank=1).record(1, "x", "trip", "kept, not logged, on rank 0")
+    assert [r.message for r in caplog.records] == ["step 1: x: trip: logged by rank 0"], \
+        [r.message for r in caplog.records]

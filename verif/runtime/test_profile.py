@@ -93,3 +93,12 @@ def test_errors_name_the_file_the_line_and_the_fix(text, line, problem, fix):
     assert error.value.line == line, f"{message}: line {error.value.line}, wanted {line}"
     assert message.startswith(f"p.toml:{line}: "), message
     assert problem in message and f"fix: {fix}" in message, message
+
+
+def test_a_missing_profile_is_a_profile_error(tmp_path):
+    missing = tmp_path / "nowhere.toml"
+    with pytest.raises(ProfileError) as error:
+        load_profile(missing)
+    message = str(error.value)
+    assert message.startswith(f"{missing}: cannot read it") and "fix: give the path" in message, \
+        message
