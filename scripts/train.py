@@ -196,6 +196,8 @@ def _train(name, profile_text, task, args, world):
     return {"loss": losses, "accuracy": accuracy, "traffic": traffic,
             "device_traffic": device_traffic,
             "fp32_bytes": sum(p.element_size() * p.numel() for p in model.parameters()),
+            "paper_bytes": sum(b.lines * binding.caps.line_bytes if b.route.low_bit
+                               else 4 * b.numel for b in binding.parameters),
             "routes": {b.name: str(b.route) for b in binding.parameters},
             "events": [str(e) for e in events if e.step is not None],
             "low_bit_steps": len({s for s, _, route in hook.trace if route != "fp32"}),

@@ -37,6 +37,14 @@ def test_make_train_in_small(tmp_path):
         f"{binary['traffic']}"
     lines, fp32 = binary["device_traffic"]["gbinary"], digits["fp32"]["traffic"]["fp32"]
     assert 0 < lines < fp32, f"G-Binary device lines {lines} bytes a step, FP32 {fp32}"
+    full = digits["fp32"]
+    assert binary["paper_bytes"] < full["paper_bytes"] == full["fp32_bytes"], \
+        f"the paper's accounting: G-Binary {binary['paper_bytes']}, FP32 " \
+        f"{full['paper_bytes']} of {full['fp32_bytes']} bytes"
+    sampled = binary["traffic"].get("fp32", 0) + binary["traffic"].get("scales", 0) + lines
+    assert sampled > binary["paper_bytes"], \
+        f"with the device G-Binary sends {sampled} bytes a step, sampled steps and scales " \
+        f"included; the paper's accounting says {binary['paper_bytes']}"
     start, stop = digits["fault"]["fault"]
     trips = [e for e in digits["fault"]["events"] if ": trip: " in e]
     assert trips and trips[0].startswith(f"step {start}:"), \
