@@ -41,10 +41,11 @@ class Calibrator(NeuronFabricHook):
     def _shadowed(self, b):
         return b.route.low_bit and self.step >= b.start_step
 
-    def _compare(self, b, update, mean):
-        sample = compare(update, mean)
-        if sample[0] is not None:   # no lane non-zero in both: no evidence, no score
-            self.samples[b.name].append(sample)
+    def _compare(self, samples):
+        for b, update, mean in samples:
+            sample = compare(update, mean)
+            if sample[0] is not None:   # no lane non-zero in both: no evidence, no score
+                self.samples[b.name].append(sample)
 
     def scores(self):
         """``{name: (mean cosine, mean sign agreement, mean norm ratio, steps)}``."""

@@ -10,7 +10,9 @@ Each low-bit parameter (a *subject*) is in one of three states:
   one that passes those but not the re-admission ones restarts the count.
 
 Trips: a non-finite gradient on any worker (that parameter), a non-finite loss or a loss above
-``loss_spike_ratio`` times its moving average over ``loss_window`` steps (every subject), and on
+``loss_spike_ratio`` times its moving average over ``loss_window`` steps and above it by
+``loss_spike_min`` (every subject: a loss near zero that triples by a hair is no spike), a
+result that fails the hook's checks of every step (:mod:`runtime.hook`), and on
 sampled steps (every ``sample_every``) a sign agreement with the FP32 mean below
 ``sign_agreement_min`` or a norm ratio ``|low-bit update| / |FP32 mean|`` outside
 ``[1 / norm_ratio_max, norm_ratio_max]``. A Severe-overload DevLoad puts every subject on FP32
@@ -130,7 +132,7 @@ class HealthMonitor:
         average = sum(self._losses) / len(self._losses) if self._losses else loss
         self._losses.append(loss)
         self._loss_ok = not full or loss <= h.loss_readmit_ratio * average
-        if full and loss > h.loss_spike_ratio * average:
+        if full and loss > h.loss_spike_ratio * average and loss > average + h.loss_spike_min:
             for subject in self.state:
                 self.trip(step, subject, f"loss {loss:.4g} is {loss / average:.2f} times its "
                                          f"{h.loss_window}-step average {average:.4g} "

@@ -22,9 +22,12 @@ on a ``DistributedDataParallel`` model. For each bucket, on every worker:
    parameter the comparison trips takes the FP32 mean on this very step. Parameters in
    cool-down or held back by DevLoad are not sampled: no comparison could change their state.
    A comparison with no evidence (no lane non-zero in both) is no sample.
-6. A reducer that raises :class:`driver.DeviceError` on any worker (the flag is summed with
-   ``all_reduce`` after each region's reduce) trips the region's parameters on every worker,
-   which take the FP32 mean.
+6. After each region's reduce, one ``all_reduce`` agrees on whether the round failed on any
+   worker: its reducer raised (any exception: a device error, an ``OSError``), the result
+   lines differ between workers (a checksum), or the result does not agree with the workers'
+   own contributions (:func:`agreement_with_own`). Then the region's parameters trip on
+   every worker and take the FP32 mean: the bad update is never applied, on the step it
+   happens, sampled or not.
 
 Every worker makes the same decisions from the same reduced inputs, so the collectives of all
 workers match. The hook returns a completed future. Its collectives are ``all_reduce`` and
@@ -34,6 +37,7 @@ NCCL takes them as gloo does; only gloo on the CPU is tested here.
 
 import math
 import time
+import zlib
 from collections import Counter
 from contextlib import contextmanager
 
@@ -41,14 +45,13 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from driver import DeviceError
 from spec.params import Mode
 
 from .health import HealthMonitor, State
 from .lowbit import compress, pack, tie_mask, unpack
 from .routes import FP32
 
-__all__ = ["NeuronFabricHook", "compare"]
+__all__ = ["NeuronFabricHook", "compare", "agreement_with_own"]
 
 
 def _hook(state, bucket):
@@ -99,15 +102,31 @@ class NeuronFabricHook:
     def register(self, ddp_model):
         """Install the hook on ``ddp_model`` (``DistributedDataParallel``); raises
         ``ValueError`` when its process group has another number of workers than the binding
-        was made for."""
+        was made for, or when the workers were bound differently (a collective)."""
         workers = dist.get_world_size(self.group)
         if workers != self.binding.world_size:
             raise ValueError(f"the binding is for {self.binding.world_size} workers, the "
                              f"process group has {workers}: bind with world_size={workers} "
                              f"(or leave it out: bind reads the process group)")
+        self._agree_on_the_binding()
         self._names = {id(t): n for n, t in
                        ddp_model.module.named_parameters(remove_duplicate=False)}
         ddp_model.register_comm_hook(self, _hook)
+
+    def _agree_on_the_binding(self):
+        """Raise ``ValueError`` on every worker when the workers were bound differently (another
+        profile on one of them, say): their collectives would not match."""
+        digest = float(zlib.crc32(repr(
+            [(b.names, str(b.route), b.region, b.first_line, b.lines, b.start_step)
+             for b in self.binding.parameters]
+            + [plan.region for plan in self.binding.regions]).encode()))
+        both = torch.tensor([digest, -digest], dtype=torch.float64, device=self.reducer.device)
+        dist.all_reduce(both, op=dist.ReduceOp.MAX, group=self.group)
+        if both[0].item() != -both[1].item():
+            raise ValueError(f"the workers were bound differently (binding digests from "
+                             f"{int(-both[1].item()):#010x} to {int(both[0].item()):#010x}; "
+                             f"this worker's is {int(digest):#010x}): give every worker the "
+                             f"same model and profile")
 
     def _binding_of(self, tensor):
         """The :class:`runtime.binding.ParameterBinding` of a tensor of a bucket; a parameter
@@ -200,9 +219,8 @@ class NeuronFabricHook:
         updates = self._low_bit(buffer, low + shadow, compressed, means)
         if sampled:
             with self._timed("compare"):
-                for b, _ in low + shadow:
-                    if b.name in updates:
-                        self._compare(b, updates[b.name], means[b.name])
+                self._compare([(b, updates[b.name], means[b.name]) for b, _ in low + shadow
+                               if b.name in updates])
         applied = {}
         for b, where in low:
             # A sample that tripped the parameter keeps its low-bit update out of this step.
@@ -291,62 +309,103 @@ class NeuronFabricHook:
         return out
 
     def _low_bit(self, buffer, entries, compressed, means):
-        """``{name: update}`` of low-bit ``entries``, region by region. A device error on any
-        worker trips the region's parameters on every worker, which then take the FP32
-        mean."""
-        caps, updates = self.binding.caps, {}
+        """``{name: update}`` of low-bit ``entries``, region by region. A region whose round
+        fails its checks (:meth:`_reduce_region`) on any worker trips its parameters on every
+        worker, which then take the FP32 mean: the bad update is never applied."""
+        updates = {}
         for plan in self.binding.regions:
             members = [(b, w) for b, w in entries if b.region == plan.index]
             if not members:
                 continue
-            lanes = caps.lanes(plan.route.mode)
-            with self._timed("pack"):
-                lines = np.concatenate([pack(compressed[b.name][0], plan.route.mode, lanes,
-                                             b.lines) for b, _ in members])
-                indices = np.concatenate([np.arange(b.first_line, b.first_line + b.lines)
-                                          for b, _ in members])
-                mask = tie_mask(self.step, plan.index, indices, lines.shape[1]) \
-                    if plan.route.mode == Mode.GBINARY else np.zeros_like(lines)
-            sent, error = self.reducer.sent, None
-            try:
-                with self._timed("reduce"):
-                    results = self.reducer.reduce(plan, indices, lines ^ mask) ^ mask
-            except DeviceError as raised:
-                error = raised
-            self._traffic[plan.route.kind] += self.reducer.sent - sent
-            # Whether any worker's reducer failed: every worker must take the same branch.
-            failed = torch.tensor([0 if error is None else 1], dtype=torch.int32,
-                                  device=self.reducer.device)
-            dist.all_reduce(failed, group=self.group)
-            self._traffic["scales"] += failed.element_size() * failed.numel()
-            if failed.item():
-                reason = f"{self.reducer.name}: {error}" if error is not None else \
-                    f"{self.reducer.name}: device error on {failed.item()} other worker(s)"
+            decoded, fault = self._reduce_region(plan, members, buffer, compressed)
+            if fault:
                 missing = [(b, w) for b, w in members if b.name not in means]
                 means.update(self._fp32(buffer, missing))
                 for b, _ in members:
-                    self.monitor.trip(self.step, b.name, reason)
+                    self.monitor.trip(self.step, b.name, fault)
                 continue
-            self._device_traffic[plan.route.kind] += lines.nbytes
-            first = 0
-            with self._timed("unpack"):
-                for b, _ in members:
-                    decoded = unpack(results[first:first + b.lines], plan.route.mode, b.numel)
-                    first += b.lines
-                    updates[b.name] = (compressed[b.name][1] * decoded).to(buffer.device,
-                                                                           buffer.dtype)
+            for b, _ in members:
+                updates[b.name] = (compressed[b.name][1] * decoded[b.name]).to(buffer.device,
+                                                                              buffer.dtype)
         return updates
+
+    def _reduce_region(self, plan, members, buffer, compressed):
+        """One round of region ``plan`` for ``members``: their lines packed (G-Binary XORed
+        with the tie mask), reduced, decoded; then one ``all_reduce`` tells every worker
+        whether any worker's round failed: an exception from its reducer (its device), result
+        lines that differ between workers (a checksum), or results that agree with a worker's
+        own contributions on less than ``result_agreement_min`` of its momentum's magnitude
+        (a device answering something else than their aggregate). Returns ``({name: decoded
+        values}, None)``, or ``(None, reason)`` on every worker alike."""
+        lanes = self.binding.caps.lanes(plan.route.mode)
+        with self._timed("pack"):
+            lines = np.concatenate([pack(compressed[b.name][0], plan.route.mode, lanes,
+                                         b.lines) for b, _ in members])
+            indices = np.concatenate([np.arange(b.first_line, b.first_line + b.lines)
+                                      for b, _ in members])
+            mask = tie_mask(self.step, plan.index, indices, lines.shape[1]) \
+                if plan.route.mode == Mode.GBINARY else np.zeros_like(lines)
+        sent, error, decoded, agreeing, mass = self.reducer.sent, None, {}, 0.0, 0.0
+        try:
+            with self._timed("reduce"):
+                results = self.reducer.reduce(plan, indices, lines ^ mask) ^ mask
+        except Exception as raised:   # any fault of this worker's device
+            error, results = raised, np.zeros_like(lines)
+        self._traffic[plan.route.kind] += self.reducer.sent - sent
+        first = 0
+        with self._timed("unpack"):
+            for b, where in members:
+                decoded[b.name] = unpack(results[first:first + b.lines], plan.route.mode,
+                                         b.numel)
+                first += b.lines
+                agreed, total = agreement_with_own(buffer[where], compressed[b.name][0],
+                                                   decoded[b.name])
+                agreeing, mass = agreeing + agreed, mass + total
+        checksum = float(zlib.crc32(results.tobytes()))
+        checks = torch.tensor([float(error is not None), checksum, -checksum,
+                               -(agreeing / mass if mass else 1.0)], dtype=torch.float64,
+                              device=self.reducer.device)
+        with self._timed("exchange"):
+            dist.all_reduce(checks, op=dist.ReduceOp.MAX, group=self.group)
+        self._traffic["scales"] += checks.element_size() * checks.numel()
+        failed, high, low, worst = checks.cpu().tolist()
+        least = self.monitor.health.result_agreement_min
+        if failed:
+            return None, (f"{self.reducer.name}: {error}" if error is not None else
+                          f"{self.reducer.name}: device error on another worker")
+        if high != -low:
+            return None, (f"{self.reducer.name}: the workers' result lines differ (checksums "
+                          f"{int(-low):#010x} to {int(high):#010x}): a device answered wrong")
+        if -worst < least:
+            return None, (f"{self.reducer.name}: the result agrees with a worker's own "
+                          f"contribution on {-worst:.2f} of its magnitude, below "
+                          f"result_agreement_min {least}: not the workers' aggregate")
+        self._device_traffic[plan.route.kind] += lines.nbytes
+        return decoded, None
 
     def sampled(self):
         """Whether the current step compares low-bit results with FP32."""
         return self.monitor.sampled(self.step)
 
-    def _compare(self, b, update, mean):
-        """A sampled low-bit update against the FP32 mean, to the monitor; a comparison
-        without evidence (:func:`compare` gives agreement ``None``) is not a sample."""
-        agreement, ratio, _ = compare(update, mean)
-        if agreement is not None:
-            self.monitor.observe_sample(self.step, b.name, agreement, ratio)
+    def _compare(self, samples):
+        """Sampled low-bit updates against the FP32 means (``(binding, update, mean)`` each),
+        to the monitor, as every worker agrees on them: the least sign agreement and the
+        norm ratio farthest from 1 over the workers (one ``all_reduce``: a worker whose device
+        answered wrong decides for all). A comparison without evidence on every worker
+        (:func:`compare` gives agreement ``None``) is not a sample."""
+        if not samples:   # the same on every worker: no collective to match
+            return
+        local = [compare(update, mean) for _, update, mean in samples]
+        worst = torch.tensor([x for agreement, ratio, _ in local for x in (
+            -2.0 if agreement is None else -agreement, math.log(ratio) if ratio else -1e300,
+            -math.log(ratio) if ratio else 1e300)], dtype=torch.float64,
+            device=self.reducer.device)
+        dist.all_reduce(worst, op=dist.ReduceOp.MAX, group=self.group)
+        self._traffic["scales"] += worst.element_size() * worst.numel()
+        for (b, _, _), (least, high, low) in zip(samples, worst.view(-1, 3).cpu().tolist()):
+            if least > -2.0:
+                ratio = math.exp(high if high >= low else -low)
+                self.monitor.observe_sample(self.step, b.name, -least, ratio)
 
 
 def compare(update, mean):
@@ -362,3 +421,16 @@ def compare(update, mean):
     cosine = torch.dot(update.double(), mean.double()).item() / (norm * reference) \
         if norm and reference else 0.0
     return agreement, ratio, cosine
+
+
+def agreement_with_own(p, values, result):
+    """``(agreeing, total)``: the magnitude of ``p`` (a worker's momentum) on the lanes where
+    the ``result`` (decoded) has the sign of the worker's own contribution ``values``, and on
+    all lanes where both are non-zero. A worker's vote is part of the majority, so over a
+    region the result agrees with its larger lanes more often than not (with four workers
+    and signs that are noise, on about 69% of lanes); a result that is not the workers'
+    aggregate (inverted, say) falls far below one half."""
+    weight = p.detach().abs().double().cpu()
+    voted = (values != 0) & (result != 0)
+    return (weight[voted & (values.to(result.dtype) == result)].sum().item(),
+            weight[voted].sum().item())

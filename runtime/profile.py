@@ -48,7 +48,8 @@ class ProfileError(ValueError):
 #: Health thresholds (:mod:`runtime.health`), their defaults, and what each must be.
 HEALTH_DEFAULTS = {
     "loss_window": 20,            # steps in the loss moving average
-    "loss_spike_ratio": 3.0,      # trip: loss above this times the moving average
+    "loss_spike_ratio": 3.0,      # trip: loss above this times the moving average ...
+    "loss_spike_min": 0.1,        # ... and above it by this much, in the loss's own units
     "loss_readmit_ratio": 1.5,    # re-admit only while the loss stays below this times it
     "norm_ratio_max": 4.0,        # trip: |low-bit| / |FP32| outside [1/x, x] on a sample
     "norm_readmit_max": 2.0,      # re-admit only within [1/x, x]
@@ -58,6 +59,8 @@ HEALTH_DEFAULTS = {
     "cooldown_steps": 50,         # steps on FP32 after a trip before probation
     "readmit_after": 3,           # healthy samples in probation before re-admission
     "devload_backoff_steps": 10,  # steps on FP32 after a Severe-overload DevLoad
+    "result_agreement_min": 0.5,  # trip: a result agrees with a worker's own signs on less
+                                  # of its momentum's magnitude (checked every step)
 }
 
 _INTEGER_HEALTH = {"loss_window", "sample_every", "cooldown_steps", "readmit_after",
@@ -79,6 +82,7 @@ class Health:
     """The health thresholds; fields are the keys of :data:`HEALTH_DEFAULTS`."""
     loss_window: int
     loss_spike_ratio: float
+    loss_spike_min: float
     loss_readmit_ratio: float
     norm_ratio_max: float
     norm_readmit_max: float
@@ -88,6 +92,7 @@ class Health:
     cooldown_steps: int
     readmit_after: int
     devload_backoff_steps: int
+    result_agreement_min: float
 
 
 @dataclass(frozen=True)
@@ -204,6 +209,11 @@ def _parse_health(table, fail):
         if key not in _INTEGER_HEALTH and (not _number(value) or value <= 0):
             fail("health", 0, key, f"{key} is {value!r}", "give a positive number")
         values[key] = value
+    if values["result_agreement_min"] > 1:
+        fail("health", 0, "result_agreement_min",
+             f"result_agreement_min is {values['result_agreement_min']!r}",
+             "give a share from above 0 to 1; 0.5 catches a result that is not the workers' "
+             "aggregate")
     ordered = [
         ("loss_readmit_ratio", "loss_spike_ratio", "1 < loss_readmit_ratio <= loss_spike_ratio",
          1 < values["loss_readmit_ratio"] <= values["loss_spike_ratio"]),

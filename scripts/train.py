@@ -36,6 +36,7 @@ import statistics
 import sysconfig
 import tempfile
 import time
+import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -54,7 +55,7 @@ from spec.params import ControllerParams
 
 from .training_report import final_loss, plot, report, runs_of
 
-__all__ = ["TASKS", "OVERHEAD", "arguments", "main"]
+__all__ = ["TASKS", "OVERHEAD", "replica_checksums", "arguments", "main"]
 
 #: The optimizer's momentum of the parameters on FP32 (those on low-bit routes keep theirs in
 #: the hook, before compression: runtime.lowbit).
@@ -194,6 +195,7 @@ def _train(name, profile_text, task, args, world):
     started = time.perf_counter()
     losses, accuracy, traffic, device_traffic = _loop(model, hook, task, args, args.steps)
     return {"loss": losses, "accuracy": accuracy, "traffic": traffic,
+            "replicas": replica_checksums(model),
             "device_traffic": device_traffic,
             "fp32_bytes": sum(p.element_size() * p.numel() for p in model.parameters()),
             "paper_bytes": sum(b.lines * binding.caps.line_bytes if b.route.low_bit
@@ -203,6 +205,15 @@ def _train(name, profile_text, task, args, world):
             "low_bit_steps": len({s for s, _, route in hook.trace if route != "fp32"}),
             "trips": sum(1 for e in events if e.decision == "trip"),
             "fault": [fault.start, fault.stop], "seconds": time.perf_counter() - started}
+
+
+def replica_checksums(model):
+    """Every worker's checksum (CRC-32) of its copy of ``model``'s parameters, in rank order:
+    all the same while the replicas stay identical."""
+    digest = zlib.crc32(b"".join(p.detach().numpy().tobytes() for p in model.parameters()))
+    gathered = [torch.zeros(1, dtype=torch.int64) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, torch.tensor([digest], dtype=torch.int64))
+    return [int(g.item()) for g in gathered]
 
 
 def _calibrate(task, base, args, world):

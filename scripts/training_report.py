@@ -68,16 +68,23 @@ def _with_the_device(r):
 def _table(results):
     lines = [f"| run | test accuracy | loss, last {FINAL_LOSS_STEPS} steps | steps with low-bit "
              "| trips | sent per step by route, this run | % of FP32 | sent per step with the "
-             "device | % of FP32 | the paper's accounting, % of FP32 |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "device | % of FP32 | the paper's accounting, % of FP32 | replicas |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in runs_of(results).items():
         wire, device = sum(r["traffic"].values()), sum(_with_the_device(r).values())
         lines.append(f"| {name} | {_accuracy(r):.3f} | {final_loss(r):.4g} "
                      f"| {r['low_bit_steps']} | {r['trips']} | {_by_route(r['traffic'])} | "
                      f"{100 * wire / r['fp32_bytes']:.1f} | {_by_route(_with_the_device(r))} "
                      f"| {100 * device / r['fp32_bytes']:.1f} "
-                     f"| {100 * r['paper_bytes'] / r['fp32_bytes']:.1f} |")
+                     f"| {100 * r['paper_bytes'] / r['fp32_bytes']:.1f} | {_replicas(r)} |")
     return lines
+
+
+def _replicas(r):
+    """Whether the workers' copies of the model ended identical (their checksums)."""
+    sums = sorted(set(r["replicas"]))
+    return f"identical ({sums[0]:08x})" if len(sums) == 1 else \
+        "**differ** (" + ", ".join(f"{s:08x}" for s in r["replicas"]) + ")"
 
 
 def _course(r):

@@ -1,11 +1,13 @@
 """The DDP hook across processes (gloo, ``torch.multiprocessing.spawn``, one spawn for every
 scenario): the backends agree bit for bit, a device that cannot count the workers sends every
-gradient through FP32, the applied update is the documented rule, and a device error on one
-worker sends every worker to FP32."""
+gradient through FP32, the applied update is the documented rule, any fault of one worker's
+device (an error raised, a wrong result) sends every worker to FP32 on the same step with the
+replicas identical, and workers bound differently are refused."""
 
 import datetime
 import json
 import logging
+import zlib
 
 import numpy as np
 import pytest
@@ -266,33 +268,78 @@ def _update_rule(rank):
 
 
 class _FailsOnOneRank(CollectiveReducer):
-    """A device that rejects a contribution on rank 1 only, after the round's collective."""
+    """A device that goes wrong on rank 1 only, after the round's collective: it raises a
+    ``DeviceError`` or an ``OSError``, or answers the result inverted, or with 8 lanes of
+    each line flipped."""
+
+    def __init__(self, fault):
+        super().__init__()
+        self.fault = fault
 
     def reduce(self, plan, line_indices, lines):
         result = super().reduce(plan, line_indices, lines)
-        if dist.get_rank() == 1:
+        if dist.get_rank() != 1:
+            return result
+        if self.fault == "device_error":
             raise DeviceError(f"region {plan.index}: rejected on rank 1")
-        return result
+        if self.fault == "os_error":
+            raise OSError(5, "Input/output error", "/dev/cxl/mem0")
+        if self.fault == "inverted":
+            return ~result
+        flipped = result.copy()
+        flipped[:, 0] ^= 0xFF                               # 8 lanes of every line
+        return flipped
+
+
+#: The faults of rank 1's device, and the words of the trip reason on rank 0 and on rank 1.
+FAULTS = {
+    "device_error": ("device error on another worker", "rejected on rank 1"),
+    "os_error": ("device error on another worker", "Input/output error"),
+    "inverted": ("result lines differ", "result lines differ"),
+    "flipped": ("result lines differ", "result lines differ"),
+}
+
+
+def _replica_digest(parameters):
+    """A checksum of a worker's parameters, and whether every worker has the same."""
+    digest = float(zlib.crc32(b"".join(t.numpy().tobytes() for t in parameters.values())))
+    both = torch.tensor([digest, -digest], dtype=torch.float64)
+    dist.all_reduce(both, op=dist.ReduceOp.MAX)
+    return int(digest), both[0].item() == -both[1].item()
 
 
 def _one_rank_fails(rank):
-    """A device error on one rank: every rank falls back (no deadlock) to the same FP32
-    parameters as plain DDP with the low-bit parameters' momentum in the optimizer."""
+    """Each fault of :class:`_FailsOnOneRank` on rank 1: every rank falls back on the same step
+    (no deadlock, no crash) and trains as plain DDP with the low-bit parameters' momentum in
+    the optimizer; the replicas stay identical."""
     profile = parse_profile(PROFILE)
-    with_hook, hook, binding = _train(lambda device: _FailsOnOneRank(), AGREEMENT_PARAMS,
-                                      profile)
-    momentum = {b.route.momentum for b in binding.parameters if b.route.low_bit}.pop()
-    plain, _, _ = _train(lambda device: None, AGREEMENT_PARAMS, profile, momentum)
-    trips = [e for e in hook.events.of("trip")]
-    mismatches = [f"rank {rank}: {name} differs from plain DDP by "
-                  f"{(tensor - plain[name]).abs().max().item():.3g}"
-                  for name, tensor in with_hook.items()
-                  if not torch.allclose(tensor, plain[name], rtol=1e-5, atol=1e-7)]
-    return {"mismatches": mismatches, "trips": [(e.step, e.subject, e.reason) for e in trips]}
+    out = {}
+    for fault in FAULTS:
+        with_hook, hook, binding = _train(lambda device, fault=fault: _FailsOnOneRank(fault),
+                                          AGREEMENT_PARAMS, profile)
+        momentum = {b.route.momentum for b in binding.parameters if b.route.low_bit}.pop()
+        plain, _, _ = _train(lambda device: None, AGREEMENT_PARAMS, profile, momentum)
+        mismatches = [f"rank {rank}, {fault}: {name} differs from plain DDP by "
+                      f"{(tensor - plain[name]).abs().max().item():.3g}"
+                      for name, tensor in with_hook.items()
+                      if not torch.allclose(tensor, plain[name], rtol=1e-5, atol=1e-7)]
+        out[fault] = {"mismatches": mismatches, "replicas": _replica_digest(with_hook),
+                      "trips": [(e.step, e.subject, e.reason) for e in hook.events.of("trip")]}
+    return out
+
+
+def _different_profiles(rank):
+    """Rank 1 bound with another profile: registering the hook raises on every rank."""
+    profile = parse_profile(PROFILE if rank != 1 else PROFILE.replace('"body.0.*"', '"body.*"'))
+    try:
+        _train(lambda device: CollectiveReducer(), AGREEMENT_PARAMS, profile)
+    except ValueError as error:
+        return str(error)
+    return None
 
 
 SCENARIOS = {"agreement": _agreement, "fallback": _fallback, "update_rule": _update_rule,
-             "one_rank_fails": _one_rank_fails}
+             "one_rank_fails": _one_rank_fails, "different_profiles": _different_profiles}
 
 
 def _worker(rank, rendezvous, out):
@@ -346,12 +393,26 @@ def test_the_applied_update_is_the_documented_rule(ranks):
         assert results["ties"] > 0, f"rank {rank}: no G-Binary tie exercised"
 
 
-def test_a_device_error_on_one_rank_sends_every_rank_to_fp32(ranks):
-    first = ranks[0]["one_rank_fails"]["trips"]
-    assert first, "rank 0 saw no trip for rank 1's device error"
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_fault_of_one_ranks_device_sends_every_rank_to_fp32_together(ranks, fault):
+    first = ranks[0]["one_rank_fails"][fault]["trips"]
+    assert first, f"rank 0 saw no trip for rank 1's {fault}"
+    assert {step for step, _, _ in first} == {0}, f"{fault}: caught on steps {first}"
     for rank, results in enumerate(ranks):
-        results = results["one_rank_fails"]
+        results = results["one_rank_fails"][fault]
+        words = FAULTS[fault][rank == 1]
+        assert all(words in reason for _, _, reason in results["trips"]), \
+            f"{fault}: rank {rank}'s trips do not say {words!r}: {results['trips']}"
         assert not results["mismatches"], "\n".join(results["mismatches"])
         got = [(step, subject) for step, subject, _ in results["trips"]]
         assert got == [(step, subject) for step, subject, _ in first], \
-            f"rank {rank} tripped {got}, rank 0 {first}"
+            f"{fault}: rank {rank} tripped {got}, rank 0 {first}"
+        digest, identical = results["replicas"]
+        assert identical, f"{fault}: rank {rank}'s replica (checksum {digest:#010x}) differs"
+
+
+def test_workers_bound_differently_are_refused_on_every_rank(ranks):
+    for rank, results in enumerate(ranks):
+        message = results["different_profiles"]
+        assert message and "the workers were bound differently" in message, \
+            f"rank {rank}: {message}"

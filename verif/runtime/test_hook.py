@@ -89,12 +89,26 @@ def test_a_faulty_reducer_trips_falls_back_and_is_readmitted(one_worker):
     assert decisions == [(3, "trip"), (6, "probation"), (7, "readmit")], \
         f"decisions on 0.weight {decisions}"
     reason = events.of("trip")[0].reason
-    assert "sign agreement 0.000" in reason, f"trip reason: {reason}"
+    assert "agrees with a worker's own contribution on 0.00" in reason, f"trip reason: {reason}"
     # Sampled every step, but in cool-down (steps 4 and 5) nothing is reduced low-bit; on
     # probation (6, 7) the samples are.
     per_step = np.diff(sent).tolist()
     assert per_step[4:6] == [0, 0] and all(per_step[6:8]), \
         f"bytes the reducer sent by step {per_step}: cool-down must not be shadow-reduced"
+
+
+def test_a_fault_off_the_sampling_grid_is_caught_on_its_step(one_worker):
+    """Results inverted from step 3, where no comparison with FP32 is sampled (every 10th
+    step): the check of every result catches it on step 3 itself, and the FP32 mean is
+    applied instead of the inverted update."""
+    reducer = FaultyReducer({3, 4, 5})
+
+    def between(step, model, hook):
+        reducer.hook = hook
+    routes, events, hook = _run(lambda device: reducer, 5, between,
+                                PROFILE.replace("sample_every = 1", "sample_every = 10"))
+    assert routes == ["gbinary"] * 3 + ["fp32"] * 2, f"routes by step {routes}"
+    assert [e.step for e in events.of("trip")] == [3], [str(e) for e in events]
 
 
 def test_a_non_finite_gradient_takes_fp32_and_reaches_the_optimizer(one_worker):

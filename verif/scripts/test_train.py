@@ -27,6 +27,11 @@ def test_make_train_in_small(tmp_path):
         for name in runs:
             assert re.search(rf"^\| {name} \| 0\.\d+ \|", section, flags=re.M), \
                 f"no row for {task} {name} in\n{report}"
+    for task in ("digits", "text"):
+        for name, run in train.runs_of(results[task]).items():
+            assert len(set(run["replicas"])) == 1, \
+                f"{task} {name}: the workers' replicas differ: {run['replicas']}"
+        assert "| identical (" in report, f"no replica checksum in\n{report}"
     digits = results["digits"]
     assert digits["fp32"]["low_bit_steps"] == 0, \
         f"the FP32 run took low-bit routes on {digits['fp32']['low_bit_steps']} steps"
