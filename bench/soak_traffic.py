@@ -4,7 +4,8 @@ patterns until the contributions asked for are sent, then the final checks.
 The layout (:func:`layout`): region 0 G-Binary and region 1 G-Ternary, each of ``lines`` lines
 (by default four times the slots, at least 64: evictions all the time); region 2 identity;
 region 3 G-Binary with its accumulators in device memory that fails, and a failing identity
-range (``docs/spec.md`` section 10). Every epoch contributes ``capacity`` times to every line
+range (``docs/spec.md`` section 10); the regions' accumulators lie back to back, so that a
+clear of one borders the next's first line. Every epoch contributes ``capacity`` times to every line
 of regions 0 and 1 (region 1 expects one fewer: its lines complete, are written back, then take
 one more), with identity reads and writes and result reads in between, then reads back every
 result line and a sample of raw states, and clears both regions. The patterns
@@ -74,8 +75,8 @@ def layout(params, lines=None):
     p = params.datapath
     lines = lines or max(64, 4 * params.slots)
     span = _pow2(max(lines, _IDENTITY_LINES) * p.line_bytes)     # a region's address span
-    acc_span = _pow2(lines * params.accumulator_bytes_per_line)
-    acc_base = _pow2(8 * span)
+    acc_span = lines * params.accumulator_bytes_per_line    # back to back: a clear of one
+    acc_base = _pow2(8 * span)                              # region borders the next
     cap = p.capacity
     regions = [
         Region(True, Mode.GBINARY.value, span, lines * p.line_bytes, acc_base, 1, cap),
@@ -196,11 +197,12 @@ class Traffic:
     def _ctrl(self, **fields):
         return self.s.regmap["CTRL"].pack(ENABLE=1, **fields)
 
-    def clear(self, region, *, fence=False):
-        """``CTRL.CLEAR`` of ``region``, after every request to it and before the later ones."""
+    def clear(self, region, *, fence=False, also=()):
+        """``CTRL.CLEAR`` of ``region``, after every request to it (and to ``also``) and before
+        the later ones."""
         self.tally["clears"] += 1
         self.s.write_register("CTRL", self._ctrl(CLEAR=1, CLEAR_REGION=region), fence=fence,
-                              touches=((("region", region), WRITE),))
+                              touches=((("region", region), WRITE), *also))
         if region in self.counts:
             self.counts[region][:] = 0
 
@@ -327,15 +329,24 @@ class Traffic:
         half = len(order) // 2
         every = max(1, self.where.lines // 4)
 
-        def flushes_and_a_clear(k):
+        def flushes_and_clears(k):
             if k % every == 0:
                 self.flush()
             if k == half:
                 self.clear(GTERNARY)
+            if k == half + half // 2:
+                self._clear_beside_a_resident_line()
 
-        self._traffic(order, flushes_and_a_clear)
+        self._traffic(order, flushes_and_clears)
         # A good APPLY of the same table: every slot written back and emptied.
         self.apply()
+
+    def _clear_beside_a_resident_line(self):
+        """A clear of region 0 once the first line of region 1, whose accumulator starts
+        where region 0's end, has taken a contribution: that line is on chip and dirty while
+        region 0 is cleared, and must come through it whole."""
+        self.contribute(GTERNARY, 0)
+        self.clear(GBINARY, also=((("acc", GTERNARY, 0), READ),))
 
     def _bad_input(self):
         order = self._order("rounds")

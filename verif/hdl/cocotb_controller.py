@@ -464,6 +464,38 @@ async def clear_during_traffic(dut):
 
 
 @cocotb.test()
+async def clear_spares_the_next_regions_first_line(dut):
+    """Region 1's accumulators start where region 0's end. A clear of region 0 leaves region
+    1's first line alone: resident and dirty in its slot (its contribution counts), and, once
+    written back, its result line in device memory (no zero write past region 0's end)."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, 43])
+    bench = ControllerBench(dut, rng, "host_idle_and_backpressure")
+    await bench.start()
+    lines = 4
+    gb, gt, ident = bench.regions(rng, lines)
+    # T = 1: one contribution makes a result line that is not zero.
+    gt = dataclasses.replace(gt, acc=gb.acc + lines * bench.params.accumulator_bytes_per_line,
+                             threshold=1)
+    model = await bench.configure([gb, gt, ident])
+    await _contribute_all(bench, model, rng, [gb], lines, 1)
+    data = contribution(rng, bench.params, gt.mode)
+    await bench.write_ok(gt.base, data.tobytes())           # resident, dirty, not complete
+    model.write(gt.base, data)
+    for step in ("resident", "written back"):
+        await bench.device.clear(0)
+        model.clear(0)
+        address, want = _accumulator_image(bench, model, gt, 0)
+        got = b"".join([await bench.read_ok(address + k)
+                        for k in range(0, len(want), bench.line_bytes)])
+        bench.check_line(f"region 1's first accumulator after a clear of region 0, line "
+                         f"{step}", address, got, want)
+        await bench.device.flush()
+    lanes, n = await bench.device.read_state(gb, 0)
+    assert n == 0 and not lanes.any(), f"{bench.where}: region 0 line 0 after CLEAR: n = {n}"
+    await bench.finish(model)
+
+
+@cocotb.test()
 async def devload_follows_queue_occupancy(dut):
     """With responses held back the ingress queues fill and DevLoad reads Severe; as they
     drain it steps down through the documented limits to Light."""
