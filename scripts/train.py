@@ -272,6 +272,37 @@ def _overhead(task, args, world):
     return out
 
 
+def _seeded(args, seed):
+    """``args`` with ``seed`` as its seed."""
+    return argparse.Namespace(**{**vars(args), "seed": seed})
+
+
+def _task_runs(task_name, args, world, rank):
+    """Every run of ``task_name`` under each of ``args.seeds``: the first seed's record of
+    each run (curves, traffic, events), with ``by_seed``, each seed's final figures, and
+    the calibration of the first seed."""
+    runs, results = TASKS[task_name], {}
+    for seed in args.seeds:
+        seeded = _seeded(args, seed)
+        task = {"digits": _digits, "text": _text}[task_name](seeded)
+        for name in [n for n in args.runs or runs if n in runs]:
+            profile = runs[name]
+            if profile is None:
+                profile, scores = _calibrate(task, runs[CALIBRATED_FROM], seeded, world)
+                calibration = {"profile": profile, "scores": scores}
+                results.setdefault("calibration", calibration)
+            r = _train(name, profile, task, seeded, world)
+            figures = {"seed": seed, "accuracy": r["accuracy"][-1][1], "loss": final_loss(r),
+                       "trips": r["trips"], "low_bit_steps": r["low_bit_steps"],
+                       "replicas": r["replicas"], "routes": r["routes"]}
+            results.setdefault(name, r).setdefault("by_seed", []).append(figures)
+            if rank == 0:
+                print(f"{task_name} {name}, seed {seed}: {args.steps} steps in "
+                      f"{r['seconds']:.1f} s, test accuracy {figures['accuracy']:.3f}, loss "
+                      f"{figures['loss']:.4g}", flush=True)
+    return results
+
+
 def _worker(rank, world, rendezvous, args, out):
     logging.getLogger("runtime").setLevel(logging.ERROR)   # the events go to the report
     torch.set_num_threads(1)
@@ -279,20 +310,11 @@ def _worker(rank, world, rendezvous, args, out):
                             world_size=world, timeout=datetime.timedelta(seconds=60))
     results = {}
     for task_name in args.tasks:
-        task = {"digits": _digits, "text": _text}[task_name](args)
-        runs, results[task_name] = TASKS[task_name], {}
-        for name in [n for n in args.runs or runs if n in runs]:
-            profile = runs[name]
-            if profile is None:
-                profile, scores = _calibrate(task, runs[CALIBRATED_FROM], args, world)
-                results[task_name]["calibration"] = {"profile": profile, "scores": scores}
-            results[task_name][name] = r = _train(name, profile, task, args, world)
-            if rank == 0:
-                print(f"{task_name} {name}: {args.steps} steps in {r['seconds']:.1f} s, test "
-                      f"accuracy {r['accuracy'][-1][1]:.3f}, loss "
-                      f"{final_loss(r):.4g}", flush=True)
+        results[task_name] = _task_runs(task_name, args, world, rank)
         if args.overhead_steps:
-            overhead = _overhead(task, args, world)
+            seeded = _seeded(args, args.seeds[0])
+            task = {"digits": _digits, "text": _text}[task_name](seeded)
+            overhead = _overhead(task, seeded, world)
             if rank == 0:
                 results.setdefault("overhead", {})[task_name] = overhead
                 print(f"{task_name} overhead: " + ", ".join(
@@ -313,7 +335,9 @@ def arguments():
     parser.add_argument("--context", type=int, default=8, help="characters before the target")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--eval-every", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3],
+                        help="every run is repeated with each seed (data split, first weights, "
+                             "batches); figures are their mean and standard deviation")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
     parser.add_argument("--runs", nargs="+", help="only these runs of each task")
     parser.add_argument("--calibration-steps", type=int, default=30)

@@ -2,7 +2,9 @@
 task a table and a figure, the calibration's scores, the fault run's events and the hook's
 overhead, from the results the training workers wrote."""
 
+import math
 import os
+import statistics
 
 __all__ = ["FINAL_LOSS_STEPS", "final_loss", "plot", "report", "runs_of"]
 
@@ -72,7 +74,7 @@ def _table(results):
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in runs_of(results).items():
         wire, device = sum(r["traffic"].values()), sum(_with_the_device(r).values())
-        lines.append(f"| {name} | {_accuracy(r):.3f} | {final_loss(r):.4g} "
+        lines.append(f"| {name} | {_spread(r)} | {_spread(r, 'loss')} "
                      f"| {r['low_bit_steps']} | {r['trips']} | {_by_route(r['traffic'])} | "
                      f"{100 * wire / r['fp32_bytes']:.1f} | {_by_route(_with_the_device(r))} "
                      f"| {100 * device / r['fp32_bytes']:.1f} "
@@ -81,10 +83,14 @@ def _table(results):
 
 
 def _replicas(r):
-    """Whether the workers' copies of the model ended identical (their checksums)."""
-    sums = sorted(set(r["replicas"]))
-    return f"identical ({sums[0]:08x})" if len(sums) == 1 else \
-        "**differ** (" + ", ".join(f"{s:08x}" for s in r["replicas"]) + ")"
+    """Whether the workers' copies of the model ended identical in every seed (their
+    checksums)."""
+    differ = [seed for seed in r["by_seed"] if len(set(seed["replicas"])) > 1]
+    if not differ:
+        return "identical in every seed"
+    return "**differ** in " + "; ".join(
+        f"seed {seed['seed']} (" + ", ".join(f"{c:08x}" for c in seed["replicas"]) + ")"
+        for seed in differ)
 
 
 def _course(r):
@@ -97,40 +103,78 @@ def _course(r):
             f"trip {trip or 'none'}")
 
 
+def _seeds(r, key="accuracy"):
+    """``(mean, standard deviation, seeds)`` of a run's final ``key`` over its seeds."""
+    values = [seed[key] for seed in r["by_seed"]]
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, \
+        len(values)
+
+
+def _spread(r, key="accuracy"):
+    mean, sd, n = _seeds(r, key)
+    return f"{mean:.3f} ± {sd:.3f}"
+
+
+def _difference(a, b):
+    """``(mean of a - mean of b, twice its standard error)``: beyond the second is beyond seed
+    noise (about 95%, if the seeds' figures are normal)."""
+    (ma, sa, na), (mb, sb, nb) = _seeds(a), _seeds(b)
+    return ma - mb, 2 * math.sqrt(sa * sa / na + sb * sb / nb)
+
+
+def _verdict(holds):
+    return "**holds**" if holds else "**does not hold**"
+
+
 def _claims(results):
-    """What each claim's runs show, in words and numbers (no verdict is tuned for)."""
+    """Each claim with its numbers (mean ± standard deviation over the seeds) and a verdict,
+    from rules fixed in advance: (a) within noise, |difference| <= twice its standard error;
+    (b) beyond it; (c) the head on FP32 recovers at least half of (b)'s gap; (d) the
+    calibrated profile keeps the head on FP32 in every seed and trains within noise of
+    (c)."""
     out = []
     digits, text = results.get("digits", {}), results.get("text", {})
-
-    def points(a, b):
-        return f"{100 * (_accuracy(a) - _accuracy(b)):+.1f} points"
     if "fp32" in digits and "gbinary" in digits:
-        line = (f"- (a) easy task, digits: FP32 {_accuracy(digits['fp32']):.3f}; G-Binary "
-                f"{_accuracy(digits['gbinary']):.3f} "
-                f"({points(digits['gbinary'], digits['fp32'])})")
+        diff, noise = _difference(digits["gbinary"], digits["fp32"])
+        line = (f"- (a) low-bit within noise of FP32 on the easy task (digits): FP32 "
+                f"{_spread(digits['fp32'])}, G-Binary {_spread(digits['gbinary'])} "
+                f"({100 * diff:+.1f} points, noise ±{100 * noise:.1f})")
         if "gternary" in digits:
-            line += (f", G-Ternary {_accuracy(digits['gternary']):.3f} "
-                     f"({points(digits['gternary'], digits['fp32'])})")
-        out.append(line + ".")
+            ternary, ternary_noise = _difference(digits["gternary"], digits["fp32"])
+            line += (f", G-Ternary {_spread(digits['gternary'])} ({100 * ternary:+.1f}, "
+                     f"±{100 * ternary_noise:.1f})")
+        out.append(f"{line}: {_verdict(abs(diff) <= noise)}.")
+    gap = None
     if "fp32" in text and "gbinary" in text:
-        out.append(f"- (b) many classes, text: FP32 {_accuracy(text['fp32']):.3f} "
-                   f"({_course(text['fp32'])}); every parameter on G-Binary "
-                   f"{_accuracy(text['gbinary']):.3f}, {points(text['gbinary'], text['fp32'])} "
-                   f"({_course(text['gbinary'])}).")
+        gap, noise = _difference(text["fp32"], text["gbinary"])
+        out.append(f"- (b) every parameter low-bit loses clearly on the hard task (text): FP32 "
+                   f"{_spread(text['fp32'])} ({_course(text['fp32'])}), all G-Binary "
+                   f"{_spread(text['gbinary'])} ({_course(text['gbinary'])}), "
+                   f"{100 * gap:+.1f} points for FP32, noise ±{100 * noise:.1f}: "
+                   f"{_verdict(gap > noise)}.")
+    if gap is not None and "head_fp32" in text:
+        got = _seeds(text["head_fp32"])[0] - _seeds(text["gbinary"])[0]
+        share = got / gap if gap > 0 else None
+        out.append(f"- (c) the head on FP32 recovers most of that loss: "
+                   f"{_spread(text['head_fp32'])}, "
+                   + (f"{100 * share:.0f}% of the gap" if share is not None else
+                      "there is no gap to recover")
+                   + f" ({_course(text['head_fp32'])}): "
+                   f"{_verdict(share is not None and gap > noise and share >= 0.5)}.")
+    if "calibrated" in text:
+        kept = [sorted(name for name, route in seed["routes"].items() if route == "fp32")
+                for seed in text["calibrated"]["by_seed"]]
+        head = all("embed.weight" in names for names in kept)
+        line = (f"- (d) calibration finds the head and its profile trains like (c): FP32 kept "
+                f"per seed: {'; '.join(', '.join(names) or 'nothing' for names in kept)}; the "
+                f"calibrated runs reach {_spread(text['calibrated'])}")
         if "head_fp32" in text:
-            gap = _accuracy(text["fp32"]) - _accuracy(text["gbinary"])
-            got = _accuracy(text["head_fp32"]) - _accuracy(text["gbinary"])
-            share = f", {100 * got / gap:.0f}% of the gap" if gap > 0 else \
-                " (there is no gap to recover)"
-            out.append(f"- (c) head (tied embedding) on FP32: {_accuracy(text['head_fp32']):.3f}"
-                       f", {points(text['head_fp32'], text['gbinary'])} over all G-Binary"
-                       f"{share} ({_course(text['head_fp32'])}).")
-    if "calibration" in text:
-        routes = text["calibrated"]["routes"]
-        kept = sorted(name for name, route in routes.items() if route == "fp32")
-        out.append(f"- (d) calibration keeps on FP32: {', '.join(kept) or 'nothing'}; the head "
-                   f"{'is' if 'embed.weight' in kept else 'is not'} among them; the "
-                   f"calibrated run reaches {_accuracy(text['calibrated']):.3f}.")
+            diff, noise = _difference(text["calibrated"], text["head_fp32"])
+            line += f", {100 * diff:+.1f} points from (c), noise ±{100 * noise:.1f}"
+            out.append(f"{line}: {_verdict(head and abs(diff) <= noise)}.")
+        else:
+            out.append(f"{line}; (c) was not run, so only finding the head is judged: "
+                       f"{_verdict(head)}.")
     if "fault" in digits:
         r = digits["fault"]
         first = next((e for e in r["events"] if ": trip: " in e), "no trip")
@@ -150,9 +194,12 @@ def report(results, args, seconds):
     lines = ["# make train: the runtime on real data", "",
              f"{args.workers} worker processes (gloo), {args.steps} steps of {args.batch} "
              f"samples per worker, SGD lr {args.lr} (momentum 0.9 on FP32 parameters, in "
-             f"the hook before compression on low-bit ones), seed {args.seed}; "
+             f"the hook before compression on low-bit ones), seeds "
+             f"{', '.join(map(str, args.seeds))} (accuracy and loss: mean ± standard deviation "
+             f"over them; the other columns, the curves and the events: seed {args.seeds[0]}); "
              f"{seconds:.0f} s wall. Command: `python -m scripts.train --steps {args.steps} "
-             f"--workers {args.workers}` (`make train`).", "", "## Claims", ""]
+             f"--workers {args.workers} --seeds {' '.join(map(str, args.seeds))}` "
+             f"(`make train`).", "", "## Claims", ""]
     overhead = results.get("overhead", {})
     results = {k: v for k, v in results.items() if k != "overhead"}
     lines += _claims(results)

@@ -14,7 +14,7 @@ WORKERS, STEPS = 2, 30
 def test_make_train_in_small(tmp_path):
     results = train.main(["--out", str(tmp_path), "--workers", str(WORKERS), "--steps",
                           str(STEPS), "--calibration-steps", "5", "--overhead-steps", "3",
-                          "--overhead-warmup", "1",
+                          "--overhead-warmup", "1", "--seeds", "1", "2",
                           "--runs", "fp32", "gbinary", "fault", "calibrated"])
     min_cosine = train.arguments().get_default("min_cosine")
     report = (tmp_path / "training.md").read_text()
@@ -25,13 +25,14 @@ def test_make_train_in_small(tmp_path):
             f"{task}: runs {sorted(results[task])}, wanted {sorted(runs)}"
         section = report.split(f"## {task}\n")[1]
         for name in runs:
-            assert re.search(rf"^\| {name} \| 0\.\d+ \|", section, flags=re.M), \
+            assert re.search(rf"^\| {name} \| 0\.\d+ ± 0\.\d+ \|", section, flags=re.M), \
                 f"no row for {task} {name} in\n{report}"
     for task in ("digits", "text"):
         for name, run in train.runs_of(results[task]).items():
-            assert len(set(run["replicas"])) == 1, \
-                f"{task} {name}: the workers' replicas differ: {run['replicas']}"
-        assert "| identical (" in report, f"no replica checksum in\n{report}"
+            for seed in run["by_seed"]:
+                assert len(set(seed["replicas"])) == 1, \
+                    f"{task} {name}, seed {seed['seed']}: the replicas differ: {seed['replicas']}"
+        assert "| identical in every seed |" in report, f"no replica checksum in\n{report}"
     digits = results["digits"]
     assert digits["fp32"]["low_bit_steps"] == 0, \
         f"the FP32 run took low-bit routes on {digits['fp32']['low_bit_steps']} steps"
@@ -59,7 +60,11 @@ def test_make_train_in_small(tmp_path):
     for name, (cosine, *_) in calibration["scores"].items():
         want = "fp32" if cosine < min_cosine else train.CALIBRATED_FROM
         assert routes[name] == want, f"{name}: cosine {cosine:.3f}, route {routes[name]}"
-    assert "(d) calibration keeps on FP32" in report, f"no claim (d) in\n{report}"
+    for claim in ("(a)", "(b)", "(d)"):
+        assert re.search(rf"^- {re.escape(claim)} .*: \*\*(holds|does not hold)\*\*\.$", report,
+                         re.M), f"claim {claim} has no verdict in\n{report}"
+    assert all(len(run["by_seed"]) == 2 for task in ("digits", "text")
+               for run in train.runs_of(results[task]).values()), "not every run has 2 seeds"
     for task in ("digits", "text"):
         modes = results["overhead"][task]
         assert set(modes) == set(train.OVERHEAD), f"{task}: overhead modes {sorted(modes)}"
