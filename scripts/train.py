@@ -32,6 +32,7 @@ import argparse
 import datetime
 import json
 import logging
+import os
 import statistics
 import sysconfig
 import tempfile
@@ -149,7 +150,7 @@ def _text(args):
 def _setup(task, profile_text, args, world, label):
     """``(model, binding, profile, events, device)`` of a fresh model bound for one run."""
     torch.manual_seed(args.seed)
-    model = task[4]()
+    model = task[4]().to(args.device)
     events, profile = EventLog(), parse_profile(profile_text, f"<{label} profile>")
     binding, device = bind_golden(model, profile, ControllerParams(), world, events)
     return model, binding, profile, events, device
@@ -169,7 +170,8 @@ def _loop(model, hook, task, args, steps):
     for step in range(steps):
         index = torch.randint(0, len(y_train), (args.batch,), generator=batches)
         optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(ddp(x_train[index]), y_train[index])
+        loss = torch.nn.functional.cross_entropy(ddp(x_train[index].to(args.device)),
+                                                 y_train[index].to(args.device))
         loss.backward()
         losses.append(hook.observe_loss(loss.item()))
         optimizer.step()
@@ -177,7 +179,8 @@ def _loop(model, hook, task, args, steps):
         device_traffic.update(hook.device_traffic)
         if step % args.eval_every == 0 or step == steps - 1:
             with torch.no_grad():
-                hits = (model(x_test).argmax(dim=1) == y_test).float().mean().item()
+                hits = (model(x_test.to(args.device)).argmax(dim=1).cpu()
+                        == y_test).float().mean().item()
             accuracy.append((step, hits))
     return (losses, accuracy, {k: v / steps for k, v in traffic.items()},
             {k: v / steps for k, v in device_traffic.items()})
@@ -187,7 +190,8 @@ def _train(name, profile_text, task, args, world):
     """One run on every worker; returns its curves, traffic and events."""
     model, binding, profile, events, _ = _setup(task, profile_text, args, world, name)
     fault = range(args.steps // 3, args.steps // 3 + args.steps // 10)
-    reducer = FaultyReducer(set(fault)) if name == "fault" else CollectiveReducer()
+    reducer = FaultyReducer(set(fault), device=args.device) if name == "fault" \
+        else CollectiveReducer(device=args.device)
     hook = NeuronFabricHook(binding, profile, reducer, events)
     hook.trace = []
     if name == "fault":
@@ -195,7 +199,7 @@ def _train(name, profile_text, task, args, world):
     started = time.perf_counter()
     losses, accuracy, traffic, device_traffic = _loop(model, hook, task, args, args.steps)
     return {"loss": losses, "accuracy": accuracy, "traffic": traffic,
-            "replicas": replica_checksums(model),
+            "replicas": replica_checksums(model, args.device),
             "device_traffic": device_traffic,
             "fp32_bytes": sum(p.element_size() * p.numel() for p in model.parameters()),
             "paper_bytes": sum(b.lines * binding.caps.line_bytes if b.route.low_bit
@@ -207,12 +211,14 @@ def _train(name, profile_text, task, args, world):
             "fault": [fault.start, fault.stop], "seconds": time.perf_counter() - started}
 
 
-def replica_checksums(model):
+def replica_checksums(model, device="cpu"):
     """Every worker's checksum (CRC-32) of its copy of ``model``'s parameters, in rank order:
-    all the same while the replicas stay identical."""
-    digest = zlib.crc32(b"".join(p.detach().numpy().tobytes() for p in model.parameters()))
-    gathered = [torch.zeros(1, dtype=torch.int64) for _ in range(dist.get_world_size())]
-    dist.all_gather(gathered, torch.tensor([digest], dtype=torch.int64))
+    all the same while the replicas stay identical (the collective's tensors on ``device``)."""
+    digest = zlib.crc32(b"".join(p.detach().cpu().numpy().tobytes()
+                                 for p in model.parameters()))
+    gathered = [torch.zeros(1, dtype=torch.int64, device=device)
+                for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, torch.tensor([digest], dtype=torch.int64, device=device))
     return [int(g.item()) for g in gathered]
 
 
@@ -220,7 +226,7 @@ def _calibrate(task, base, args, world):
     """The calibration run from the ``base`` profile (TOML text): ``(proposed profile,
     scores)``."""
     model, binding, profile, events, _ = _setup(task, base, args, world, "calibration")
-    calibrator = Calibrator(binding, profile, CollectiveReducer(), events)
+    calibrator = Calibrator(binding, profile, CollectiveReducer(device=args.device), events)
     _loop(model, calibrator, task, args, args.calibration_steps)
     return calibrator.propose(args.min_cosine), calibrator.scores()
 
@@ -247,7 +253,8 @@ def _overhead(task, args, world):
         ddp = torch.nn.parallel.DistributedDataParallel(model)
         hook = None
         if backend is not None:
-            reducer = backend(device) if backend is DeviceModelReducer else backend()
+            reducer = backend(device, device=args.device) if backend is DeviceModelReducer \
+                else backend(device=args.device)
             hook = NeuronFabricHook(binding, profile, reducer, events)
             hook.register(ddp)
         optimizer = torch.optim.SGD(parameter_groups(model, binding, momentum=MOMENTUM),
@@ -263,7 +270,8 @@ def _overhead(task, args, world):
             index = torch.randint(0, len(y_train), (args.batch,), generator=batches)
             started = time.perf_counter()
             optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(ddp(x_train[index]), y_train[index]).backward()
+            torch.nn.functional.cross_entropy(ddp(x_train[index].to(args.device)),
+                                              y_train[index].to(args.device)).backward()
             optimizer.step()
             times.append(time.perf_counter() - started)
         per_step = 1000 / args.overhead_steps
@@ -304,10 +312,17 @@ def _task_runs(task_name, args, world, rank):
 
 
 def _worker(rank, world, rendezvous, args, out):
+    """One worker: ``rendezvous`` is the file of the spawn launcher's process group, or
+    ``None`` under ``torchrun`` (whose environment gives it)."""
     logging.getLogger("runtime").setLevel(logging.ERROR)   # the events go to the report
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank,
-                            world_size=world, timeout=datetime.timedelta(seconds=60))
+    args = argparse.Namespace(**vars(args), device=torch.device("cpu"))
+    if args.backend == "nccl":
+        args.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
+        torch.cuda.set_device(args.device)
+    dist.init_process_group(args.backend, rank=rank, world_size=world,
+                            init_method=f"file://{rendezvous}" if rendezvous else "env://",
+                            timeout=datetime.timedelta(seconds=60))
     results = {}
     for task_name in args.tasks:
         results[task_name] = _task_runs(task_name, args, world, rank)
@@ -328,7 +343,11 @@ def arguments():
     """The command line's parser (its defaults are the full run's)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("build/reports"))
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=4,
+                        help="worker processes to spawn (under torchrun: its world size)")
+    parser.add_argument("--backend", choices=["gloo", "nccl"], default="gloo",
+                        help="torch.distributed backend: gloo on CPUs, nccl on one GPU per "
+                             "worker (LOCAL_RANK)")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--hidden", type=int, default=64)
@@ -349,9 +368,17 @@ def arguments():
     return parser
 
 
+def _torchrun():
+    """``(rank, world size)`` when ``torchrun`` started this process, else ``None``."""
+    if all(name in os.environ for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")):
+        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    return None
+
+
 def main(argv=None):
     """Run ``make train`` with the command line ``argv``; returns the results (as
-    ``<out>/training.json`` holds them)."""
+    ``<out>/training.json`` holds them), on rank 0 (``None`` on the other ranks of a
+    ``torchrun`` launch)."""
     parser = arguments()
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -360,10 +387,18 @@ def main(argv=None):
     if unknown:
         parser.error(f"unknown --runs {', '.join(unknown)}: choose from "
                      f"{', '.join(sorted(valid))}")
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as rendezvous:
-        mp.spawn(_worker, args=(args.workers, Path(rendezvous) / "rendezvous", args, args.out),
-                 nprocs=args.workers)
+    if args.backend == "nccl" and not torch.cuda.is_available():
+        parser.error("--backend nccl needs CUDA GPUs, and this machine has none; use gloo")
+    launched, started = _torchrun(), time.perf_counter()
+    if launched:
+        rank, args.workers = launched
+        _worker(rank, args.workers, None, args, args.out)
+        if rank:
+            return None
+    else:
+        with tempfile.TemporaryDirectory() as rendezvous:
+            mp.spawn(_worker, nprocs=args.workers,
+                     args=(args.workers, Path(rendezvous) / "rendezvous", args, args.out))
     seconds = time.perf_counter() - started
     results = json.loads((args.out / "training.json").read_text())
     for task, task_results in results.items():
