@@ -12,7 +12,9 @@ on a ``DistributedDataParallel`` model. For each bucket, on every worker:
    with a non-finite gradient on any worker trips and takes FP32 for this step (and its
    momentum starts again from zero).
 3. FP32 slices, concatenated, go through one ``all_reduce`` and are divided by the number of
-   workers, like PyTorch's default hook.
+   workers, like PyTorch's default hook. A bucket with every parameter on FP32 at this step
+   (and nothing sampled) is all-reduced in place, asynchronously: the hook returns the
+   collective's future, and DDP overlaps it with the rest of the backward pass.
 4. Low-bit slices are packed into lines (:func:`runtime.lowbit.pack`), region by region, G-Binary
    lines XORed with the tie-breaking mask (:func:`runtime.lowbit.tie_mask`), and reduced by
    the backend (:mod:`runtime.reducers`); the result lines are XORed back, unpacked and scaled
@@ -30,7 +32,8 @@ on a ``DistributedDataParallel`` model. For each bucket, on every worker:
    happens, sampled or not.
 
 Every worker makes the same decisions from the same reduced inputs, so the collectives of all
-workers match. The hook returns a completed future. Its collectives are ``all_reduce`` and
+workers match. A bucket with low-bit parameters makes its decisions on the way, so the hook
+waits for its collectives and returns a completed future. Its collectives are ``all_reduce`` and
 ``all_gather`` on tensors on the reducer's ``device`` (or the bucket's own, for FP32), so that
 NCCL takes them as gloo does; only gloo on the CPU is tested here.
 """
@@ -210,6 +213,8 @@ class NeuronFabricHook:
                 fp32.append((b, where))
                 if sampled and self._shadowed(b):
                     shadow.append((b, where))
+        if not low and not shadow:
+            return self._all_fp32(bucket, buffer, slices)
         compressed = self._compress(buffer, low, shadow)
         fp32 += [(b, w) for b, w in low if b.name not in compressed]
         low = [(b, w) for b, w in low if b.name in compressed]
@@ -231,15 +236,30 @@ class NeuronFabricHook:
                 buffer[where] = means[b.name]
         for b, where in fp32:
             buffer[where] = means[b.name]
+        self._end_bucket(bucket, slices, applied)
+        future = torch.futures.Future()
+        future.set_result(buffer)
+        return future
+
+    def _all_fp32(self, bucket, buffer, slices):
+        """A bucket whose every parameter takes FP32 at this step, with nothing to compare:
+        one asynchronous ``all_reduce`` of the bucket in place, as PyTorch's default hook
+        does, so that DDP overlaps it with the rest of the backward pass."""
+        self._traffic["fp32"] += buffer.element_size() * buffer.numel()
+        self._end_bucket(bucket, slices, {})
+        world = dist.get_world_size(self.group)
+        future = dist.all_reduce(buffer, group=self.group, async_op=True).get_future()
+        return future.then(lambda done: done.value()[0].div_(world))
+
+    def _end_bucket(self, bucket, slices, applied):
+        """The trace of a bucket's routes; after the last bucket of a step, its traffic and
+        the next step."""
         if self.trace is not None:
             self.trace += [(self.step, b.name, applied.get(b.name, "fp32")) for b, _ in slices]
         if bucket.is_last():
             self.traffic, self._traffic = self._traffic, Counter()
             self.device_traffic, self._device_traffic = self._device_traffic, Counter()
             self.step += 1
-        future = torch.futures.Future()
-        future.set_result(buffer)
-        return future
 
     def _shadowed(self, b):
         """Whether parameter binding ``b``, on FP32 at this sampled step, is reduced low-bit as

@@ -20,6 +20,9 @@ and :func:`save_rounds` writes them to a file (under ``build/``) for a replay on
   negative signs (G-Binary) or sums of ternary values (G-Ternary) added up with
   ``all_reduce`` (an ``int32`` per lane on the wire), then the device's read-back rule
   (``docs/spec.md`` sections 3 and 4).
+- :class:`PackedReducer`: a cluster without the device that saves bytes: the packed lines
+  gathered with ``all_gather`` (a bit per G-Binary lane on the wire), counted on each rank by
+  the same rules.
 - :class:`DeviceModelReducer`: the device itself, through :class:`driver.NeuronFabric` and any
   transport (the golden model's, :class:`golden.transport.GoldenTransport`, in process): every
   rank gathers every rank's lines (as if each had written them to one shared device), writes
@@ -52,7 +55,8 @@ from spec.params import (
 )
 from spec.regmap import Region
 
-__all__ = ["Reducer", "CollectiveReducer", "DeviceModelReducer", "FaultyReducer", "device_round",
+__all__ = ["Reducer", "CollectiveReducer", "PackedReducer", "DeviceModelReducer", "FaultyReducer",
+           "device_round",
            "save_rounds", "load_rounds", "load_rounds_params"]
 
 
@@ -78,28 +82,59 @@ class Reducer:
     def dev_load(self):
         return None
 
+    def _gather(self, lines):
+        """Every rank's ``lines``, ``(ranks, N, line_bytes)``, through one ``all_gather`` of
+        the packed lines (what this rank sends is counted in ``sent``)."""
+        local = torch.from_numpy(np.ascontiguousarray(lines, np.uint8)).to(self.device)
+        gathered = [torch.empty_like(local) for _ in range(self.world_size)]
+        dist.all_gather(gathered, local, group=self.group)
+        self.sent += local.element_size() * local.numel()
+        return np.stack([g.cpu().numpy() for g in gathered])
+
+
+def _lane_values(mode, lines):
+    """Per lane of ``lines``: 1 for a negative G-Binary sign (else 0), or the G-Ternary value
+    (an invalid code counts 0), as ``int32``."""
+    if mode == Mode.GBINARY:
+        return lines_to_bits(lines).astype(np.int32)
+    return ternary_codes_to_values(lines_to_ternary_codes(lines)).astype(np.int32)
+
+
+def _read_back(plan, total, workers):
+    """The result lines of the lanes' sums ``total`` over ``workers`` contributions, by the
+    device's rules (``docs/spec.md`` sections 3 and 4): majority, a tie +1; or the gate."""
+    if plan.route.mode == Mode.GBINARY:
+        return bits_to_lines(2 * total > workers)
+    t = plan.route.threshold
+    codes = np.where(total >= t, TERNARY_PLUS, np.where(total <= -t, TERNARY_MINUS,
+                                                        TERNARY_ZERO))
+    return small_fields_to_lines(codes, 2)
+
 
 class CollectiveReducer(Reducer):
-    """Sign counts (G-Binary) or ternary sums (G-Ternary) summed with ``all_reduce``."""
+    """Sign counts (G-Binary) or ternary sums (G-Ternary) summed with ``all_reduce``: an
+    ``int32`` per lane on the wire."""
 
     name = "collective"
 
     def reduce(self, plan, line_indices, lines):
-        mode = plan.route.mode
-        if mode == Mode.GBINARY:
-            lanes = lines_to_bits(lines).astype(np.int32)
-        else:
-            lanes = ternary_codes_to_values(lines_to_ternary_codes(lines)).astype(np.int32)
-        total = torch.from_numpy(lanes).to(self.device)
+        total = torch.from_numpy(_lane_values(plan.route.mode, lines)).to(self.device)
         dist.all_reduce(total, group=self.group)
         self.sent += total.element_size() * total.numel()
-        total = total.cpu()
-        if mode == Mode.GBINARY:
-            return bits_to_lines((2 * total > self.world_size).numpy())
-        t = plan.route.threshold
-        codes = torch.where(total >= t, TERNARY_PLUS,
-                            torch.where(total <= -t, TERNARY_MINUS, TERNARY_ZERO))
-        return small_fields_to_lines(codes.numpy(), 2)
+        return _read_back(plan, total.cpu().numpy(), self.world_size)
+
+
+class PackedReducer(Reducer):
+    """The packed lines themselves, gathered from every rank with ``all_gather`` (a bit per
+    G-Binary lane, two per G-Ternary lane on the wire), then counted on each rank by the
+    device's rules: a cluster without the device, saving bytes for a little arithmetic."""
+
+    name = "packed"
+
+    def reduce(self, plan, line_indices, lines):
+        contributions = self._gather(lines)
+        total = sum(_lane_values(plan.route.mode, rank_lines) for rank_lines in contributions)
+        return _read_back(plan, total, len(contributions))
 
 
 class FaultyReducer(CollectiveReducer):
@@ -141,11 +176,7 @@ class DeviceModelReducer(Reducer):
         return getattr(self.fabric.transport, "dev_load", None)
 
     def reduce(self, plan, line_indices, lines):
-        local = torch.from_numpy(np.ascontiguousarray(lines, np.uint8)).to(self.device)
-        gathered = [torch.empty_like(local) for _ in range(self.world_size)]
-        dist.all_gather(gathered, local, group=self.group)
-        self.sent += local.element_size() * local.numel()
-        contributions = np.stack([g.cpu().numpy() for g in gathered])
+        contributions = self._gather(lines)
         results = self._loop.run_until_complete(device_round(
             self.fabric, plan.index, plan.region, np.asarray(line_indices), contributions))
         if self.record:

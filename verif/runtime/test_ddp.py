@@ -22,7 +22,7 @@ from runtime.events import EventLog
 from runtime.hook import NeuronFabricHook
 from runtime.lowbit import tie_mask
 from runtime.profile import parse_profile
-from runtime.reducers import CollectiveReducer, DeviceModelReducer
+from runtime.reducers import CollectiveReducer, DeviceModelReducer, PackedReducer
 from spec.params import ControllerParams, DatapathParams
 
 pytestmark = pytest.mark.slow
@@ -94,20 +94,23 @@ def _train(make_reducer, params, profile, momentum_of_low_bit=0.0):
     return {n: p.detach().clone() for n, p in model.named_parameters()}, hook, binding
 
 
-def _compare_rounds(collective, plan, indices, contributions, want, where, mismatches):
-    """Reduce this rank's row of ``contributions`` with the collective backend; record lines
-    that differ from ``want``; returns the number of lines compared."""
-    got = collective.reduce(plan, indices, contributions[dist.get_rank()])
-    for i in np.flatnonzero((got != want).any(axis=1)):
-        lanes = np.flatnonzero(np.unpackbits(got[i] ^ want[i], bitorder="little"))
-        mismatches.append(f"{where}, region {plan.index} ({plan.route}), line "
-                          f"{int(indices[i])}: line bits {lanes[:8].tolist()} differ")
+def _compare_rounds(plan, indices, contributions, want, where, mismatches):
+    """Reduce this rank's row of ``contributions`` with the collective and the packed
+    backends; record lines that differ from ``want``; returns the number of lines compared."""
+    for reducer in (CollectiveReducer(), PackedReducer()):
+        got = reducer.reduce(plan, indices, contributions[dist.get_rank()])
+        for i in np.flatnonzero((got != want).any(axis=1)):
+            lanes = np.flatnonzero(np.unpackbits(got[i] ^ want[i], bitorder="little"))
+            mismatches.append(f"{where}, {reducer.name} backend, region {plan.index} "
+                              f"({plan.route}), line {int(indices[i])}: line bits "
+                              f"{lanes[:8].tolist()} differ")
     return len(indices)
 
 
 def _agreement(rank):
-    """Both backends trained alike, recorded device rounds replayed through the collective
-    backend, random lines (invalid G-Ternary codes included) through both."""
+    """The backends trained alike, recorded device rounds replayed through the collective and
+    packed backends, random lines (invalid G-Ternary codes included) through all three; the
+    packed backend's bytes on the wire."""
     profile = parse_profile(PROFILE)
     results = {"lines": 0, "lanes": 0, "mismatches": []}
     runs, recorder = {}, []
@@ -118,10 +121,10 @@ def _agreement(rank):
     runs["collective"], _, _ = _train(lambda device: CollectiveReducer(), AGREEMENT_PARAMS,
                                       profile)
     runs["device"], hook, binding = _train(device_reducer, AGREEMENT_PARAMS, profile)
-    collective, (device_reducer,) = CollectiveReducer(), recorder
+    device_reducer, = recorder
     for number, (region, indices, contributions, want) in enumerate(device_reducer.recorded):
         plan = binding.regions[region]
-        lines = _compare_rounds(collective, plan, indices, contributions, want,
+        lines = _compare_rounds(plan, indices, contributions, want,
                                 f"recorded round {number}, rank {rank}, seed {SEED}",
                                 results["mismatches"])
         results["lines"] += lines
@@ -134,7 +137,7 @@ def _agreement(rank):
             contributions = rng.integers(0, 256, (WORLD, len(indices), line_bytes),
                                          dtype=np.uint8)
             want = device_reducer.reduce(plan, indices, contributions[rank])
-            lines = _compare_rounds(collective, plan, indices, contributions, want,
+            lines = _compare_rounds(plan, indices, contributions, want,
                                     f"random round {round_}, seed {SEED}, rank {rank}",
                                     results["mismatches"])
             results["lines"] += lines
@@ -146,6 +149,10 @@ def _agreement(rank):
                 f"rank {rank}, seed {SEED}: after {STEPS} steps parameter {name} differs "
                 f"between backends at elements {differ[:8].tolist()}")
     results["device_traffic"] = dict(hook.device_traffic)
+    _, packed, binding = _train(lambda device: PackedReducer(), AGREEMENT_PARAMS, profile)
+    results["packed"] = {"gbinary": packed.traffic["gbinary"],
+                         "fp32": sum(4 * b.numel for b in binding.parameters
+                                     if b.route.kind == "gbinary")}
     return results
 
 
@@ -358,6 +365,15 @@ def ranks(tmp_path_factory):
     out = tmp_path_factory.mktemp("ddp")
     mp.spawn(_worker, args=(out / "rendezvous", out), nprocs=WORLD)
     return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(WORLD)]
+
+
+def test_the_packed_backend_sends_a_tenth_of_fp32_at_most(ranks):
+    """Four workers, G-Binary through the packed backend: the lines it gathers carry a bit
+    per lane, against FP32's 32."""
+    packed = ranks[0]["agreement"]["packed"]
+    assert 0 < packed["gbinary"] <= packed["fp32"] / 10, \
+        f"the packed backend sent {packed['gbinary']} bytes in a step for G-Binary " \
+        f"parameters of {packed['fp32']} FP32 bytes"
 
 
 def test_backends_agree_bit_for_bit(ranks):
