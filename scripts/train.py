@@ -33,7 +33,6 @@ import datetime
 import json
 import logging
 import os
-import statistics
 import sysconfig
 import tempfile
 import time
@@ -51,12 +50,13 @@ from runtime.calibrate import Calibrator
 from runtime.events import EventLog
 from runtime.hook import NeuronFabricHook
 from runtime.profile import parse_profile
-from runtime.reducers import CollectiveReducer, DeviceModelReducer, FaultyReducer
+from runtime.reducers import CollectiveReducer, FaultyReducer
 from spec.params import ControllerParams
 
+from . import overhead
 from .training_report import final_loss, plot, report, runs_of
 
-__all__ = ["TASKS", "OVERHEAD", "replica_checksums", "arguments", "main"]
+__all__ = ["TASKS", "replica_checksums", "arguments", "main"]
 
 #: The optimizer's momentum of the parameters on FP32 (those on low-bit routes keep theirs in
 #: the hook, before compression: runtime.lowbit).
@@ -156,6 +156,12 @@ def _setup(task, profile_text, args, world, label):
     return model, binding, profile, events, device
 
 
+def _binder(task, args, world):
+    """``setup(profile, label)``: a fresh model of ``task`` bound by ``profile`` (as
+    :func:`_setup` makes it)."""
+    return lambda profile_text, label: _setup(task, profile_text, args, world, label)
+
+
 def _loop(model, hook, task, args, steps):
     """Train ``model`` under ``hook`` for ``steps``; returns the losses, the test accuracy and
     the bytes per step, averaged over the run, on the wire (:attr:`NeuronFabricHook.traffic`)
@@ -231,55 +237,6 @@ def _calibrate(task, base, args, world):
     return calibrator.propose(args.min_cosine), calibrator.scores()
 
 
-#: The modes of the overhead measurement: profile, backend (``None``: plain DDP, no hook).
-_NO_SAMPLES = "[health]\nsample_every = 1000000\n"
-OVERHEAD = {
-    "plain DDP": (_ALL.format("fp32"), None),
-    "hook, all FP32": (_ALL.format("fp32"), CollectiveReducer),
-    "hook, G-Binary, collective": (_NO_SAMPLES + _ALL.format("gbinary"), CollectiveReducer),
-    "hook, G-Binary, device model": (_NO_SAMPLES + _ALL.format("gbinary"), DeviceModelReducer),
-}
-
-
-def _overhead(task, args, world):
-    """``{mode: (ms per step, {phase: ms per step})}`` on rank 0: the median of whole training
-    steps (forward, backward, hook, optimizer) after ``args.overhead_warmup`` steps, and the
-    hook's phases averaged over those steps, without the health monitor's sampled comparisons
-    (the step-0 sample falls in the warm-up)."""
-    x_train, y_train = task[0], task[1]
-    out = {}
-    for mode, (profile_text, backend) in OVERHEAD.items():
-        model, binding, profile, events, device = _setup(task, profile_text, args, world, mode)
-        ddp = torch.nn.parallel.DistributedDataParallel(model)
-        hook = None
-        if backend is not None:
-            reducer = backend(device, device=args.device) if backend is DeviceModelReducer \
-                else backend(device=args.device)
-            hook = NeuronFabricHook(binding, profile, reducer, events)
-            hook.register(ddp)
-        optimizer = torch.optim.SGD(parameter_groups(model, binding, momentum=MOMENTUM),
-                                    lr=args.lr)
-        batches = torch.Generator().manual_seed(args.seed * 1000 + dist.get_rank())
-        times = []
-        for step in range(args.overhead_warmup + args.overhead_steps):
-            if step == args.overhead_warmup:
-                dist.barrier()
-                times = []
-                if hook is not None:
-                    hook.timing = Counter()
-            index = torch.randint(0, len(y_train), (args.batch,), generator=batches)
-            started = time.perf_counter()
-            optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(ddp(x_train[index].to(args.device)),
-                                              y_train[index].to(args.device)).backward()
-            optimizer.step()
-            times.append(time.perf_counter() - started)
-        per_step = 1000 / args.overhead_steps
-        phases = {k: v * per_step for k, v in (hook.timing if hook else {}).items()}
-        out[mode] = (1000 * statistics.median(times), phases)
-    return out
-
-
 def _seeded(args, seed):
     """``args`` with ``seed`` as its seed."""
     return argparse.Namespace(**{**vars(args), "seed": seed})
@@ -329,11 +286,11 @@ def _worker(rank, world, rendezvous, args, out):
         if args.overhead_steps:
             seeded = _seeded(args, args.seeds[0])
             task = {"digits": _digits, "text": _text}[task_name](seeded)
-            overhead = _overhead(task, seeded, world)
+            figures = overhead.measure(task, seeded, _binder(task, seeded, world))
             if rank == 0:
-                results.setdefault("overhead", {})[task_name] = overhead
+                results.setdefault("overhead", {})[task_name] = figures
                 print(f"{task_name} overhead: " + ", ".join(
-                    f"{mode} {ms:.1f} ms" for mode, (ms, _) in overhead.items()), flush=True)
+                    f"{mode} {f['ms']:.1f} ms" for mode, f in figures.items()), flush=True)
     if rank == 0:
         (out / "training.json").write_text(json.dumps(results, indent=1))
     dist.destroy_process_group()
@@ -362,9 +319,10 @@ def arguments():
     parser.add_argument("--calibration-steps", type=int, default=30)
     parser.add_argument("--min-cosine", type=float, default=0.5,
                         help="calibration: parameters scored below stay on FP32")
-    parser.add_argument("--overhead-steps", type=int, default=30,
-                        help="timed steps per mode of the hook's overhead (0: none)")
-    parser.add_argument("--overhead-warmup", type=int, default=5)
+    parser.add_argument("--overhead-steps", type=int, default=200,
+                        help="timed steps per mode of the overhead measurement, interleaved "
+                             "(0: none)")
+    parser.add_argument("--overhead-warmup", type=int, default=10)
     return parser
 
 

@@ -222,36 +222,7 @@ def report(results, args, seconds):
                       f"{r['fault'][1] - 1} (every result line inverted). Events:", ""]
             lines += [f"- {e}" for e in r["events"]] or ["- none"]
     if overhead:
-        lines += ["", "## Hook overhead", "",
-                  f"Milliseconds per training step (forward, backward, hook, optimizer) on rank "
-                  f"0, the median of {args.overhead_steps} steps after {args.overhead_warmup}, "
-                  f"{args.workers} workers sharing this machine's {os.cpu_count()} cores; the "
-                  "hook's phases in ms per step (their mean, summed over buckets), without the "
-                  "health monitor's sampled comparisons. With more workers than cores the "
-                  "figures move from run to run by tens of percent; compare modes within one "
-                  "run.", "",
-                  "| task | mode | ms per step | over plain DDP | hook | "
-                  + " | ".join(_PHASES) + " |", "|---" * (5 + len(_PHASES)) + "|"]
-        dominant = []
-        for task, modes in overhead.items():
-            plain = modes["plain DDP"][0]
-            for mode, (ms, phases) in modes.items():
-                cells = [f"{phases[k]:.2f}" if k in phases else "-" for k in _PHASES]
-                hook = f"{phases['hook']:.2f}" if "hook" in phases else "-"
-                lines.append(f"| {task} | {mode} | {ms:.2f} | {ms - plain:+.2f} | {hook} | "
-                             + " | ".join(cells) + " |")
-                parts = {k: phases[k] for k in _PHASES if k in phases}
-                if parts:
-                    top = max(parts, key=parts.get)
-                    dominant.append(f"- {task}, {mode}: `{top}`, {parts[top]:.2f} of "
-                                    f"{phases['hook']:.2f} ms")
-        lines += ["", "What dominates the hook, per step:", ""] + dominant
-        lines += ["", "The first collective of a bucket (`exchange` on low-bit routes, `fp32` "
-                  "with every parameter on FP32) also waits for the slowest worker to finish "
-                  "its backward pass; `reduce` of the device model is the golden model in "
-                  "Python, line by line, not the device's speed. The hook runs its "
-                  "collectives at once and returns a completed future, where plain DDP's "
-                  "all_reduce runs asynchronously alongside the rest of the backward pass."]
+        lines += _overhead(overhead, args)
     lines += ["", "Traffic is the bytes each worker sends per step, averaged over the run, "
               "from the routes actually taken, as a share of its FP32 gradient. *This run*: "
               "what its collectives carried: FP32 gradients, the collective backend's "
@@ -266,3 +237,36 @@ def report(results, args, seconds):
               "paper's accounting* counts each parameter once on the route its profile gives "
               "it, lines or FP32, and nothing else."]
     return "\n".join(lines) + "\n"
+
+
+def _overhead(overhead, args):
+    """The overhead section: every mode of :data:`scripts.overhead.MODES` side by side."""
+    lines = ["", "## Overhead, against plain DDP and PyTorch's compression hooks", "",
+             f"Every mode trains its own copy of the model from the same weights on the same "
+             f"batches, the modes taking turns step by step ({args.overhead_steps} timed steps "
+             f"after {args.overhead_warmup}, the order rotating), {args.workers} workers "
+             f"sharing this machine's {os.cpu_count()} cores. Milliseconds per whole training "
+             f"step on rank 0 (forward, backward, hook, optimizer): median and quartiles; bytes "
+             f"each worker sent per step (PyTorch's hooks: what their collectives carried; "
+             f"plain DDP: its gradient); test accuracy after the last step; the NEURON-Fabric "
+             f"hook's phases in ms per step, without sampled comparisons.", "",
+             "| task | mode | ms per step | quartiles | × plain DDP | bytes per step | % of FP32 "
+             "| accuracy | hook | " + " | ".join(_PHASES) + " |",
+             "|---" * (9 + len(_PHASES)) + "|"]
+    for task, modes in overhead.items():
+        plain = modes["plain DDP"]["ms"]
+        for mode, f in modes.items():
+            phases = f["phases"]
+            cells = [f"{phases[k]:.2f}" if k in phases else "-" for k in _PHASES]
+            low, high = f["quartiles"]
+            hook = f"{phases['hook']:.2f}" if "hook" in phases else "-"
+            lines.append(f"| {task} | {mode} | {f['ms']:.2f} | {low:.2f}-{high:.2f} | "
+                         f"{f['ms'] / plain:.2f} | {f['bytes']:,.0f} | "
+                         f"{100 * f['bytes'] / f['fp32_bytes']:.1f} | {f['accuracy']:.3f} | "
+                         f"{hook} | " + " | ".join(cells) + " |")
+    lines += ["", "A bucket with every parameter on FP32 is all-reduced asynchronously, as "
+              "PyTorch's default hook does, and overlaps the rest of the backward pass; a "
+              "bucket with low-bit parameters decides on the way (scales, checks) and waits "
+              "for its collectives. `reduce` of the device model is the golden model in "
+              "Python, line by line, not the device's speed."]
+    return lines

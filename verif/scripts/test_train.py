@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from scripts import train
+from scripts import overhead, train
 
 WORKERS, STEPS = 2, 30
 
@@ -67,9 +67,13 @@ def test_make_train_in_small(tmp_path):
                for run in train.runs_of(results[task]).values()), "not every run has 2 seeds"
     for task in ("digits", "text"):
         modes = results["overhead"][task]
-        assert set(modes) == set(train.OVERHEAD), f"{task}: overhead modes {sorted(modes)}"
-        assert all(ms > 0 for ms, _ in modes.values()), f"{task}: overhead {modes}"
-        assert "reduce" in modes["hook, G-Binary, device model"][1], \
+        assert set(modes) == set(overhead.MODES), f"{task}: overhead modes {sorted(modes)}"
+        assert all(f["ms"] > 0 and f["bytes"] > 0 for f in modes.values()), \
+            f"{task}: overhead {modes}"
+        assert "reduce" in modes["hook, G-Binary, device model"]["phases"], \
             f"{task}: no reduce phase timed: {modes}"
+        sent = {mode: f["bytes"] / f["fp32_bytes"] for mode, f in modes.items()}
+        assert sent["plain DDP"] == 1 and sent["PyTorch fp16_compress_hook"] == 0.5, sent
+        assert sent["hook, G-Binary, packed"] < sent["PyTorch PowerSGD, rank 4"] < 1, sent
         assert re.search(rf"^\| {task} \| hook, G-Binary, device model \| \d", report, re.M), \
             f"{task}: no overhead row for the device model in\n{report}"
