@@ -11,7 +11,7 @@ waits for every earlier request and holds every later one. So the requests in fl
 always commute, and the golden model's serial order is one the device could have served.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from spec.regmap import REGISTER_BYTES, register_map
 
 from .soak_records import op_dtype
 
-__all__ = ["READ", "ADD", "WRITE", "Phase", "Stimulus"]
+__all__ = ["READ", "ADD", "WRITE", "Phase", "Message", "Stimulus"]
 
 READ, ADD, WRITE = "read", "add", "write"
 _CONFLICTS = {READ: (ADD, WRITE), ADD: (READ, WRITE), WRITE: (READ, ADD, WRITE)}
@@ -47,17 +47,19 @@ class Phase:
 
 
 @dataclass
-class _Pending:
-    """Requests not yet written out, field by field."""
-    after: list = field(default_factory=list)
-    address: list = field(default_factory=list)
-    channel: list = field(default_factory=list)
-    opcode: list = field(default_factory=list)
-    poison: list = field(default_factory=list)
-    answered: list = field(default_factory=list)
-    poll: list = field(default_factory=list)
-    enables: list = field(default_factory=list)
-    data: list = field(default_factory=list)
+class Message:
+    """One request as the harness sends it: ``channel`` (0 M2S Req, 1 M2S RwD), ``opcode``,
+    the message's ``address`` field (lines), ``poison``, ``answered`` (a response is owed),
+    ``poll`` (sent again until ``data`` masks zero bits), the bool byte ``enables`` and the
+    ``data`` line (``None``: all set, zero)."""
+    channel: int
+    opcode: int
+    address: int
+    poison: bool = False
+    answered: bool = True
+    poll: bool = False
+    enables: np.ndarray = None
+    data: np.ndarray = None
 
 
 class Stimulus:
@@ -73,7 +75,7 @@ class Stimulus:
         self.phases = []
         self._last = {}
         self._fence = -1
-        self._pending = _Pending()
+        self._pending, self._afters = [], []
         self._dtype = op_dtype(params)
         self._all_enabled = np.ones(self.line_bytes, bool)
         self._zero = np.zeros(self.line_bytes, np.uint8)
@@ -93,31 +95,25 @@ class Stimulus:
                 after = max([after] + [last[k] for k in _CONFLICTS[kind] if k in last])
         return after
 
-    def _add(self, channel, opcode, address_field, *, touches, fence, answered=True,
-             poll=False, poison=False, enables=None, data=None):
+    def _add(self, message, touches, fence):
+        """Queue ``message`` after the requests it conflicts with (``touches``, or every one
+        when it is a ``fence``); returns its index."""
         index = self.count
-        p = self._pending
-        p.after.append(self._after(touches, fence))
+        self._afters.append(self._after(touches, fence))
         if fence:
             self._fence = index
         for key, kind in touches:
             self._last.setdefault(key, {})[kind] = index
-        p.address.append(address_field)
-        p.channel.append(channel)
-        p.opcode.append(int(getattr(opcode, "value", opcode)))
-        p.poison.append(poison)
-        p.answered.append(answered)
-        p.poll.append(poll)
-        p.enables.append(self._all_enabled if enables is None else enables)
-        p.data.append(self._zero if data is None else data)
+        self._pending.append(message)
         self.count += 1
         return index
 
     def request(self, opcode, address, *, touches=(), fence=False, answered=True):
         """An M2S Req (a read, or another Req opcode) of the line at byte ``address``; returns
         its index."""
-        return self._add(0, opcode, address // self.line_bytes << 1, touches=touches,
-                         fence=fence, answered=answered)
+        return self._add(Message(0, int(getattr(opcode, "value", opcode)),
+                                 address // self.line_bytes << 1, answered=answered),
+                         touches, fence)
 
     def write(self, address, data, *, enables=None, opcode=None, poison=False, touches=(),
               fence=False):
@@ -125,8 +121,9 @@ class Stimulus:
         byte ``enables`` (``opcode`` overrides); returns its index."""
         if opcode is None:
             opcode = RwDOpcode.MEM_WR if enables is None else RwDOpcode.MEM_WR_PTL
-        return self._add(1, opcode, address // self.line_bytes, touches=touches, fence=fence,
-                         poison=poison, enables=enables, data=data)
+        return self._add(Message(1, int(getattr(opcode, "value", opcode)),
+                                 address // self.line_bytes, poison=poison, enables=enables,
+                                 data=data), touches, fence)
 
     def _register_line(self, name):
         offset = self.regmap[name].offset
@@ -157,29 +154,28 @@ class Stimulus:
         mask[byte:byte + REGISTER_BYTES] = np.frombuffer(sum(
             register.field(f).mask for f in until_zero).to_bytes(REGISTER_BYTES, "little"),
             np.uint8)
-        return self._add(0, ReqOpcode.MEM_RD, line // self.line_bytes << 1, touches=(),
-                         fence=True, poll=True, data=mask)
+        return self._add(Message(0, ReqOpcode.MEM_RD.value, line // self.line_bytes << 1,
+                                 poll=True, data=mask), (), True)
 
     def flush(self):
         """Append the pending requests to the ops file."""
-        p = self._pending
-        count = len(p.after)
+        pending, count = self._pending, len(self._pending)
         if not count:
             return
         ops = np.zeros(count, self._dtype)
-        ops["after"] = p.after
-        ops["address"] = p.address
-        first = self.count - count
-        ops["tag"] = np.arange(first, self.count) % _TAGS
-        ops["channel"], ops["opcode"] = p.channel, p.opcode
-        ops["poison"], ops["answered"], ops["poll"] = p.poison, p.answered, p.poll
+        ops["after"] = self._afters
+        ops["tag"] = np.arange(self.count - count, self.count) % _TAGS
+        for name in ("address", "channel", "opcode", "poison", "answered", "poll"):
+            ops[name] = [getattr(m, name) for m in pending]
         ops["meta_field"] = MetaField.NO_OP.value
-        enables = np.packbits(np.array(p.enables, bool), axis=1, bitorder="little")
+        enables = np.packbits(np.array([self._all_enabled if m.enables is None else m.enables
+                                        for m in pending], bool), axis=1, bitorder="little")
         ops["byte_enable"][:, :enables.shape[1]] = enables
-        ops["data"] = np.array(p.data, np.uint8)
+        ops["data"] = np.array([self._zero if m.data is None else m.data for m in pending],
+                               np.uint8)
         with self.path.open("ab") as out:
             out.write(ops.tobytes())
-        self._pending = _Pending()
+        self._pending, self._afters = [], []
 
     def plan(self, seed, faults):
         """The harness's plan file text: seed, op count, fault ranges and phases."""
