@@ -3,28 +3,34 @@
 The tests, ``make soak``, ``make paper`` and the replay all need the same few artefacts: the
 Verilog of a configuration (:func:`verilog`) and a simulator's build of it (:func:`cocotb_build`
 for cocotb under Icarus or Verilator, :func:`bench.compiled.harness` for the compiled soak).
-Each is made once, into ``build/cache/<kind>/<config>-<key>/``, where ``key`` hashes what the
+Each is made once, into ``build/cache/<kind>/<config>/<key>/``, where ``key`` hashes what the
 artefact is made from:
 
-- Verilog: every source file of the generator (``hdl/`` and ``spec/``) and the configuration;
-- a simulator build: the Verilog's text, the simulator and its options.
+- Verilog: every source file of the generator (``hdl/`` and ``spec/``), Amaranth's version and
+  the configuration;
+- a simulator build: the Verilog's text, the simulator, its version and its options.
 
 So an unchanged configuration is never generated or compiled twice, in one test session or
-across sessions, and an edit of the RTL (a mutant of ``make mutants``, say) makes new entries
-without touching the old ones' users. A per-entry lock makes concurrent test workers wait for
-the one that builds instead of building it twice; an entry is complete once its ``ready``
-file exists, so a build that was interrupted is made again. Older entries of the same
-configuration and kind are deleted when a new one is made.
+across sessions, and an edit of the RTL makes new entries beside the old ones. A per-entry
+lock makes concurrent test workers wait for the one that builds instead of building it twice;
+an entry is complete once its ``ready`` file exists, so a build that was interrupted is made
+again. Of each configuration and kind the :data:`KEEP` newest entries stay.
 """
 
 import contextlib
 import fcntl
 import functools
 import hashlib
+import inspect
 import shutil
+import subprocess
 from pathlib import Path
 
-__all__ = ["REPO", "BUILD", "CACHE", "source_key", "cached", "verilog", "cocotb_build"]
+import amaranth
+import cocotb
+
+__all__ = ["REPO", "BUILD", "CACHE", "KEEP", "source_key", "cached", "tool_version", "verilog",
+           "cocotb_build"]
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
@@ -61,26 +67,41 @@ def _locked(path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+#: Entries kept per configuration and kind: the newest (a session that edits the RTL and one
+#: that runs the soak may each use their own).
+KEEP = 3
+
+
 def cached(kind, name, key, make):
-    """The folder ``CACHE/kind/name-key``, made by ``make(folder)`` unless it is complete
+    """The folder ``CACHE/kind/name/key``, made by ``make(folder)`` unless it is complete
     already. ``make`` writes into the (empty) folder it is given; when it returns, the entry is
-    complete, and the other entries ``CACHE/kind/name-*`` are deleted."""
-    folder = CACHE / kind / f"{name}-{key}"
+    complete, and the entries of ``name`` beyond the :data:`KEEP` newest are deleted."""
+    folder = CACHE / kind / name / key
     ready = folder / "ready"
     if ready.exists():
         return folder
-    with _locked(CACHE / kind / f"{name}-{key}.lock"):
+    with _locked(folder.with_suffix(".lock")):
         if ready.exists():
             return folder
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         make(folder)
         ready.touch()
-        for stale in (CACHE / kind).glob(f"{name}-*"):
-            if stale.is_dir() and stale != folder and (stale / "ready").exists():
-                shutil.rmtree(stale, ignore_errors=True)
-                stale.with_suffix(".lock").unlink(missing_ok=True)
+        done = sorted((entry for entry in folder.parent.iterdir()
+                       if (entry / "ready").exists()),
+                      key=lambda entry: (entry / "ready").stat().st_mtime, reverse=True)
+        for stale in done[KEEP:]:
+            shutil.rmtree(stale, ignore_errors=True)
     return folder
+
+
+@functools.cache
+def tool_version(tool):
+    """What ``tool`` (``"icarus"`` or ``"verilator"``) prints of its version."""
+    command = ["iverilog", "-V"] if tool == "icarus" else ["verilator", "--version"]
+    result = subprocess.run(command, capture_output=True, text=True)
+    return (result.stdout + result.stderr).splitlines()[0] if result.stdout + result.stderr \
+        else ""
 
 
 def verilog(design, params):
@@ -89,7 +110,8 @@ def verilog(design, params):
     from hdl.generate import CONTROLLER_TOP, DATAPATH_TOP, write_controller, write_datapath
     write, top = {"datapath": (write_datapath, DATAPATH_TOP),
                   "controller": (write_controller, CONTROLLER_TOP)}[design]
-    folder = cached(f"verilog-{design}", params.name, _key(source_key(), repr(params)),
+    folder = cached(f"verilog-{design}", params.name,
+                    _key(source_key(), amaranth.__version__, repr(params)),
                     lambda out: write(params, out))
     return folder / f"{top}.v"
 
@@ -102,6 +124,7 @@ def cocotb_build(simulator, design, params, *, waves=False):
     source = verilog(design, params)
     top = source.stem
     key = _key(simulator, waves, hashlib.sha256(source.read_bytes()).hexdigest(),
+               tool_version(simulator), cocotb.__version__, inspect.getsource(build_cocotb),
                (REPO / "hdl" / "waivers.vlt").read_text() if simulator == "verilator" else "")
     name = f"{design}-{params.name}-{simulator}{'-waves' if waves else ''}"
     return cached("cocotb", name, key,

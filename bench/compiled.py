@@ -24,16 +24,17 @@ EXECUTABLE = "soak"
 OPT = "-O3"
 
 
+#: Verilator's options for the soak's model (besides the folders and files).
+FLAGS = ("--cc", "--exe", "--build", "-j", "2", "-O3", "--x-assign", "fast", "--x-initial",
+         "fast", "--noassert", "-Wno-fatal", "--top-module", "nf_controller",
+         "-MAKEFLAGS", f"OPT_FAST={OPT} OPT_SLOW={OPT}")
+
+
 def _build(folder, source, params, waves):
     (folder / "soak_config.h").write_text(config_header(params))
-    command = ["verilator", "--cc", "--exe", "--build", "-j", "2", "-O3",
-               "--x-assign", "fast", "--x-initial", "fast", "--noassert", "-Wno-fatal",
-               "--top-module", "nf_controller", "-Mdir", str(folder / "obj"),
-               "-CFLAGS", f"-I{folder}", "-MAKEFLAGS", f"OPT_FAST={OPT} OPT_SLOW={OPT}",
-               "-o", EXECUTABLE,
+    command = ["verilator", *FLAGS, *(["--trace-fst"] if waves else []),
+               "-Mdir", str(folder / "obj"), "-CFLAGS", f"-I{folder}", "-o", EXECUTABLE,
                str(LINT_WAIVERS), str(source), str(HARNESS)]
-    if waves:
-        command[3:3] = ["--trace-fst"]
     with verilator_make_fix():
         result = subprocess.run(command, capture_output=True, text=True)
     (folder / "build.log").write_text(result.stdout + result.stderr)
@@ -50,7 +51,9 @@ def harness(params, *, waves=False):
     source = builds.verilog("controller", params)
     key = hashlib.sha256(b"\0".join([source.read_bytes(), HARNESS.read_bytes(),
                                      config_header(params).encode(), LINT_WAIVERS.read_bytes(),
-                                     str(waves).encode(), OPT.encode()])).hexdigest()[:16]
+                                     str(waves).encode(), repr(FLAGS).encode(),
+                                     builds.tool_version("verilator").encode()])
+                         ).hexdigest()[:16]
     folder = builds.cached("soak", f"{params.name}{'-waves' if waves else ''}", key,
                            lambda out: _build(out, source, params, waves))
     return folder / EXECUTABLE

@@ -41,8 +41,9 @@ class Verdict:
     first_clock: int | None = None
 
     def add(self, text, clock, limit):
+        """A mismatch seen at ``clock`` (``None``: none, as for device memory at the end)."""
         self.mismatch_count += 1
-        if self.first_clock is None or clock < self.first_clock:
+        if clock is not None and (self.first_clock is None or clock < self.first_clock):
             self.first_clock = int(clock)
         if len(self.mismatches) < limit:
             self.mismatches.append(text)
@@ -133,7 +134,7 @@ class _Checker:
                 want = np.where(expected.defined[k], expected.data[k], got)
                 what = self._lanes(address, got, want) + self._last_contribution(i)
             self.verdict.add(f"{self._describe(i, address)}: {what}",
-                             answer["answered"] or answer["issued"], self.limit)
+                             answer["answered"] or answer["issued"] or None, self.limit)
 
     def run(self):
         for first in range(0, len(self.ops), CHUNK):
@@ -158,8 +159,22 @@ class _Checker:
                 differ = np.flatnonzero(got != want)
                 self.verdict.add(f"device memory at {address:#x} after the run: bytes "
                                  f"{differ[:8].tolist()} differ: got {got[differ[:8]].tolist()},"
-                                 f" golden {want[differ[:8]].tolist()}", 0, self.limit)
+                                 f" golden {want[differ[:8]].tolist()}", None, self.limit)
         return len(device)
+
+    def order(self):
+        """Check that the harness sent every request only once the requests it waits for
+        (``after``: all up to that index) were answered: otherwise the golden model's order is
+        not one the device could have served."""
+        answered = np.maximum.accumulate(self.answers["answered"].astype(np.int64))
+        after, issued = self.ops["after"], self.answers["issued"].astype(np.int64)
+        waits = after >= 0
+        early = np.flatnonzero(waits & (issued <= answered[np.maximum(after, 0)]))
+        for i in early[:self.limit]:
+            self.verdict.add(f"op {i} was sent at clock {issued[i]}, before op {after[i]} or "
+                             f"an op before it was answered (clock {answered[after[i]]}): the "
+                             f"harness broke the order it was given", int(issued[i]),
+                             self.limit)
 
 
 def _counters(params, regmap, ops, answers):
@@ -187,6 +202,7 @@ def check(params, where, files, *, limit=20):
     checker = _Checker(params, where, ops, answers, limit)
     verdict = checker.run()
     checker.memory(files.memory)
+    checker.order()
     verdict.events = dict(checker.model.transport.device.events)
     verdict.counters = _counters(params, checker.model.transport.regmap, ops, answers)
     answered = answers["channel"] != NONE

@@ -2,7 +2,7 @@
 // around the Verilated controller, with no Python in the per-clock loop.
 //
 // Built by bench/compiled.py, which generates soak_config.h: the record layouts (the same numpy
-// dtypes bench/soak.py reads and writes) and the bit offsets of the CXL.mem payload fields (from
+// dtypes bench/soak_records.py defines) and the bit offsets of the CXL.mem payload fields (from
 // spec/cxl.py). Usage:
 //
 //   soak PLAN OPS ANSWERS SUMMARY MEMORY [WAVES FROM TO]
@@ -19,8 +19,8 @@
 // OUTSTANDING requests, and stalls S2M NDR and DRS at random. The memory serves AXI4 bursts with
 // a set latency (first read beat, write response), at most one data beat per `interval` clocks,
 // read bursts of different IDs out of order, and random pauses on every channel; it answers
-// SLVERR on the fault ranges, where writes do not land. A run with no handshake for STALL_LIMIT
-// clocks while requests are owed stops and says so.
+// SLVERR on the fault ranges, where writes do not land. A run whose host neither sends nor
+// receives for STALL_LIMIT clocks while requests are owed stops and says so.
 
 #include <algorithm>
 #include <chrono>
@@ -76,8 +76,11 @@ uint64_t get_bits(const uint32_t* w, int offset, int width) {
     }
     return value;
 }
-void set_bytes(uint32_t* w, int offset, const uint8_t* bytes, int count) {
-    for (int i = 0; i < count; ++i) set_bits(w, offset + 8 * i, 8, bytes[i]);
+// A field of ``bits`` bits from little-endian bytes (the last one partly, for a byte-enable
+// mask of a line shorter than 64 bytes).
+void set_bytes(uint32_t* w, int offset, const uint8_t* bytes, int bits) {
+    for (int i = 0; 8 * i < bits; ++i)
+        set_bits(w, offset + 8 * i, std::min(8, bits - 8 * i), bytes[i]);
 }
 void get_bytes(const uint32_t* w, int offset, uint8_t* bytes, int count) {
     for (int i = 0; i < count; ++i) bytes[i] = (uint8_t)get_bits(w, offset + 8 * i, 8);
@@ -276,7 +279,7 @@ private:
         Words w = {0};
         bool fault = faulty(address);
         auto found = lines.find(address);
-        if (!fault && found != lines.end()) set_bytes(w, 0, found->second.bytes, LINE_BYTES);
+        if (!fault && found != lines.end()) set_bytes(w, 0, found->second.bytes, 8 * LINE_BYTES);
         store(PORT(axi, rdata), w);
         PORT(axi, rid) = reading_->id;
         PORT(axi, rresp) = fault ? RESP_SLVERR : 0;
@@ -322,7 +325,7 @@ private:
     std::uniform_real_distribution<double> unit_{0.0, 1.0};
     Phase phase_{};
     std::unordered_map<unsigned, std::deque<Burst>> reads_;
-    std::deque<unsigned> read_order_;  // the IDs of the read bursts, in address order
+    std::deque<unsigned> read_order_;  // the IDs of the read bursts, in the order of their AR
     Burst* reading_ = nullptr;
     bool r_on_bus_ = false, b_on_bus_ = false;
     std::deque<Burst> writes_;
@@ -334,7 +337,7 @@ private:
 class Host {
 public:
     struct Stalls { uint64_t req = 0, rwd = 0, ndr = 0, drs = 0; } stalls;
-    uint64_t sent = 0, answered = 0, unknown_tags = 0, duplicates = 0;
+    uint64_t sent = 0, answered = 0, unknown_tags = 0;
     std::vector<std::string> errors;
 
     Host(const Op* ops, Answer* answers, uint64_t count, std::mt19937_64& rng)
@@ -413,8 +416,8 @@ private:
             set_bits(w, RWD_ADDRESS_OFFSET, RWD_ADDRESS_WIDTH, op.address);
             set_bits(w, RWD_POISON_OFFSET, RWD_POISON_WIDTH, op.poison);
             set_bits(w, RWD_LD_ID_OFFSET, RWD_LD_ID_WIDTH, op.ld_id);
-            set_bytes(w, RWD_BYTE_ENABLE_OFFSET, op.byte_enable, RWD_BYTE_ENABLE_WIDTH / 8);
-            set_bytes(w, RWD_DATA_OFFSET, op.data, LINE_BYTES);
+            set_bytes(w, RWD_BYTE_ENABLE_OFFSET, op.byte_enable, RWD_BYTE_ENABLE_WIDTH);
+            set_bytes(w, RWD_DATA_OFFSET, op.data, 8 * LINE_BYTES);
             store(PORT(m2s_rwd, payload), w);
         }
         holding_[c] = (int64_t)i;
@@ -470,6 +473,12 @@ private:
         answered++;
         if (ops_[i].poll && !polled_out(ops_[i], a)) {
             // Send it again: it is a fence, so it is still the last Req sent.
+            if (holding_[0] >= 0 || queue_[0][head_[0] - 1] != (uint64_t)i) {
+                errors.push_back("clock " + std::to_string(now) + ": op " + std::to_string(i) +
+                                 " polls, but a later request went out before its answer");
+                complete((uint64_t)i);
+                return;
+            }
             head_[0]--;
             return;
         }
@@ -557,7 +566,7 @@ int main(int argc, char** argv) {
     top->rst = 0;
 
     auto started = std::chrono::steady_clock::now();
-    uint64_t now = 0, quiet = 0;
+    uint64_t now = 0, quiet = 0, host_quiet = 0;
     bool stalled = false;
     uint64_t finished_at = 0;
     while (!host.finished() || (quiet < 64 && now < finished_at + STALL_LIMIT)) {
@@ -574,7 +583,7 @@ int main(int argc, char** argv) {
 #if VM_TRACE
         if (trace && now >= waves_from && now <= waves_to) trace->dump(2 * now);
 #endif
-        bool moved = host.moved(top) || memory.moved(top);
+        bool host_moved = host.moved(top), moved = host_moved || memory.moved(top);
         host.sample(top, now);
         memory.sample(top, now);
         top->clk = 1;
@@ -584,7 +593,10 @@ int main(int argc, char** argv) {
 #endif
         ++now;
         quiet = moved ? 0 : quiet + 1;
-        if (!host.finished() && quiet >= STALL_LIMIT) { stalled = true; break; }
+        // Stalled: the host has neither sent nor received for STALL_LIMIT clocks while owed
+        // answers (the device may be busy with memory all that while: a livelock counts too).
+        host_quiet = host_moved ? 0 : host_quiet + 1;
+        if (!host.finished() && host_quiet >= STALL_LIMIT) { stalled = true; break; }
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 #if VM_TRACE

@@ -34,14 +34,15 @@ def op_dtype(params):
 
 def answer_dtype(params):
     """What the harness saw of one request: the clocks it was ``issued`` (taken by the device)
-    and ``answered``, how many times it was sent (``polls``), and the (last) response:
-    ``channel`` (0 none, 1 S2M NDR, 2 S2M DRS), ``count`` (responses with its tag: 1, or more if
-    duplicated), its fields and ``data``."""
+    and ``answered``, how many times it was sent (``polls``) and answered (``count``: one
+    response per send; a second response to one send has no request left to match, and is
+    counted in the summary's ``unknown_tags``), and the last response: ``channel`` (0 none,
+    1 S2M NDR, 2 S2M DRS), its fields and ``data``."""
     return np.dtype([
-        ("issued", "<u8"), ("answered", "<u8"), ("polls", "<u4"), ("tag", "<u2"),
-        ("channel", "u1"),
-        ("count", "u1"), ("opcode", "u1"), ("poison", "u1"), ("dev_load", "u1"), ("ld_id", "u1"),
-        ("meta_field", "u1"), ("data", "u1", (params.datapath.line_bytes,)),
+        ("issued", "<u8"), ("answered", "<u8"), ("polls", "<u4"), ("count", "<u4"),
+        ("tag", "<u2"), ("channel", "u1"), ("opcode", "u1"), ("poison", "u1"),
+        ("dev_load", "u1"), ("ld_id", "u1"), ("meta_field", "u1"),
+        ("data", "u1", (params.datapath.line_bytes,)),
     ])
 
 

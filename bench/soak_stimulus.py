@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spec.cxl import MetaField, ReqOpcode, RwDOpcode
+from spec.cxl import LD_ID_BITS, MetaField, ReqOpcode, RwDOpcode
 from spec.regmap import REGISTER_BYTES, register_map
 
 from .soak_records import op_dtype
@@ -168,6 +168,7 @@ class Stimulus:
         for name in ("address", "channel", "opcode", "poison", "answered", "poll"):
             ops[name] = [getattr(m, name) for m in pending]
         ops["meta_field"] = MetaField.NO_OP.value
+        ops["ld_id"] = ops["tag"] % (1 << LD_ID_BITS)      # every LD-ID, for its echo
         enables = np.packbits(np.array([self._all_enabled if m.enables is None else m.enables
                                         for m in pending], bool), axis=1, bitorder="little")
         ops["byte_enable"][:, :enables.shape[1]] = enables

@@ -395,7 +395,9 @@ class Traffic:
         codes = np.zeros(self.params.datapath.gternary_lanes, int)
         line = ternary_to_lines(codes[None])[0]
         line[0] |= TERNARY_INVALID                      # lane 0 holds the invalid code 10
-        self.contribute(GTERNARY, int(self.rng.integers(self.where.lines)), line)
+        room = np.flatnonzero(self.counts[GTERNARY] < self.capacity)
+        if len(room):                                   # a line that will accept it
+            self.contribute(GTERNARY, int(self.rng.choice(room)), line)
 
     def _window_misuse(self):
         regmap, base = self.s.regmap, self.params.window_base

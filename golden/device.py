@@ -46,7 +46,9 @@ class DeviceModel:
         (``docs/spec.md`` section 10): an identity read of such a line is poisoned, an identity
         write is lost, and a line whose accumulator has a line there can neither take a
         contribution (it is not applied, neither accepted nor rejected) nor be read (poisoned,
-        data zero), nor be cleared; each such access counts a ``mem_error`` event.
+        data zero), nor be cleared; each such access counts a ``mem_error`` event. A range
+        must cover whole accumulators: the model does not say which of an accumulator's lines
+        the device reads for what (a fill reads ``n`` first).
     """
 
     def __init__(self, params, regions=(), enable=True, faults=()):

@@ -11,6 +11,7 @@ build of the harness with tracing, the same stimulus and seed).
 
 import argparse
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -77,8 +78,12 @@ def soak(params, work, *, contributions, seed, lines=None, waves_at=None, window
     clock = waves_at if waves_at is not None else (
         verdict.first_clock if verdict.mismatch_count and window else None)
     if clock is not None:
+        again = compiled.Run(work / "waves")         # the checked run's files stay as they are
+        again.folder.mkdir(exist_ok=True)
+        for name in ("plan", "ops"):
+            shutil.copy(getattr(files, name), getattr(again, name))
         fst = work / "soak.fst"
-        compiled.run(compiled.harness(params, waves=True), files,
+        compiled.run(compiled.harness(params, waves=True), again,
                      waves=(fst, max(0, clock - window), clock + window))
         figures["waves"] = {"file": str(fst), "from": max(0, clock - window),
                             "to": clock + window}
@@ -125,10 +130,13 @@ def report(figures, command):
     """The Markdown report of a soak."""
     summary, timings, sent = figures["summary"], figures["timings"], figures["sent"]
     contributions = sent["contributions"]
+    problems = [f"{figures['mismatch_count']} mismatches"] if figures["mismatch_count"] else []
+    problems += ["the run stalled"] if summary["stalled"] else []
+    problems += [f"{summary[k]} {k.replace('_', ' ')}" for k in ("unknown_tags", "wlast_errors")
+                 if summary[k]]
+    problems += [f"{len(summary['errors'])} harness errors"] if summary["errors"] else []
     outcome = ("PASSED: every response and device memory at the end matched the golden model"
-               if _passed(figures) else
-               f"FAILED: {figures['mismatch_count']} mismatches"
-               + (", the run stalled" if summary["stalled"] else ""))
+               if _passed(figures) else "FAILED: " + ", ".join(problems))
     out = ["# Soak: the controller against the golden model, compiled", "",
            f"`{command}`: `nf_controller` {figures['configuration']}, {figures['lines']} lines "
            f"per aggregating region, seed {figures['seed']}.", "",

@@ -129,3 +129,17 @@ def test_requests_that_do_not_commute_wait_for_each_other(tmp_path):
     assert after[late] == again, "an add waits for the reads before it"
     assert after[over] == late, "a write waits for everything on its line"
     assert after[fence] == fence - 1 and after[after_fence] == fence, "a fence holds all"
+
+
+def test_a_request_sent_before_its_turn_is_named(small_soak, tmp_path):
+    """The check holds the harness to the order it was given: a request sent before the one it
+    waits for was answered makes the golden model's order one the device need not follow."""
+    files = _copy_run(small_soak[0], tmp_path)
+    ops = np.fromfile(files.ops, op_dtype(PARAMS))
+    answers = np.fromfile(files.answers, answer_dtype(PARAMS))
+    waiting = int(np.flatnonzero(ops["after"] >= 0)[-1])
+    answers["issued"][waiting] = answers["answered"][ops["after"][waiting]]
+    answers.tofile(files.answers)
+    verdict = check(PARAMS, layout(PARAMS), files)
+    assert any(f"op {waiting} was sent at clock" in m and "broke the order" in m
+               for m in verdict.mismatches), verdict.mismatches
