@@ -22,8 +22,9 @@
 #                   for each that must fail; build/reports/formal.md
 #                   (FORMAL_ARGS=, e.g. "-k Apply" or "--fast")
 #   make lint       ruff on the Python, verilator --lint-only -Wall on the generated Verilog
-#   make train      the host runtime on real data (digits, 4 worker processes): accuracy,
-#                   traffic by route, health monitor; build/reports/training.md (TRAIN_ARGS=)
+#   make train      the host runtime on real data (digits and text, 4 worker processes, 3
+#                   seeds): the claims with verdicts, traffic by route, health monitor,
+#                   overhead against PyTorch's hooks; build/reports/training.md (TRAIN_ARGS=)
 #   make clean      remove build/ (the virtual environment in .venv/ stays)
 
 PYTHON        ?= python3
