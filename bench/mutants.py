@@ -143,12 +143,12 @@ MUTANTS = [
         'm.d.comb += [new.dirty.eq(word.dirty & ~word.valid),',
         'm.d.comb += [new.dirty.eq(word.dirty),'),
     Mutant(
-        'evict_leaves_valid',
-        "EVICT leaves the slot's line valid, so a line taken off chip for a host's write of "
-        "accumulator memory stays on chip and later writes its old state over the host's.",
+        'evict_drops_dirty_lines',
+        "EVICT empties the slots without writing the dirty ones back, so a host's write of "
+        'accumulator memory loses the contributions held on chip for every other line.',
         'hdl/slots.py',
         'm.d.comb += [new.valid.eq(0), write_back.eq(word.valid & word.dirty),',
-        'm.d.comb += [new.valid.eq(word.valid), write_back.eq(word.valid & word.dirty),'),
+        'm.d.comb += [new.valid.eq(0), write_back.eq(0),'),
     Mutant(
         'flush_busy_stuck',
         'STATUS.FLUSH_BUSY stays set after a CTRL.FLUSH has finished, until another slot task '

@@ -363,7 +363,8 @@ async def flush_writes_exact_accumulators(dut, traffic):
 async def checkpoint_restore_of_resident_lines(dut):
     """The host saves a resident line's raw state (coherent reads), contributes more, then
     restores the saved accumulator lines with raw writes: the restore is not lost behind the
-    slot, nor overwritten by it, and later contributions add to the restored state."""
+    slot, nor overwritten by it (it reads back whole), and later contributions add to the
+    restored state."""
     rng = np.random.default_rng([cocotb.RANDOM_SEED, 31])
     bench = ControllerBench(dut, rng, "host_idle_and_backpressure")
     await bench.start()
@@ -379,6 +380,9 @@ async def checkpoint_restore_of_resident_lines(dut):
     for k in range(0, len(saved), bench.line_bytes):
         await bench.write_ok(address + k, saved[k:k + bench.line_bytes].tobytes())
         model.write(address + k, saved[k:k + bench.line_bytes])
+    restored = b"".join([await bench.read_ok(address + k)
+                         for k in range(0, len(saved), bench.line_bytes)])
+    bench.check_line("the restored accumulator, read back at once", address, restored, saved)
     await _contribute_all(bench, model, rng, [gb], 2, 1)
     for line in range(2):
         lanes, n = await bench.device.read_state(gb, line)
