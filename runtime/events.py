@@ -14,7 +14,7 @@ __all__ = ["Event", "EventLog"]
 _LOGGER = logging.getLogger("runtime")
 
 #: Decisions logged at WARNING: a route was taken away, or a profile rule matched nothing.
-_WARNINGS = {"refuse", "fallback", "trip", "unmatched"}
+_WARNINGS = {"refuse", "fallback", "trip", "undo", "unmatched"}
 
 
 @dataclass(frozen=True)

@@ -122,21 +122,24 @@ class HealthMonitor:
                                    f"{self.health.readmit_after} healthy samples in a row")
 
     def observe_loss(self, step, loss):
-        """The loss of ``step`` (the mean over workers)."""
+        """The loss of ``step`` (the mean over workers); returns whether it tripped every
+        subject (non-finite, or a spike)."""
         h = self.health
         if not math.isfinite(loss):
             for subject in self.state:
                 self.trip(step, subject, f"loss is {loss}")
-            return
+            return True
         full = len(self._losses) == self._losses.maxlen
         average = sum(self._losses) / len(self._losses) if self._losses else loss
         self._losses.append(loss)
         self._loss_ok = not full or loss <= h.loss_readmit_ratio * average
-        if full and loss > h.loss_spike_ratio * average and loss > average + h.loss_spike_min:
+        spike = full and loss > h.loss_spike_ratio * average and loss > average + h.loss_spike_min
+        if spike:
             for subject in self.state:
                 self.trip(step, subject, f"loss {loss:.4g} is {loss / average:.2f} times its "
                                          f"{h.loss_window}-step average {average:.4g} "
                                          f"(loss_spike_ratio {h.loss_spike_ratio})")
+        return spike
 
     def observe_devload(self, step, severe, moderate):
         """DevLoad seen by any worker at ``step``: Severe overload puts every subject on FP32

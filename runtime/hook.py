@@ -38,6 +38,7 @@ waits for its collectives and returns a completed future. Its collectives are ``
 NCCL takes them as gloo does; only gloo on the CPU is tested here.
 """
 
+import copy
 import math
 import time
 import zlib
@@ -102,6 +103,8 @@ class NeuronFabricHook:
         self._ticked = -1
         self._names = {}
         self._buckets = {}
+        self._guarded = None
+        self._before = None
 
     def register(self, ddp_model):
         """Install the hook on ``ddp_model`` (``DistributedDataParallel``); raises
@@ -171,13 +174,54 @@ class NeuronFabricHook:
         return FP32
 
     def observe_loss(self, loss):
-        """Give the monitor the loss of the step just finished (call after ``backward``); the
-        workers' mean is used, so every worker decides alike; returns that mean."""
+        """Give the monitor the loss of the step just finished (call after ``backward``, before
+        ``optimizer.step()``); the workers' mean is used, so every worker decides alike;
+        returns that mean. With :meth:`guard`, a loss that trips the monitor undoes the update
+        that led to it."""
         value = torch.tensor([float(loss)], dtype=torch.float64, device=self.reducer.device)
         dist.all_reduce(value, group=self.group)
         mean = value.item() / dist.get_world_size(self.group)
-        self.monitor.observe_loss(self.step - 1, mean)
+        tripped = self.monitor.observe_loss(self.step - 1, mean)
+        if self._guarded is not None:
+            if tripped and self._before is not None:
+                self._undo()
+            else:
+                self._before = self._keep()
         return mean
+
+    def guard(self, optimizer):
+        """Let a loss spike (or a non-finite loss) undo the update that led to it.
+
+        From now on each :meth:`observe_loss` keeps a copy of ``optimizer``'s parameters, its
+        state and this worker's momenta as they are before that step's update. A loss that
+        trips the monitor puts back the copy kept a step earlier (the weights before the
+        update that the tripping loss was measured after), records an ``undo`` event and clears the
+        gradients of the step, so that ``optimizer.step()`` leaves every parameter as it was.
+        Every worker decides on the same mean loss, so the replicas stay identical. It costs
+        a copy of the parameters and the optimizer's state per step; a run resumed from
+        :meth:`state_dict` has nothing to undo until its second step."""
+        self._guarded, self._before = optimizer, None
+
+    def _keep(self):
+        optimizer = self._guarded
+        return ([[p.detach().clone() for p in group["params"]]
+                 for group in optimizer.param_groups],
+                copy.deepcopy(optimizer.state_dict()),
+                {k: v.clone() for k, v in self.momenta.items()})
+
+    def _undo(self):
+        weights, state, momenta = self._before
+        optimizer = self._guarded
+        with torch.no_grad():
+            for group, kept in zip(optimizer.param_groups, weights):
+                for p, value in zip(group["params"], kept):
+                    p.copy_(value)
+                    p.grad = None
+        optimizer.load_state_dict(copy.deepcopy(state))
+        self.momenta = {k: v.clone() for k, v in momenta.items()}
+        self.events.record(self.step - 1, "*", "undo",
+                           "the loss tripped: weights, optimizer state and momenta back to "
+                           "before the last update; this step applies no update")
 
     # The hook.
     @contextmanager

@@ -171,6 +171,7 @@ def _loop(model, hook, task, args, steps):
     hook.register(ddp)
     optimizer = torch.optim.SGD(parameter_groups(model, hook.binding, momentum=MOMENTUM),
                                 lr=args.lr)
+    hook.guard(optimizer)
     batches = torch.Generator().manual_seed(args.seed * 1000 + dist.get_rank())
     losses, accuracy, traffic, device_traffic = [], [], Counter(), Counter()
     for step in range(steps):

@@ -96,14 +96,14 @@ def test_loss_spikes_and_non_finite_losses_trip_every_subject():
     for step, loss in enumerate([1.0, 1.1, 0.9, 1.0]):
         monitor.observe_loss(step, loss)
     assert not events.of("trip"), "tripped before the window was full"
-    monitor.observe_loss(4, 1.9)
+    assert not monitor.observe_loss(4, 1.9), "1.9 is below 2.0 times the average: no trip"
     assert not events.of("trip"), "1.9 is below 2.0 times the average"
-    monitor.observe_loss(5, 3.0)
+    assert monitor.observe_loss(5, 3.0), "a spike must say it tripped"
     assert {e.subject for e in events.of("trip")} == {"a", "b"}, \
         f"trips of a loss spike: {[str(e) for e in events.of('trip')]}"
     assert "2.0" in events.of("trip")[0].reason, f"trip reason: {events.of('trip')[0].reason}"
     monitor2, events2 = _monitor()
-    monitor2.observe_loss(0, math.nan)
+    assert monitor2.observe_loss(0, math.nan), "a NaN loss must say it tripped"
     assert {e.subject for e in events2.of("trip")} == {"a", "b"}, \
         f"trips of a NaN loss: {[str(e) for e in events2.of('trip')]}"
     assert "loss is nan" in events2.of("trip")[0].reason, \

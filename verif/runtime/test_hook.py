@@ -242,3 +242,49 @@ def test_each_event_is_logged_by_one_worker_only(one_worker, caplog):
         EventLog(log_rank=1).record(1, "x", "trip", "kept, not logged, on rank 0")
     assert [r.message for r in caplog.records] == ["step 1: x: trip: logged by rank 0"], \
         [r.message for r in caplog.records]
+
+
+def test_a_loss_spike_undoes_the_update_that_led_to_it(one_worker):
+    """Weights corrupted after step 3's update (scaled 30x, as a wrong result applied would)
+    make step 4's loss spike: the guard puts back the weights, optimizer state and momenta of
+    before step 3's update, step 4 applies nothing, and the next loss is back to normal;
+    unguarded, the corrupted weights stay."""
+    def train(guarded):
+        torch.manual_seed(5)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Linear(16, 4))
+        events = EventLog()
+        profile = parse_profile(PROFILE.replace("[health]\n", "[health]\nloss_window = 3\n"))
+        binding, _ = bind_golden(model, profile, PARAMS, 1, events)
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        hook = NeuronFabricHook(binding, profile, CollectiveReducer(), events)
+        hook.register(ddp)
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+        if guarded:
+            hook.guard(optimizer)
+        data, weights, losses = torch.Generator().manual_seed(6), [], []
+        for step in range(7):
+            if step == 4:
+                with torch.no_grad():
+                    model[1].weight.mul_(30)
+            weights.append([p.detach().clone() for p in model.parameters()])
+            optimizer.zero_grad()
+            loss = ddp(torch.randn(32, 16, generator=data)).square().mean()
+            loss.backward()
+            losses.append(hook.observe_loss(loss.item()))
+            optimizer.step()
+            if step == 4:
+                after = [p.detach().clone() for p in model.parameters()]
+        return weights, after, losses, events
+
+    weights, after, losses, events = train(guarded=True)
+    assert [(e.step, e.subject) for e in events.of("undo")] == [(4, "*")], \
+        [str(e) for e in events]
+    for index, (got, want) in enumerate(zip(after, weights[3])):
+        assert torch.equal(got, want), f"parameter {index} after the undo differs from before " \
+                                       f"step 3's update by {(got - want).abs().max().item():.3g}"
+    assert losses[5] < 2 * max(losses[:4]), f"losses by step {losses}: not back after the undo"
+    _, unguarded, plain_losses, plain_events = train(guarded=False)
+    assert not plain_events.of("undo") and plain_events.of("trip"), \
+        [str(e) for e in plain_events]
+    assert not torch.equal(unguarded[2], weights[3][2]), "unguarded, nothing should be undone"
+    assert plain_losses[5] > 2 * max(plain_losses[:4]), f"losses unguarded {plain_losses}"
