@@ -32,8 +32,10 @@ on a ``DistributedDataParallel`` model. For each bucket, on every worker:
    happens, sampled or not.
 
 Every worker makes the same decisions from the same reduced inputs, so the collectives of all
-workers match. A bucket with low-bit parameters makes its decisions on the way, so the hook
-waits for its collectives and returns a completed future. Its collectives are ``all_reduce`` and
+workers match. A bucket with low-bit parameters makes its decisions on the way and waits for
+its collectives; by default (``overlap``) it does so on a thread of the hook's own
+(:mod:`runtime.serial`), one bucket after another in DDP's order, and the hook returns a
+future at once, so that the backward pass goes on meanwhile. Its collectives are ``all_reduce`` and
 ``all_gather`` on tensors on the reducer's ``device`` (or the bucket's own, for FP32), so that
 NCCL takes them as gloo does; only gloo on the CPU is tested here.
 """
@@ -54,12 +56,30 @@ from spec.params import Mode
 from .health import HealthMonitor, State
 from .lowbit import compress, pack, tie_mask, unpack
 from .routes import FP32
+from .serial import SerialWorker
 
 __all__ = ["NeuronFabricHook", "compare", "agreement_with_own"]
 
 
 def _hook(state, bucket):
     return state.run(bucket)
+
+
+class _Bucket:
+    """What the hook needs of DDP's ``GradBucket``, taken on the thread DDP called it from."""
+
+    def __init__(self, bucket):
+        self._buffer, self._parameters = bucket.buffer(), bucket.parameters()
+        self._last = bucket.is_last()
+
+    def buffer(self):
+        return self._buffer
+
+    def parameters(self):
+        return self._parameters
+
+    def is_last(self):
+        return self._last
 
 
 class NeuronFabricHook:
@@ -73,9 +93,13 @@ class NeuronFabricHook:
     reducer : runtime.reducers.Reducer
     events : runtime.events.EventLog
     group : torch.distributed.ProcessGroup or None
+    overlap : bool
+        Run each bucket's work on a thread of the hook's own (:mod:`runtime.serial`), so that
+        its collectives and decisions overlap the rest of the backward pass (the default);
+        ``False``: on the thread DDP calls the hook from.
     """
 
-    def __init__(self, binding, profile, reducer, events, group=None):
+    def __init__(self, binding, profile, reducer, events, group=None, overlap=True):
         self.binding = binding
         self.reducer = reducer
         self.events = events
@@ -105,6 +129,7 @@ class NeuronFabricHook:
         self._buckets = {}
         self._guarded = None
         self._before = None
+        self._serial = SerialWorker() if overlap else None
 
     def register(self, ddp_model):
         """Install the hook on ``ddp_model`` (``DistributedDataParallel``); raises
@@ -236,6 +261,18 @@ class NeuronFabricHook:
             self.timing[phase] += time.perf_counter() - start
 
     def run(self, bucket):
+        """The hook for DDP's ``bucket``: a future of its reduced gradients. With
+        ``overlap``, the work of a bucket with low-bit parameters (and of any bucket behind
+        one) runs on the hook's :class:`runtime.serial.SerialWorker` while the backward pass
+        goes on; otherwise on the calling thread."""
+        taken = _Bucket(bucket)
+        if self._serial is None or (self._serial.idle() and not self._slices(taken)[1]):
+            # Nothing low-bit in it and nothing queued before it: the bucket's all_reduce is
+            # asynchronous anyway, and a hop to the thread would only add its latency.
+            return self._timed_run(taken)
+        return self._serial.submit(lambda: self._timed_run(taken))
+
+    def _timed_run(self, bucket):
         with self._timed("hook"):
             return self._run(bucket)
 

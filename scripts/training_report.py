@@ -267,6 +267,7 @@ def _overhead(overhead, args):
     lines += ["", "A bucket with every parameter on FP32 is all-reduced asynchronously, as "
               "PyTorch's default hook does, and overlaps the rest of the backward pass; a "
               "bucket with low-bit parameters decides on the way (scales, checks) and waits "
-              "for its collectives. `reduce` of the device model is the golden model in "
-              "Python, line by line, not the device's speed."]
+              "for its collectives on the hook's own thread, while the backward pass goes "
+              "on (on a machine with a spare core). `reduce` of the device model is the "
+              "golden model in Python, line by line, not the device's speed."]
     return lines

@@ -47,14 +47,15 @@ momentum = 0.0
 
 
 
-def _run(reducer_of, steps, between=lambda step, model, hook: None, profile=PROFILE):
+def _run(reducer_of, steps, between=lambda step, model, hook: None, profile=PROFILE,
+         overlap=True):
     torch.manual_seed(5)
     model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Linear(16, 4))
     events = EventLog()
     profile = parse_profile(profile)
     binding, device = bind_golden(model, profile, PARAMS, 1, events)
     ddp = torch.nn.parallel.DistributedDataParallel(model)
-    hook = NeuronFabricHook(binding, profile, reducer_of(device), events)
+    hook = NeuronFabricHook(binding, profile, reducer_of(device), events, overlap=overlap)
     hook.trace = []
     hook.register(ddp)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05)
@@ -68,6 +69,7 @@ def _run(reducer_of, steps, between=lambda step, model, hook: None, profile=PROF
         hook.observe_loss(loss.item())
         optimizer.step()
     routes = [route for _, name, route in hook.trace if name == "0.weight"]
+    hook.weights = [p.detach().clone() for p in model.parameters()]
     return routes, events, hook
 
 
@@ -288,3 +290,21 @@ def test_a_loss_spike_undoes_the_update_that_led_to_it(one_worker):
         [str(e) for e in plain_events]
     assert not torch.equal(unguarded[2], weights[3][2]), "unguarded, nothing should be undone"
     assert plain_losses[5] > 2 * max(plain_losses[:4]), f"losses unguarded {plain_losses}"
+
+
+def test_the_hook_thread_changes_no_route_no_event_and_no_weight(one_worker):
+    """Ten steps with a fault on steps 3-5, the buckets' work on the hook's thread (overlap)
+    and on DDP's: the same routes, decisions and weights, bit for bit."""
+    def run(overlap):
+        reducer = FaultyReducer({3, 4, 5})
+
+        def between(step, model, hook):
+            reducer.hook = hook
+        return _run(lambda device: reducer, 10, between, overlap=overlap)
+    (routes, events, hook), (plain_routes, plain_events, plain) = run(True), run(False)
+    assert routes == plain_routes, f"routes with the thread {routes}, without {plain_routes}"
+    assert list(map(str, events)) == list(map(str, plain_events)), \
+        "\n".join(map(str, events)) + "\n--- without the thread ---\n" + \
+        "\n".join(map(str, plain_events))
+    for index, (a, b) in enumerate(zip(hook.weights, plain.weights)):
+        assert torch.equal(a, b), f"parameter {index} differs by {(a - b).abs().max().item():.3g}"
