@@ -121,9 +121,10 @@ class HealthMonitor:
                                    f"cool-down over; re-admitted after "
                                    f"{self.health.readmit_after} healthy samples in a row")
 
-    def observe_loss(self, step, loss):
+    def observe_loss(self, step, loss, undoable=False):
         """The loss of ``step`` (the mean over workers); returns whether it tripped every
-        subject (non-finite, or a spike)."""
+        subject (non-finite, or a spike). ``undoable``: the update that led to it will be
+        undone if it trips, so a spike does not enter the moving average."""
         h = self.health
         if not math.isfinite(loss):
             for subject in self.state:
@@ -131,9 +132,10 @@ class HealthMonitor:
             return True
         full = len(self._losses) == self._losses.maxlen
         average = sum(self._losses) / len(self._losses) if self._losses else loss
-        self._losses.append(loss)
-        self._loss_ok = not full or loss <= h.loss_readmit_ratio * average
         spike = full and loss > h.loss_spike_ratio * average and loss > average + h.loss_spike_min
+        if not (spike and undoable):
+            self._losses.append(loss)
+            self._loss_ok = not full or loss <= h.loss_readmit_ratio * average
         if spike:
             for subject in self.state:
                 self.trip(step, subject, f"loss {loss:.4g} is {loss / average:.2f} times its "

@@ -40,7 +40,6 @@ future at once, so that the backward pass goes on meanwhile. Its collectives are
 NCCL takes them as gloo does; only gloo on the CPU is tested here.
 """
 
-import copy
 import math
 import time
 import zlib
@@ -53,6 +52,7 @@ import torch.distributed as dist
 
 from spec.params import Mode
 
+from .guard import UpdateGuard
 from .health import HealthMonitor, State
 from .lowbit import compress, pack, tie_mask, unpack
 from .routes import FP32
@@ -127,8 +127,7 @@ class NeuronFabricHook:
         self._ticked = -1
         self._names = {}
         self._buckets = {}
-        self._guarded = None
-        self._before = None
+        self._guard = None
         self._serial = SerialWorker() if overlap else None
 
     def register(self, ddp_model):
@@ -140,6 +139,11 @@ class NeuronFabricHook:
             raise ValueError(f"the binding is for {self.binding.world_size} workers, the "
                              f"process group has {workers}: bind with world_size={workers} "
                              f"(or leave it out: bind reads the process group)")
+        if self._serial is not None and getattr(ddp_model, "find_unused_parameters", False):
+            raise ValueError("with find_unused_parameters=True, DDP all-reduces its map of used "
+                             "parameters on its own thread while the hook's thread may still be "
+                             "reducing buckets, in an order that can differ between workers: "
+                             "make the hook with overlap=False")
         self._agree_on_the_binding()
         self._names = {id(t): n for n, t in
                        ddp_model.module.named_parameters(remove_duplicate=False)}
@@ -206,47 +210,32 @@ class NeuronFabricHook:
         value = torch.tensor([float(loss)], dtype=torch.float64, device=self.reducer.device)
         dist.all_reduce(value, group=self.group)
         mean = value.item() / dist.get_world_size(self.group)
-        tripped = self.monitor.observe_loss(self.step - 1, mean)
-        if self._guarded is not None:
-            if tripped and self._before is not None:
-                self._undo()
-            else:
-                self._before = self._keep()
+        undoable = self._guard is not None and self._guard.can_undo()
+        if self.monitor.observe_loss(self.step - 1, mean, undoable=undoable):
+            if undoable:
+                self.momenta = self._guard.undo()
+                self.events.record(self.step - 1, "*", "undo",
+                                   "the loss tripped: weights, their optimizer state and the "
+                                   "momenta back to before the last update; this step "
+                                   "applies none")
+        elif self._guard is not None:
+            self._guard.keep()
         return mean
 
     def guard(self, optimizer):
-        """Let a loss spike (or a non-finite loss) undo the update that led to it.
+        """Let a loss spike (or a non-finite loss) undo the update that led to it
+        (:class:`runtime.guard.UpdateGuard`).
 
-        From now on each :meth:`observe_loss` keeps a copy of ``optimizer``'s parameters, its
-        state and this worker's momenta as they are before that step's update. A loss that
-        trips the monitor puts back the copy kept a step earlier (the weights before the
-        update that the tripping loss was measured after), records an ``undo`` event and clears the
-        gradients of the step, so that ``optimizer.step()`` leaves every parameter as it was.
-        Every worker decides on the same mean loss, so the replicas stay identical. It costs
-        a copy of the parameters and the optimizer's state per step; a run resumed from
-        :meth:`state_dict` has nothing to undo until its second step."""
-        self._guarded, self._before = optimizer, None
-
-    def _keep(self):
-        optimizer = self._guarded
-        return ([[p.detach().clone() for p in group["params"]]
-                 for group in optimizer.param_groups],
-                copy.deepcopy(optimizer.state_dict()),
-                {k: v.clone() for k, v in self.momenta.items()})
-
-    def _undo(self):
-        weights, state, momenta = self._before
-        optimizer = self._guarded
-        with torch.no_grad():
-            for group, kept in zip(optimizer.param_groups, weights):
-                for p, value in zip(group["params"], kept):
-                    p.copy_(value)
-                    p.grad = None
-        optimizer.load_state_dict(copy.deepcopy(state))
-        self.momenta = {k: v.clone() for k, v in momenta.items()}
-        self.events.record(self.step - 1, "*", "undo",
-                           "the loss tripped: weights, optimizer state and momenta back to "
-                           "before the last update; this step applies no update")
+        From now on each :meth:`observe_loss` keeps a copy of ``optimizer``'s parameters, their
+        optimizer state and this worker's momenta, as they are before that step's update. A
+        loss that trips the monitor puts back the copy kept a step earlier (the weights before
+        the update that the tripping loss was measured after), records an ``undo`` event,
+        leaves the loss out of the monitor's average and clears the gradients of the step, so
+        that ``optimizer.step()`` applies nothing; learning rates are left as they are. Every
+        worker decides on the same mean loss, so the replicas stay identical. It costs a copy
+        of the parameters and their optimizer state per step; a resumed run has nothing to
+        undo before its second step."""
+        self._guard = UpdateGuard(optimizer)
 
     # The hook.
     @contextmanager
@@ -280,6 +269,8 @@ class NeuronFabricHook:
         if self._ticked != self.step:
             self.monitor.tick(self.step)
             self._ticked = self.step
+            if self._guard is not None:
+                self._guard.step_begins(self.momenta)
         buffer = bucket.buffer()
         slices, low_bit_bound = self._slices(bucket)
         if not low_bit_bound:

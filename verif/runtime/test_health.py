@@ -122,3 +122,17 @@ def test_severe_devload_backs_off_without_tripping():
     monitor.observe_devload(7, severe=False, moderate=True)
     assert monitor.admitted("a", 8) and events.events[-1].decision == "note", \
         f"Moderate DevLoad: admitted {monitor.admitted('a', 8)}, last event {events.events[-1]}"
+
+
+def test_an_undone_spike_stays_out_of_the_average():
+    """A spike whose update is undone does not raise the moving average, so the same spike
+    again trips again; one that stays (not undoable) raises it, and the next does not."""
+    for undoable, trips in ((True, 2), (False, 1)):
+        monitor, events = _monitor()
+        for step, loss in enumerate([1.0, 1.1, 0.9, 1.0]):
+            monitor.observe_loss(step, loss)
+        monitor.observe_loss(4, 3.0, undoable=undoable)
+        monitor.observe_loss(5, 3.0, undoable=undoable)
+        got = sorted({e.step for e in events.of("trip")})
+        assert len(got) == trips, f"undoable={undoable}: trips at steps {got}, wanted " \
+                                  f"{trips} step(s)"

@@ -5,6 +5,7 @@ from the hook's state ends with the same weights."""
 
 import asyncio
 import copy
+import threading
 
 import numpy as np
 import pytest
@@ -48,13 +49,13 @@ momentum = 0.0
 
 
 def _run(reducer_of, steps, between=lambda step, model, hook: None, profile=PROFILE,
-         overlap=True):
+         overlap=True, **ddp_options):
     torch.manual_seed(5)
     model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Linear(16, 4))
     events = EventLog()
     profile = parse_profile(profile)
     binding, device = bind_golden(model, profile, PARAMS, 1, events)
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, **ddp_options)
     hook = NeuronFabricHook(binding, profile, reducer_of(device), events, overlap=overlap)
     hook.trace = []
     hook.register(ddp)
@@ -248,14 +249,15 @@ def test_each_event_is_logged_by_one_worker_only(one_worker, caplog):
 
 def test_a_loss_spike_undoes_the_update_that_led_to_it(one_worker):
     """Weights corrupted after step 3's update (scaled 30x, as a wrong result applied would)
-    make step 4's loss spike: the guard puts back the weights, optimizer state and momenta of
-    before step 3's update, step 4 applies nothing, and the next loss is back to normal;
-    unguarded, the corrupted weights stay."""
+    make step 4's loss spike: the guard puts back the weights, their optimizer state and the
+    hook's momenta of before step 3's update, step 4 applies nothing, the learning rate set
+    meanwhile stays, and the next loss is back to normal; unguarded, the corruption stays."""
     def train(guarded):
         torch.manual_seed(5)
         model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Linear(16, 4))
         events = EventLog()
-        profile = parse_profile(PROFILE.replace("[health]\n", "[health]\nloss_window = 3\n"))
+        profile = parse_profile(PROFILE.replace("[health]\n", "[health]\nloss_window = 3\n")
+                                .replace("momentum = 0.0", "momentum = 0.5"))
         binding, _ = bind_golden(model, profile, PARAMS, 1, events)
         ddp = torch.nn.parallel.DistributedDataParallel(model)
         hook = NeuronFabricHook(binding, profile, CollectiveReducer(), events)
@@ -263,48 +265,88 @@ def test_a_loss_spike_undoes_the_update_that_led_to_it(one_worker):
         optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
         if guarded:
             hook.guard(optimizer)
-        data, weights, losses = torch.Generator().manual_seed(6), [], []
+        data, before, losses = torch.Generator().manual_seed(6), [], []
         for step in range(7):
             if step == 4:
+                optimizer.param_groups[0]["lr"] = 0.04   # a scheduler's, say
                 with torch.no_grad():
                     model[1].weight.mul_(30)
-            weights.append([p.detach().clone() for p in model.parameters()])
+            before.append(([p.detach().clone() for p in model.parameters()],
+                           {i: s["momentum_buffer"].clone() for i, s in
+                            optimizer.state_dict()["state"].items()},
+                           {k: v.clone() for k, v in hook.momenta.items()}))
             optimizer.zero_grad()
             loss = ddp(torch.randn(32, 16, generator=data)).square().mean()
             loss.backward()
             losses.append(hook.observe_loss(loss.item()))
             optimizer.step()
             if step == 4:
-                after = [p.detach().clone() for p in model.parameters()]
-        return weights, after, losses, events
+                after = ([p.detach().clone() for p in model.parameters()],
+                         {i: s["momentum_buffer"].clone() for i, s in
+                          optimizer.state_dict()["state"].items()},
+                         {k: v.clone() for k, v in hook.momenta.items()},
+                         optimizer.param_groups[0]["lr"])
+        return before, after, losses, events
 
-    weights, after, losses, events = train(guarded=True)
+    before, after, losses, events = train(guarded=True)
     assert [(e.step, e.subject) for e in events.of("undo")] == [(4, "*")], \
         [str(e) for e in events]
-    for index, (got, want) in enumerate(zip(after, weights[3])):
+    weights, buffers, momenta, lr = after
+    for index, (got, want) in enumerate(zip(weights, before[3][0])):
         assert torch.equal(got, want), f"parameter {index} after the undo differs from before " \
                                        f"step 3's update by {(got - want).abs().max().item():.3g}"
+    assert buffers.keys() == before[3][1].keys() and all(
+        torch.equal(buffers[i], before[3][1][i]) for i in buffers), \
+        "the optimizer's momentum buffers are not those of before step 3's update"
+    assert momenta.keys() == before[3][2].keys() == {"0.weight"} and torch.equal(
+        momenta["0.weight"], before[3][2]["0.weight"]), \
+        "the hook's momenta are not those of before step 3's gradient"
+    assert lr == 0.04, f"the undo changed the learning rate to {lr}"
     assert losses[5] < 2 * max(losses[:4]), f"losses by step {losses}: not back after the undo"
-    _, unguarded, plain_losses, plain_events = train(guarded=False)
+    _, (unguarded, *_), plain_losses, plain_events = train(guarded=False)
     assert not plain_events.of("undo") and plain_events.of("trip"), \
         [str(e) for e in plain_events]
-    assert not torch.equal(unguarded[2], weights[3][2]), "unguarded, nothing should be undone"
+    assert not torch.equal(unguarded[2], before[3][0][2]), "unguarded, nothing is undone"
     assert plain_losses[5] > 2 * max(plain_losses[:4]), f"losses unguarded {plain_losses}"
 
 
 def test_the_hook_thread_changes_no_route_no_event_and_no_weight(one_worker):
-    """Ten steps with a fault on steps 3-5, the buckets' work on the hook's thread (overlap)
-    and on DDP's: the same routes, decisions and weights, bit for bit."""
+    """Ten steps with a fault on steps 3-5, a bucket per parameter (FP32 ones and a low-bit
+    one), the buckets' work on the hook's thread (overlap) and on DDP's: the low-bit bucket is
+    reduced on the hook's thread only with overlap, and routes, decisions and weights are the
+    same, bit for bit."""
     def run(overlap):
-        reducer = FaultyReducer({3, 4, 5})
+        reducer, threads = FaultyReducer({3, 4, 5}), set()
+        reduce = reducer.reduce
+
+        def reduce_on_record(*args):
+            threads.add(threading.current_thread().name)
+            return reduce(*args)
+        reducer.reduce = reduce_on_record
 
         def between(step, model, hook):
             reducer.hook = hook
-        return _run(lambda device: reducer, 10, between, overlap=overlap)
-    (routes, events, hook), (plain_routes, plain_events, plain) = run(True), run(False)
+        out = _run(lambda device: reducer, 10, between, overlap=overlap, bucket_cap_mb=1e-6)
+        singles = sum(len(key) == 1 for key in out[2]._buckets)   # after DDP's first step
+        assert singles == 4, f"{singles} buckets of one parameter, wanted 4"
+        return out, threads
+    ((routes, events, hook), threads), ((plain_routes, plain_events, plain), plain_threads) = \
+        run(True), run(False)
+    assert threads == {"neuron-fabric-hook"} and plain_threads == {"MainThread"}, \
+        f"reduced on threads {threads} with overlap, {plain_threads} without"
     assert routes == plain_routes, f"routes with the thread {routes}, without {plain_routes}"
     assert list(map(str, events)) == list(map(str, plain_events)), \
         "\n".join(map(str, events)) + "\n--- without the thread ---\n" + \
         "\n".join(map(str, plain_events))
     for index, (a, b) in enumerate(zip(hook.weights, plain.weights)):
         assert torch.equal(a, b), f"parameter {index} differs by {(a - b).abs().max().item():.3g}"
+
+
+def test_overlap_refuses_ddp_that_finds_unused_parameters(one_worker):
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16))
+    events, profile = EventLog(), parse_profile(PROFILE)
+    binding, _ = bind_golden(model, profile, PARAMS, 1, events)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
+    with pytest.raises(ValueError, match="make the hook with overlap=False"):
+        NeuronFabricHook(binding, profile, CollectiveReducer(), events).register(ddp)
+    NeuronFabricHook(binding, profile, CollectiveReducer(), events, overlap=False).register(ddp)
