@@ -136,3 +136,15 @@ def test_an_undone_spike_stays_out_of_the_average():
         got = sorted({e.step for e in events.of("trip")})
         assert len(got) == trips, f"undoable={undoable}: trips at steps {got}, wanted " \
                                   f"{trips} step(s)"
+
+
+def test_a_loss_near_zero_that_triples_is_no_spike():
+    """Near convergence a loss of 0.0025 after an average near 0.001 is more than twice its
+    average (loss_spike_ratio 2) but only 0.0015 above it, below loss_spike_min (0.1): no
+    trip; 0.5 after the same average is one."""
+    monitor, events = _monitor()
+    for step, loss in enumerate([0.001, 0.0012, 0.0009, 0.001]):
+        monitor.observe_loss(step, loss)
+    assert not monitor.observe_loss(4, 0.0025), "a loss of 0.0025 near zero tripped"
+    assert not events.of("trip"), [str(e) for e in events]
+    assert monitor.observe_loss(5, 0.5), "a loss of 0.5 after losses near 0.001 did not trip"
