@@ -259,7 +259,7 @@ class NeuronFabricHook:
             # Nothing low-bit in it and nothing queued before it: the bucket's all_reduce is
             # asynchronous anyway, and a hop to the thread would only add its latency.
             return self._timed_run(taken)
-        return self._serial.submit(lambda: self._timed_run(taken))
+        return self._serial.submit(lambda: self._timed_run(taken), last=taken.is_last())
 
     def _timed_run(self, bucket):
         with self._timed("hook"):

@@ -10,7 +10,11 @@ while autograd computes the gradients of the next buckets.
 A work returns a tensor (the future's value) or a future of one (an asynchronous collective:
 the thread goes on to the next work and the value follows when the collective completes); an
 exception becomes the future's, and DDP raises it at the end of the backward pass. The thread
-ends after ``idle_seconds`` with nothing to do and starts again with the next work.
+ends after a work submitted as ``last`` (the last bucket of a backward pass) when nothing is
+queued behind it, or after ``idle_seconds`` with nothing to do (a backward pass that stopped
+half-way), and starts again with the next work. It holds nothing of a work once it has run
+it, and it is not a daemon: no thread of the hook outlives a step, nor is one cut off at exit
+while it still holds collectives or tensors.
 """
 
 import queue
@@ -45,30 +49,32 @@ class SerialWorker:
         with self._lock:
             return self._unfinished == 0
 
-    def submit(self, work):
+    def submit(self, work, last=False):
         """Queue ``work`` (a callable without arguments); returns a ``torch.futures.Future``
-        of what it returns."""
+        of what it returns. ``last``: the thread may end once it has run it."""
         future = torch.futures.Future()
         with self._lock:
-            self._works.put((work, future))
+            self._works.put((work, future, last))
             self._unfinished += 1
             if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="neuron-fabric-hook",
-                                                daemon=True)
+                self._thread = threading.Thread(target=self._loop, name="neuron-fabric-hook")
                 self._thread.start()
         return future
 
     def _loop(self):
         while True:
             try:
-                work, future = self._works.get(timeout=self.idle_seconds)
+                work, future, last = self._works.get(timeout=self.idle_seconds)
             except queue.Empty:
+                last = True
+            else:
+                self._run(work, future)
+                del work, future
+            if last:
                 with self._lock:
                     if self._works.empty():
                         self._thread = None
                         return
-                continue
-            self._run(work, future)
 
     def _run(self, work, future):
         try:

@@ -82,3 +82,14 @@ def test_idle_only_when_every_work_has_returned():
     while not worker.idle() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert worker.idle(), "not idle after every work returned"
+
+
+def test_the_thread_ends_after_the_last_work_of_a_step():
+    """A work submitted as ``last`` with nothing behind it ends the thread at once (long before
+    its idle time), so no thread of the hook outlives a backward pass."""
+    worker, seen = SerialWorker(idle_seconds=60), []
+    worker.submit(lambda: seen.append(threading.current_thread()) or torch.zeros(1))
+    worker.submit(lambda: torch.ones(1), last=True).wait()
+    seen[0].join(timeout=5)
+    assert not seen[0].is_alive(), "the thread outlived the last work of its step"
+    assert not seen[0].daemon, "a daemon thread can be cut off at exit holding tensors"
