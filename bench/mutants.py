@@ -46,15 +46,15 @@ MUTANTS = [
         'CAPACITY (unless it arrives on the clock right after the previous one), so a line '
         'accepts only 2**W - 2 spaced contributions.',
         'hdl/slots.py',
-        'full_taken = register_copies(m, next_word.state.n == p.capacity, copies,',
-        'full_taken = register_copies(m, next_word.state.n == p.capacity - 1, copies,'),
+        'full_taken = register_copies(m, n.next_word.state.n == p.capacity, copies,',
+        'full_taken = register_copies(m, n.next_word.state.n == p.capacity - 1, copies,'),
     Mutant(
         'back_to_back_past_capacity',
         'Back-to-back contributions to a line at capacity are still accepted: the one right '
         'after the contribution that brought n to capacity is added too, and n wraps.',
-        'hdl/slots.py',
-        'after.full.eq(Mux(live & accepted, n == p.capacity - 1, full)),',
-        'after.full.eq(Mux(live & accepted, n == p.capacity, full)),'),
+        'hdl/slot_update.py',
+        'after.full.eq(Mux(live & accepted, n == p.capacity - 1, self.full)),',
+        'after.full.eq(Mux(live & accepted, n == p.capacity, self.full)),'),
     Mutant(
         'region_end_inclusive',
         "The address decoder takes a region's end as inside it, so the first line after an "
@@ -89,22 +89,22 @@ MUTANTS = [
         "When an op's slot was written by P2 on the last edge, it takes the word from W2 "
         'instead of W1, so of two contributions to one line two ops apart the first is lost.',
         'hdl/slots.py',
-        'current = _by_group(m, p, entry_layout, sel_w1, w1,',
-        'current = _by_group(m, p, entry_layout, sel_w1, w2,'),
+        'n.current = by_group(m, p, n.entry_layout, sel_w1, n.w1, w2_or_read, "current")',
+        'n.current = by_group(m, p, n.entry_layout, sel_w1, w2, w2_or_read, "current")'),
     Mutant(
         'forward_w3_dropped',
         'The W3 forwarding case is dropped: an op whose slot P2 wrote three edges before takes '
         'the stale block-RAM word, so of two contributions to one line four ops apart the first '
         'is lost.',
         'hdl/slots.py',
-        'w3_or_read = _by_group(m, p, entry_layout, sel_w3, w3, rdata, "w3_or_read")',
-        'w3_or_read = _by_group(m, p, entry_layout, sel_w3, rdata, rdata, "w3_or_read")'),
+        'w3_or_read = by_group(m, p, n.entry_layout, sel_w3, w3, rdata, "w3_or_read")',
+        'w3_or_read = by_group(m, p, n.entry_layout, sel_w3, rdata, rdata, "w3_or_read")'),
     Mutant(
         'fill_ignores_departed',
         'A miss starts its fill at once even when a line has left its slot since every write '
         'was acknowledged, so the fill of a line just evicted can overtake its own write-back '
         'and read its stale state.',
-        'hdl/slots.py',
+        'hdl/miss_handler.py',
         'read_now = ~departed & ~self.host_writes_pending',
         'read_now = ~self.host_writes_pending'),
     Mutant(
@@ -119,8 +119,8 @@ MUTANTS = [
         'A line is complete one contribution late: it is written back on the EXPECTED+1-th '
         'contribution, or never if only EXPECTED arrive.',
         'hdl/slots.py',
-        't1_before_last.eq(ta.expected - 1), t1_two_before.eq(ta.expected - 2),',
-        't1_before_last.eq(ta.expected), t1_two_before.eq(ta.expected - 1),'),
+        'n.t1_before_last.eq(ta.expected - 1), n.t1_two_before.eq(ta.expected - 2)]',
+        'n.t1_before_last.eq(ta.expected), n.t1_two_before.eq(ta.expected - 1)]'),
     Mutant(
         'task_scan_starts_at_1',
         'The FLUSH, EVICT and CLEAR scans start at slot 1: slot 0 is never written back, '
@@ -139,14 +139,14 @@ MUTANTS = [
         'flush_leaves_dirty',
         'FLUSH writes a dirty line back but leaves it dirty, so every later flush or eviction '
         'writes it back again and a reset counts it as lost.',
-        'hdl/slots.py',
+        'hdl/slot_update.py',
         'm.d.comb += [new.dirty.eq(word.dirty & ~word.valid),',
         'm.d.comb += [new.dirty.eq(word.dirty),'),
     Mutant(
         'evict_drops_dirty_lines',
         "EVICT empties the slots without writing the dirty ones back, so a host's write of "
         'accumulator memory loses the contributions held on chip for every other line.',
-        'hdl/slots.py',
+        'hdl/slot_update.py',
         'm.d.comb += [new.valid.eq(0), write_back.eq(word.valid & word.dirty),',
         'm.d.comb += [new.valid.eq(0), write_back.eq(0),'),
     Mutant(
@@ -188,7 +188,7 @@ MUTANTS = [
         'invalid_code_added_as_minus_one',
         'The slot pool adds the invalid G-Ternary code 10 as -1 instead of 0, so a line with '
         'invalid codes pulls its sums down.',
-        'hdl/slots.py',
+        'hdl/slot_ops.py',
         'signed_sum = (pairs[k] + Cat(low, (low & high).replicate(2 * width - 1)))[:2 * width]',
         'signed_sum = (pairs[k] + Cat(low | high, high.replicate(2 * width - 1)))[:2 * width]'),
     Mutant(

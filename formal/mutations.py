@@ -6,7 +6,6 @@ test is the real one with one fault, and nothing in ``hdl/`` exists for the proo
 Each mutation is a context manager factory (:attr:`Mutation.applied`).
 """
 
-import inspect
 from contextlib import contextmanager
 from dataclasses import dataclass
 from unittest import mock
@@ -17,6 +16,7 @@ import hdl.control
 import hdl.controller
 import hdl.csr
 import hdl.datapath
+import hdl.slots
 from hdl.axi import AxiMemoryPort
 from hdl.control import ControlRegisters
 from hdl.controller import CxlMemController
@@ -24,7 +24,8 @@ from hdl.csr import RegisterBlock
 from hdl.datapath import Add, Decode, Select
 from hdl.pipeline import PipelineRegister
 from hdl.responder import Responder
-from hdl.slots import PoolSlice, SlotOp
+from hdl.slot_ops import SlotOp
+from hdl.slot_update import SlotUpdate
 from spec.params import TERNARY_MINUS
 from spec.regmap import Access
 
@@ -159,26 +160,25 @@ class _MisaddressingPort(AxiMemoryPort):
                                                + len(self.axi.wdata) // 8)
 
 
-_pool_update = PoolSlice._update
-_POOL_UPDATE_PARAMETERS = inspect.signature(PoolSlice._update)
+class _UpdateLeavingSlotsClean(SlotUpdate):
+    """Every slot write marks the slot clean: a line that was contributed to and not yet
+    complete is never written back when it is evicted or flushed."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.new.dirty.eq(0)
+        return m
 
 
-def _update_leaving_slots_clean(*args):
-    # Every slot write marks the slot clean: a line that was contributed to and not yet
-    # complete is never written back when it is evicted or flushed.
-    _pool_update(*args)
-    given = _POOL_UPDATE_PARAMETERS.bind(*args).arguments
-    given["m"].d.comb += given["write"].data.dirty.eq(0)
+class _UpdateKeepingOldLanes(SlotUpdate):
+    """A contribution's slot write counts it in n but keeps the lane counts it had: the
+    contribution's own answer is right, and every later read of the line is not."""
 
-
-def _update_keeping_old_lanes(*args):
-    # A contribution's slot write counts it in n but keeps the lane counts it had: the
-    # contribution's own answer is right, and every later read of the line is not.
-    _pool_update(*args)
-    given = _POOL_UPDATE_PARAMETERS.bind(*args).arguments
-    m, write, word = given["m"], given["write"], given["word"]
-    with m.If(given["op"].kind == SlotOp.CONTRIBUTE):
-        m.d.comb += write.data.state.lanes.eq(word.state.lanes)
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        with m.If(self.op.kind == SlotOp.CONTRIBUTE):
+            m.d.comb += self.new.state.lanes.eq(self.word.state.lanes)
+        return m
 
 
 #: The mutation of each property, by the property's harness class name.
@@ -226,9 +226,9 @@ MUTATIONS = {
     "LineCountExactThroughEvictions": Mutation(
         "slots_never_dirty", "every slot write marks the slot clean: an evicted or flushed "
         "line's contributions are never written back",
-        PoolSlice, "_update", _update_leaving_slots_clean),
+        hdl.slots, "SlotUpdate", _UpdateLeavingSlotsClean),
     "ReadReflectsEveryContribution": Mutation(
         "lanes_not_written", "a contribution's slot write counts it in n but keeps the lane "
         "counts from before it",
-        PoolSlice, "_update", _update_keeping_old_lanes),
+        hdl.slots, "SlotUpdate", _UpdateKeepingOldLanes),
 }

@@ -37,7 +37,8 @@ from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assert, Assume
 from amaranth.lib import data
 
-from hdl.slots import SlotOp, SlotPool
+from hdl.slot_ops import SlotOp
+from hdl.slots import SlotPool
 from spec.params import Mode, Reason
 
 from .history import queue, starting_at

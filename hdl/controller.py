@@ -35,7 +35,8 @@ from .decode import AddressDecoder, decoded_layout
 from .ingress import Ingress, Operation, request_layout
 from .pipeline import EagerFIFO, out_of_reset, register_copies
 from .responder import Responder, Source
-from .slots import SlotOp, SlotPool
+from .slot_ops import SlotOp
+from .slots import SlotPool
 from .window import RegisterWindow
 
 __all__ = ["CxlMemController"]

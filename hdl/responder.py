@@ -17,7 +17,7 @@ from spec.cxl import (
 from spec.params import ControllerParams
 
 from .pipeline import out_of_reset
-from .slots import slot_result_layout
+from .slot_ops import slot_result_layout
 
 __all__ = ["Source", "completion_layout", "Responder"]
 

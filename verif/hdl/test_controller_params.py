@@ -45,20 +45,6 @@ def test_controller_refuses_other_params():
             SlotPool(ControllerParams(), slice_bits=bad)
 
 
-@pytest.mark.parametrize("address_bits", [16, 17, 18])
-def test_pool_builds_when_the_slot_index_reaches_the_top_address_bit(address_bits):
-    """512-byte accumulators and 256 slots: the slot index takes address bits 9 to 16, so the
-    tag memory keeps no tag bit (16 and 17 address bits) or one (18), beside the valid bit."""
-    params = ControllerParams(address_bits=address_bits)
-    tag_lsb = params.accumulator_bytes_per_line.bit_length() - 1 + params.slot_index_bits
-    assert tag_lsb == 17, f"the case this test covers moved: tag bits start at {tag_lsb}"
-    first_slice = SlotPool(params).elaborate(None).submodules["slice0"]
-    tags = first_slice.elaborate(None).submodules["tags"]
-    want = 1 + max(0, address_bits - tag_lsb)
-    assert tags.shape.size == want, \
-        f"address_bits={address_bits}: tag memory {tags.shape.size} bits wide, expected {want}"
-
-
 def test_accumulators_are_powers_of_two_lines():
     """One line's accumulator (result line, then the state) is rounded up to a power of two
     lines, at most 4 KiB, so one burst writes it."""

@@ -8,7 +8,8 @@ import pytest
 
 from bench.sim import send, simulate
 from golden.datapath import DatapathRequests, run_datapath
-from hdl.slots import SlotOp, SlotPool
+from hdl.slot_ops import SlotOp
+from hdl.slots import SlotPool
 from spec.formats import state_to_memory, ternary_to_lines
 from spec.params import (
     POOL_SLICE_BITS,

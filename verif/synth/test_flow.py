@@ -9,7 +9,7 @@ import pytest
 
 from hdl.bram import ECP5_WIDTH
 from hdl.controller import CxlMemController
-from hdl.slots import slot_entry_layout
+from hdl.slot_ops import slot_entry_layout
 from spec.params import POOL_SLICE_BITS, ControllerParams, DatapathParams
 from synth import flow
 from synth.flow import (

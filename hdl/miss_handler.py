@@ -1,0 +1,269 @@
+"""The slot pool's miss handler: the steps of an op whose line is not in its slot
+(:mod:`hdl.slots`, the module docstring)."""
+
+from amaranth import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from spec.params import Mode, Reason
+
+from .datapath import state_of_planes
+from .fill_reader import FillReader
+from .pipeline import out_of_reset
+from .slot_ops import (
+    SlotOp,
+    fill_command_layout,
+    fill_line_layout,
+    slot_entry_layout,
+    slot_result_layout,
+)
+
+__all__ = ["MissStep", "MISS_EVENTS", "miss_op_layout", "MissHandler"]
+
+#: The pool's events (:data:`hdl.slot_ops.SLOT_EVENTS`) that the miss handler makes.
+MISS_EVENTS = ("mem_error", "fills")
+
+
+class MissStep(enum.Enum, shape=3):
+    """The miss handler's steps (``RUN``: no miss)."""
+    RUN = 0
+    DRAIN = 1
+    DECIDE = 2
+    WAIT_WRITES = 3
+    INSTALL = 4
+    READ_ANSWER = 5
+    READ_AFTER_WRITES = 6
+
+
+def miss_op_layout(params, user_width):
+    """What the miss handler reads of T1's op: its fields, and ``first``, the address its
+    read starts from (:meth:`hdl.fill_reader.FillReader.first_line`, made a clock early)."""
+    return data.StructLayout({
+        "kind": SlotOp,
+        "tag": unsigned(params.address_bits),
+        "mode": Mode,
+        "threshold": unsigned(params.datapath.counter_width),
+        "user": unsigned(user_width),
+        "first": unsigned(params.address_bits),
+    })
+
+
+class MissHandler(wiring.Component):
+    """The steps of a miss of T1's op, with the :class:`hdl.fill_reader.FillReader` that reads
+    the line from device memory.
+
+    The line's read starts at once, unless a write may be to the line's own accumulator
+    (*Fills and writes*, :mod:`hdl.slots`): then once every write is acknowledged. Meanwhile
+    P2 drains and the slot is read again; the handler evicts the slot's occupant into P2 if
+    it holds a line (``evict``), then, with the state in, sends T1's op into P2 with the filled
+    word (``install``). A result read of a line that is not resident takes no slot: it is
+    answered here with the line's result line (``answering``), as is a contribution whose
+    fill memory answered with an error. An eviction is made while P2 is empty and ``room``
+    holds, an install while P2 is empty; an answer waits until the pool is drained (the
+    result unit gives nothing on that clock, so the result queue's data is chosen by the
+    unit's valid alone).
+
+    Parameters
+    ----------
+    params : ControllerParams
+        The slice's (``line_bits`` of its columns).
+    whole : ControllerParams
+        The whole line's: addresses and device memory's lines.
+    user_width : int
+        Width of the opaque ``user`` field an op carries to its result.
+    queue_depth : int
+        Entries of the pool's result queue.
+
+    Members
+    -------
+    op : In(miss_op_layout(params, user_width))
+        T1's op.
+    miss : In(1)
+        T1's op needs its slot and its line is not there: the handler leaves ``RUN``.
+    data_ok : In(1)
+        T1's slot's word is ``occupant_valid``'s, as it stands.
+    occupant_valid : In(1)
+        T1's slot holds a line.
+    p2_valid : In(1)
+    unit_empty : In(1)
+        No op in the result unit or its input register.
+    room : In(1)
+        The output queues have room for an eviction and every op in flight.
+    departure : In(1)
+        P2 takes a line out of its slot on this clock.
+    writes_pending, host_writes_pending : In(1)
+        Writes to device memory not yet acknowledged, and host writes among them.
+    results_held : In(range(queue_depth + 1))
+        Results the pool's result queue holds, as of the last clock edge.
+    fill_read : Out(stream.Signature(fill_command_layout(whole)))
+    fill_data : In(stream.Signature(fill_line_layout(params.datapath), always_ready=True))
+        The reader's (:class:`hdl.fill_reader.FillReader`).
+    next_step : Out(MissStep)
+        The step after this clock edge.
+    evict : Out(1)
+        P2 takes the eviction of T1's slot's occupant.
+    install : Out(1)
+        P2 takes T1's op with the word ``filled``.
+    fill_next : Out(1)
+        P2 is to take the word ``filled`` on the next clock if it takes one; made of the step
+        and registers, not of ``next_step``, which waits for the queues' levels.
+    dropped : Out(1)
+        T1's op is answered here (``answer``, while ``answering``) and leaves.
+    answering : Out(1)
+    answer : Out(slot_result_layout(params, user_width))
+    filled : Out(slot_entry_layout(params))
+        The word the fill makes: T1's line, mode and threshold, the state read.
+    events : Out(StructLayout({name: 1 for name in MISS_EVENTS}))
+    """
+
+    def __init__(self, params, whole, *, user_width, queue_depth):
+        self._params = params
+        self._whole = whole
+        self._queue_depth = queue_depth
+        super().__init__({
+            "op": In(miss_op_layout(params, user_width)),
+            "miss": In(1),
+            "data_ok": In(1),
+            "occupant_valid": In(1),
+            "p2_valid": In(1),
+            "unit_empty": In(1),
+            "room": In(1),
+            "departure": In(1),
+            "writes_pending": In(1),
+            "host_writes_pending": In(1),
+            "results_held": In(range(queue_depth + 1)),
+            "fill_read": Out(stream.Signature(fill_command_layout(whole))),
+            "fill_data": In(stream.Signature(fill_line_layout(params.datapath),
+                                             always_ready=True)),
+            "next_step": Out(MissStep),
+            "evict": Out(1),
+            "install": Out(1),
+            "fill_next": Out(1),
+            "dropped": Out(1),
+            "answering": Out(1),
+            "answer": Out(slot_result_layout(params, user_width)),
+            "filled": Out(slot_entry_layout(params)),
+            "events": Out(data.StructLayout({name: 1 for name in MISS_EVENTS})),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        op = self.op
+        m.submodules.fill_reader = reader = FillReader(self._whole, self._params.datapath)
+        wiring.connect(m, reader.fill_read, wiring.flipped(self.fill_read))
+        wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
+        is_read = op.kind == SlotOp.READ
+        m.d.comb += [reader.start.payload.first.eq(op.first),
+                     reader.start.payload.tag.eq(op.tag),
+                     reader.start.payload.state.eq(~is_read)]
+        # The answer when the pool gives it itself: the line of a result read, and whether
+        # memory failed; and the filled word. Continuous assignments: a Verilog block that
+        # only sets constant fields would never run in Icarus Verilog (hdl.slots).
+        m.d.comb += [
+            self.answer.eq(Cat(op.user, reader.line, is_read,
+                               Const(Reason.NONE.value, Reason.as_shape()), Const(0, 1),
+                               reader.error)),
+            self.filled.eq(Cat(Const(1, 1), Const(0, 1), op.tag, op.mode, op.threshold,
+                               state_of_planes(self._params.datapath, reader.image))),
+        ]
+        step = Signal(MissStep)
+        m.d.comb += self.next_step.eq(step)
+        m.d.sync += step.eq(self.next_step)
+        started = Signal()          # the reader has this miss's read
+        live = out_of_reset(m)      # hdl.slots, Icarus
+        # ``fill_next`` is high on every clock before P2 may install (in INSTALL, entered from
+        # DECIDE or READ_AFTER_WRITES) and low on every clock before P2 may take another word
+        # (in RUN, and the eviction in DECIDE). It may also be high before a clock on which P2
+        # takes nothing (WAIT_WRITES, READ_AFTER_WRITES, READ_ANSWER, and RUN after an answer
+        # in INSTALL has dropped T1's op, when T1 is empty).
+        m.d.comb += self.fill_next.eq(live & (((step == MissStep.DECIDE) & self.data_ok
+                                               & started)
+                                              | (step == MissStep.WAIT_WRITES)
+                                              | (step == MissStep.READ_AFTER_WRITES)
+                                              | ((step == MissStep.INSTALL) & ~self.install)))
+        with m.If(live):  # hdl.slots, Icarus
+            self._steps(m, step, reader, started)
+        return m
+
+    def _writes_gate(self, m, drained):
+        """Fills and writes (:mod:`hdl.slots`): whether a line has left its slot since every
+        write was last done (``departed``), and whether a read that waited for writes may
+        start (``may_read``)."""
+        # A write-back is pending from the clock after the unit gives it (``writes_pending``).
+        writes_done = drained & ~self.writes_pending
+        departed = Signal()
+        # ``departed`` as it stood before this miss's own eviction.
+        wait_for_writes = Signal()
+        with m.If(self.departure):
+            m.d.sync += departed.eq(1)
+        with m.Elif(writes_done):
+            m.d.sync += departed.eq(0)
+        may_read = drained & (writes_done | ~(wait_for_writes | self.host_writes_pending))
+        return departed, wait_for_writes, may_read
+
+    def _steps(self, m, step, reader, started):
+        """The step machine: from ``step`` to ``next_step``."""
+        drained = ~self.p2_valid & self.unit_empty
+        departed, wait_for_writes, may_read = self._writes_gate(m, drained)
+        # An answer the pool gives itself leaves after every op ahead has left the result
+        # unit, so that answers keep op order.
+        answer_room = drained & (self.results_held < self._queue_depth)
+        is_read = self.op.kind == SlotOp.READ
+
+        def answer_and_drop():
+            """Answer T1's op with ``answer`` (there is room) and drop it."""
+            m.d.comb += [self.answering.eq(1), reader.finish.eq(1),
+                         self.events.mem_error.eq(reader.error), self.dropped.eq(1),
+                         self.next_step.eq(MissStep.RUN)]
+
+        with m.Switch(step):
+            with m.Case(MissStep.RUN):
+                # The line's read starts at once unless a write may be to its line; the ops
+                # ahead drain meanwhile, and a result read takes no slot. No line leaves its
+                # slot in P2 on this clock (the handler evicts in DECIDE, and no op follows a
+                # scan), so ``departed`` says whether one has left.
+                read_now = ~departed & ~self.host_writes_pending
+                with m.If(self.miss):
+                    m.d.comb += reader.start.valid.eq(read_now)
+                    m.d.sync += started.eq(read_now)
+                    m.d.comb += self.next_step.eq(Mux(read_now & is_read, MissStep.READ_ANSWER,
+                                                      MissStep.DRAIN))
+            with m.Case(MissStep.DRAIN):
+                # Only P2 writes slots; the ops in the result unit go on meanwhile. An
+                # eviction will need room in the output queues.
+                with m.If(~self.p2_valid & self.room):
+                    m.d.comb += self.next_step.eq(MissStep.DECIDE)
+            with m.Case(MissStep.DECIDE):
+                # The slot is read while the pool misses: once its word is in, the occupant is
+                # the slot as it stands. Nothing is in P2, so departed is final until the
+                # eviction below.
+                with m.If(self.data_ok):
+                    m.d.comb += self.evict.eq(~is_read & self.occupant_valid)
+                    m.d.sync += wait_for_writes.eq(departed)
+                    m.d.comb += self.next_step.eq(Mux(started, MissStep.INSTALL,
+                                                      MissStep.WAIT_WRITES))
+            with m.Case(MissStep.WAIT_WRITES):
+                # The read starts on the next clock, from the step alone: the reader offers
+                # its command on the clock it starts, and ``may_read`` compares levels.
+                with m.If(may_read):
+                    m.d.comb += self.next_step.eq(MissStep.READ_AFTER_WRITES)
+            with m.Case(MissStep.READ_AFTER_WRITES):
+                m.d.comb += [reader.start.valid.eq(1),
+                             self.next_step.eq(Mux(is_read, MissStep.READ_ANSWER,
+                                                   MissStep.INSTALL))]
+            with m.Case(MissStep.READ_ANSWER):
+                with m.If(reader.done & answer_room):
+                    answer_and_drop()
+            with m.Case(MissStep.INSTALL):
+                with m.If(reader.held & reader.error & answer_room):
+                    # The state is unknown: the contribution is answered, not counted.
+                    answer_and_drop()
+                with m.If(reader.held & ~reader.error & ~self.p2_valid):
+                    # The op moves on with the filled word, which P2 writes to the slot. It
+                    # has had room since it was taken, and the filled word comes from the
+                    # reader's registers (``held``): ``install`` steers P2's word and T1's
+                    # valid, so it is decided from registers (pipeline rule 3), not after the
+                    # answer's room above (``If``, not ``Elif``: the two exclude each other
+                    # by ``reader.error``).
+                    m.d.comb += [self.install.eq(1), reader.finish.eq(1),
+                                 self.events.fills.eq(1), self.next_step.eq(MissStep.RUN)]

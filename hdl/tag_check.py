@@ -1,0 +1,123 @@
+"""The slot pool's tag check: whether T1's op's line is in its slot (:mod:`hdl.slots`)."""
+
+from amaranth import Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["TagCheck"]
+
+
+class TagCheck(wiring.Component):
+    """The slots' valid bits and tags, and the hit check of the op that moves from T0 through
+    TA into T1, kept exact by every change P2 makes to a slot's line since.
+
+    The tags are in a memory read without a clock (LUT RAM: Yosys would otherwise take it,
+    with TA's register, as a block RAM without an output register), read at T0's slot into a
+    register as the op enters TA. P2's changes to it (a *retag*: an install gives a slot a
+    line, an eviction, drop or covering clear takes it out) are written a clock late, from
+    registers, so that the memory's write enables have no logic in front of them; the op
+    entering TA on that clock takes the late write as a retag of its slot. T1's ``hit`` is a
+    register, so that the pool's decision to move on or to miss has no logic in front of it
+    (pipeline rule 3).
+
+    A tag is compared above the slot index only: a slot only holds lines whose index is its
+    own, and accumulators are aligned to their size, so the bits below are the same for every
+    line a slot can hold.
+
+    Parameters
+    ----------
+    params : ControllerParams
+        ``slots``, ``address_bits``, and the accumulator's size.
+
+    Members
+    -------
+    t0_index, t0_tag : In(slot_index_bits), In(address_bits)
+        T0's op's slot and line.
+    t0_next_index : In(slot_index_bits)
+        T0's slot after this clock edge.
+    ta_tag, t1_tag : In(address_bits)
+        TA's and T1's ops' lines.
+    ta_loads : In(1)
+        TA takes T0's op on this edge (whether or not the op is taken).
+    ta_moves : In(1)
+        T1 takes TA's op on this edge.
+    p2_index, p2_tag : In(slot_index_bits), In(address_bits)
+        P2's op's slot and line.
+    p2_install : In(1)
+        P2's op installs its line in its slot (with ``retag``).
+    retag : In(1)
+        P2's op gives its slot another line, or none.
+    p2_on_t0, p2_on_ta, p2_on_t1 : In(1)
+        P2's slot is T0's, TA's, T1's.
+    hit : Out(1)
+        T1's op's line is in its slot (a register).
+    """
+
+    def __init__(self, params):
+        self._params = params
+        index_bits, address_bits = params.slot_index_bits, params.address_bits
+        #: The lowest tag bit compared: bits below are the same for every line of a slot.
+        self.tag_lsb = params.accumulator_bytes_per_line.bit_length() - 1 + index_bits
+        self.tag_layout = data.StructLayout({
+            "valid": 1, "tag": unsigned(max(0, address_bits - self.tag_lsb))})
+        super().__init__({
+            "t0_index": In(index_bits), "t0_tag": In(address_bits),
+            "t0_next_index": In(index_bits),
+            "ta_tag": In(address_bits), "t1_tag": In(address_bits),
+            "ta_loads": In(1), "ta_moves": In(1),
+            "p2_index": In(index_bits), "p2_tag": In(address_bits),
+            "p2_install": In(1), "retag": In(1),
+            "p2_on_t0": In(1), "p2_on_ta": In(1), "p2_on_t1": In(1),
+            "hit": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lsb, retag = self.tag_lsb, self.retag
+        m.submodules.tags = tags = Memory(shape=self.tag_layout, depth=self._params.slots,
+                                          init=[], attrs={"ram_style": "distributed"})
+        tag_read, tag_write = tags.read_port(domain="comb"), tags.write_port()
+        # The write the memory takes on the next clock edge: P2's retag of the last.
+        late = Signal(data.StructLayout({"en": 1, "addr": len(self.p2_index),
+                                         "data": self.tag_layout}))
+        m.d.sync += [late.en.eq(retag), late.addr.eq(self.p2_index),
+                     late.data.valid.eq(self.p2_install), late.data.tag.eq(self.p2_tag[lsb:])]
+        m.d.comb += [tag_write.en.eq(late.en), tag_write.addr.eq(late.addr),
+                     tag_write.data.eq(late.data), tag_read.addr.eq(self.t0_index)]
+
+        def installs(tag):
+            """Whether P2's op installs line ``tag`` in its slot."""
+            return self.p2_install & (self.p2_tag[lsb:] == tag[lsb:])
+
+        def hit_after_edge(on_slot, tag, before):
+            """Whether a slot holds line ``tag`` after this edge, given that it did
+            (``before``) until it, and whether P2's op is on it (``on_slot``)."""
+            return Mux(retag & on_slot, installs(tag), before)
+
+        # TA's check, from registers: its slot's tag as the memory stood when the op entered
+        # TA (``ta_tag``), unless P2 has given the slot another line or none since, on that
+        # edge included, or the memory's late write on that edge was to the slot
+        # (``ta_retagged``; then ``ta_retag_hit`` says whether the slot's line is the op's).
+        ta_tag = Signal(self.tag_layout)
+        ta_retagged = Signal()
+        ta_retag_hit = Signal()
+        ta_hit = Mux(ta_retagged, ta_retag_hit,
+                     ta_tag.valid & (ta_tag.tag == self.ta_tag[lsb:]))
+        # Whether the late write (on the next edge) is to T0's slot: a register made from
+        # P2's slot and T0's next.
+        late_on_t0 = Signal()
+        m.d.sync += late_on_t0.eq(retag & (self.p2_index == self.t0_next_index))
+        late_hit = late.data.valid & (late.data.tag == self.t0_tag[lsb:])
+        with m.If(self.ta_loads):
+            m.d.sync += [ta_tag.eq(tag_read.data),
+                         ta_retagged.eq((retag & self.p2_on_t0) | late_on_t0),
+                         ta_retag_hit.eq(Mux(retag & self.p2_on_t0, installs(self.t0_tag),
+                                             late_hit))]
+        with m.Elif(retag & self.p2_on_ta):
+            m.d.sync += [ta_retagged.eq(1), ta_retag_hit.eq(installs(self.ta_tag))]
+        with m.If(self.ta_moves):
+            m.d.sync += self.hit.eq(hit_after_edge(self.p2_on_ta, self.ta_tag, ta_hit))
+        with m.Else():
+            m.d.sync += self.hit.eq(hit_after_edge(self.p2_on_t1, self.t1_tag, self.hit))
+        return m
