@@ -81,9 +81,9 @@ MUTANTS = [
         'zero_write_past_end',
         "CTRL.CLEAR writes one zero line too many: the line right past the region's "
         'accumulators is zeroed too.',
-        'hdl/controller.py',
-        'm.d.sync += [zero_address.eq(following), zero_left.eq(following < high)]',
-        'm.d.sync += [zero_address.eq(following), zero_left.eq(following <= high)]'),
+        'hdl/scan_tasks.py',
+        'm.d.sync += [zero_address.eq(following), zero_left.eq(following < steps.high)]',
+        'm.d.sync += [zero_address.eq(following), zero_left.eq(following <= steps.high)]'),
     Mutant(
         'forward_w2_for_w1',
         "When an op's slot was written by P2 on the last edge, it takes the word from W2 "
@@ -111,9 +111,9 @@ MUTANTS = [
         'raw_read_without_flush',
         'A host read of accumulator memory is served while slots are still dirty, so it returns '
         'the state from before the resident contributions.',
-        'hdl/controller.py',
-        'raw_read_clean = ~any_dirty & pool_idle',
-        'raw_read_clean = pool_idle'),
+        'hdl/dispatch.py',
+        'raw_read_clean = ~self.any_dirty & self.pool_idle',
+        'raw_read_clean = self.pool_idle'),
     Mutant(
         'completion_one_late',
         'A line is complete one contribution late: it is written back on the EXPECTED+1-th '
@@ -125,9 +125,9 @@ MUTANTS = [
         'task_scan_starts_at_1',
         'The FLUSH, EVICT and CLEAR scans start at slot 1: slot 0 is never written back, '
         'emptied or cleared.',
-        'hdl/controller.py',
-        'm.d.sync += [task.eq(kind), command.eq(is_command), index.eq(0)]',
-        'm.d.sync += [task.eq(kind), command.eq(is_command), index.eq(1)]'),
+        'hdl/scan_tasks.py',
+        'self.m.d.sync += [self.task.eq(kind), self.command.eq(is_command), self.index.eq(0)]',
+        'self.m.d.sync += [self.task.eq(kind), self.command.eq(is_command), self.index.eq(1)]'),
     Mutant(
         'drop_scan_stops_early',
         "The pool's scan after a reset stops one slot early: the last slot keeps its line from "
@@ -153,16 +153,16 @@ MUTANTS = [
         'flush_busy_stuck',
         'STATUS.FLUSH_BUSY stays set after a CTRL.FLUSH has finished, until another slot task '
         'starts, so a driver that polls it never sees the flush end.',
-        'hdl/controller.py',
-        'control.flush_busy.eq(pending.flush | (running & command & (task == _Task.FLUSH))),',
-        'control.flush_busy.eq(pending.flush | (command & (task == _Task.FLUSH))),'),
+        'hdl/scan_tasks.py',
+        'self.flush_busy.eq(pending.flush | (running & command & (task == Task.FLUSH))),',
+        'self.flush_busy.eq(pending.flush | (command & (task == Task.FLUSH))),'),
     Mutant(
         'devload_light_off_by_one',
         'DevLoad reads Optimal instead of Light when exactly its Light limit of requests is '
         'held.',
-        'hdl/controller.py',
-        'responder.dev_load.eq(Mux(held <= light, DevLoad.LIGHT,',
-        'responder.dev_load.eq(Mux(held < light, DevLoad.LIGHT,'),
+        'hdl/devload.py',
+        'm.d.comb += self.dev_load.eq(Mux(held <= light, DevLoad.LIGHT,',
+        'm.d.comb += self.dev_load.eq(Mux(held < light, DevLoad.LIGHT,'),
     Mutant(
         'write_cmp_pops_read_line',
         'The completion of an identity write also pops the identity-read line queue, so a read '
@@ -182,8 +182,8 @@ MUTANTS = [
         'An identity MemWrPtl writes every byte of its line: the bytes outside its mask are '
         'overwritten with what its data carries.',
         'hdl/controller.py',
-        'host_write.strobe.eq(request.byte_enable),',
-        'host_write.strobe.eq(-1),'),
+        'identity.write.payload.strobe.eq(request.byte_enable),',
+        'identity.write.payload.strobe.eq(-1),'),
     Mutant(
         'invalid_code_added_as_minus_one',
         'The slot pool adds the invalid G-Ternary code 10 as -1 instead of 0, so a line with '

@@ -19,9 +19,9 @@ import hdl.datapath
 import hdl.slots
 from hdl.axi import AxiMemoryPort
 from hdl.control import ControlRegisters
-from hdl.controller import CxlMemController
 from hdl.csr import RegisterBlock
 from hdl.datapath import Add, Decode, Select
+from hdl.dispatch import ROUTES, route_of
 from hdl.pipeline import PipelineRegister
 from hdl.responder import Responder
 from hdl.slot_ops import SlotOp
@@ -138,14 +138,11 @@ def _responder_popping_unsent(self, platform):
     return m
 
 
-_route = CxlMemController._route
-
-
 def _route_invalidate_as_hint(request, decoded):
     # A MemInv is dispatched as a MemSpecRd: taken, never answered. The route is one-hot: the
     # hint's flag takes the invalidate's, which clears its own (and "now").
-    layout = hdl.controller._ROUTES
-    route = layout(_route(request, decoded))
+    layout = ROUTES
+    route = layout(route_of(request, decoded))
     return Cat(Mux(route.no_access, name == "ignore", route[name]) for name, _ in layout)
 
 
@@ -219,7 +216,7 @@ MUTATIONS = {
         Responder, "elaborate", _responder_popping_unsent),
     "EveryRequestAnsweredOnce": Mutation(
         "invalidate_unanswered", "dispatch takes a MemInv for a MemSpecRd: it is never answered",
-        CxlMemController, "_route", staticmethod(_route_invalidate_as_hint)),
+        hdl.controller, "route_of", _route_invalidate_as_hint),
     "IdentityWriteChangesOnlyItsLine": Mutation(
         "host_write_to_next_line", "an identity write lands on the line after its own",
         hdl.controller, "AxiMemoryPort", _MisaddressingPort),

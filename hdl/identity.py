@@ -1,0 +1,147 @@
+"""The identity path: the host's plain reads and writes of device memory, between dispatch,
+the memory port and the responder (``docs/controller.md``)."""
+
+from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .axi import read_command_layout, write_line_layout
+from .pipeline import EagerFIFO, register_copies
+
+__all__ = ["host_write_layout", "IdentityPath"]
+
+
+def host_write_layout(params):
+    """An identity write as dispatch hands it over: the line, its byte enables (``strobe``)
+    and its byte address."""
+    p = params.datapath
+    return data.StructLayout({"address": params.address_bits, "line": p.line_bits,
+                              "strobe": p.line_bytes})
+
+
+class IdentityPath(wiring.Component):
+    """The host's identity reads and writes on their way to and from the memory port.
+
+    Dispatch hands reads and writes to two small queues (``QUEUE`` entries) read without a
+    clock, whose ``ready`` are registers: its decision does not wait for the port or the pool,
+    and the port's command muxes read the queues' heads. The lines read come back through a
+    register stage without an enable (pipeline rule 1) into a queue of ``READS_IN_FLIGHT``
+    entries, read without a clock, whose read moves only its pointer (a head register would be
+    enabled by the responder's decision); a read is taken only while that queue has room for
+    it and every read in flight.
+
+    The one-line write port is shared with a clear's zero writes: chosen by the zero phase of
+    the last clock, so that the line's mux (the port's W buffer input, spread over the die) is
+    steered by registers, one copy per column group of the line (pipeline rule 2) and one for
+    the other fields and the handshakes. The zero writes start a clock into the phase, and the
+    port stays without a write for a clock after it.
+
+    Parameters
+    ----------
+    params : ControllerParams
+    host_id : int
+        The AXI ID of the host's accesses.
+
+    Members
+    -------
+    read : In(stream.Signature(read_command_layout(...)))
+        From dispatch: a one-line read (``ready``: the queue has room).
+    read_room : Out(1)
+        A read may be taken: the queue has room, and the lines' queue for every read in flight.
+    read_command : Out(stream.Signature(read_command_layout(...)))
+        To the memory port (which the owner shares with the slot pool's reads).
+    read_data : In(stream.Signature({"id", "data", "error"}, always_ready=True))
+        The memory port's lines; those of ``host_id`` are the host's.
+    lines : Out(stream.Signature({"data": line_bits, "error": 1}))
+        The host's lines, in order, to the responder.
+    write : In(stream.Signature(host_write_layout(params)))
+        From dispatch: a one-line write (``ready``: the queue has room).
+    zero_phase : In(1)
+        A clear's zero writes own the write port (from the next clock on).
+    zero_write : In(stream.Signature(write_line_layout(...)))
+    write_line : Out(stream.Signature(write_line_layout(...)))
+        To the memory port.
+    """
+
+    #: Identity reads (and writes) dispatched and not yet taken by the memory port.
+    QUEUE = 2
+
+    #: Identity reads in flight at once: the entries of the returned lines' queue.
+    READS_IN_FLIGHT = 8
+
+    def __init__(self, params, *, host_id):
+        p = params.datapath
+        self._params = params
+        self._host_id = host_id
+        ids = params.axi_id_bits
+        read_layout = read_command_layout(address_bits=params.address_bits, id_bits=ids)
+        line_layout = write_line_layout(address_bits=params.address_bits, id_bits=ids,
+                                        line_bits=p.line_bits)
+        super().__init__({
+            "read": In(stream.Signature(read_layout)),
+            "read_room": Out(1),
+            "read_command": Out(stream.Signature(read_layout)),
+            "read_data": In(stream.Signature(data.StructLayout({
+                "id": unsigned(ids), "data": unsigned(p.line_bits), "error": 1}),
+                always_ready=True)),
+            "lines": Out(stream.Signature(data.StructLayout({
+                "data": unsigned(p.line_bits), "error": 1}))),
+            "write": In(stream.Signature(host_write_layout(params))),
+            "zero_phase": In(1),
+            "zero_write": In(stream.Signature(line_layout)),
+            "write_line": Out(stream.Signature(line_layout)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        self._reads(m)
+        self._writes(m)
+        return m
+
+    def _reads(self, m):
+        p = self._params.datapath
+        m.submodules.read_queue = queue = EagerFIFO(width=len(self.read.payload.as_value()),
+                                                    depth=self.QUEUE)
+        reads_in_flight = Signal(range(self.READS_IN_FLIGHT + 1))
+        taken = self.read.valid & self.read.ready
+        m.d.comb += [self.read.ready.eq(queue.w_rdy),
+                     self.read_room.eq(queue.w_rdy & (reads_in_flight < self.READS_IN_FLIGHT)),
+                     queue.w_en.eq(taken), queue.w_data.eq(self.read.payload),
+                     self.read_command.valid.eq(queue.r_rdy),
+                     self.read_command.payload.eq(queue.r_data),
+                     queue.r_en.eq(self.read_command.ready)]
+        returned = self.read_data
+        line = Signal(p.line_bits + 1, reset_less=True)
+        line_valid = Signal()
+        m.d.sync += [line_valid.eq(returned.valid & (returned.payload.id == self._host_id)),
+                     line.eq(Cat(returned.payload.data, returned.payload.error))]
+        m.submodules.lines = lines = EagerFIFO(width=p.line_bits + 1,
+                                               depth=self.READS_IN_FLIGHT)
+        m.d.comb += [lines.w_en.eq(line_valid), lines.w_data.eq(line),
+                     self.lines.valid.eq(lines.r_rdy), self.lines.payload.eq(lines.r_data),
+                     lines.r_en.eq(self.lines.ready)]
+        m.d.sync += reads_in_flight.eq(reads_in_flight + taken - (lines.r_rdy & lines.r_en))
+
+    def _writes(self, m):
+        p = self._params.datapath
+        layout = host_write_layout(self._params)
+        m.submodules.write_queue = queue = EagerFIFO(width=layout.size, depth=self.QUEUE)
+        head = layout(queue.r_data)
+        m.d.comb += [self.write.ready.eq(queue.w_rdy),
+                     queue.w_en.eq(self.write.valid & self.write.ready),
+                     queue.w_data.eq(self.write.payload)]
+        zero, write = self.zero_write.payload, self.write_line
+        groups = p.control_copies
+        zeroing = register_copies(m, self.zero_phase, groups + 1, "write_zeroing")
+        m.d.comb += [
+            write.payload.id.eq(Mux(zeroing[-1], zero.id, self._host_id)),
+            write.payload.address.eq(Mux(zeroing[-1], zero.address, head.address)),
+            write.payload.strobe.eq(Mux(zeroing[-1], zero.strobe, head.strobe)),
+        ]
+        bits = p.control_copy_bits
+        m.d.comb += write.payload.line.eq(Cat(
+            Mux(zero_copy, zero.line[g * bits:(g + 1) * bits], head.line[g * bits:(g + 1) * bits])
+            for g, zero_copy in enumerate(zeroing[:groups])))
+        m.d.comb += [write.valid.eq(Mux(zeroing[-1], self.zero_write.valid, queue.r_rdy)),
+                     queue.r_en.eq(write.ready & ~zeroing[-1]),
+                     self.zero_write.ready.eq(write.ready & zeroing[-1])]
