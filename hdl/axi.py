@@ -4,6 +4,8 @@ The port uses the AXI4 signal names (``awaddr``, ``wdata``, ``rready``, ...), so
 or cocotbext-axi's ``AxiBus.from_prefix(dut, "axi", bus_separator="__")`` binds it directly.
 """
 
+import types
+
 from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
@@ -188,25 +190,33 @@ class AxiMemoryPort(wiring.Component):
         return m
 
     def _write_side(self, m, groups):
-        """The W buffer (see the class docstring), AW and W."""
-        axi, burst, line = self.axi, self.write_burst, self.write_line
-        beats = self._burst_beats
-        taken = {"burst": burst.valid, "line": line.valid & line.ready}
+        """The W buffer (see the class docstring), AW and W. ``w`` holds what the sections
+        share: the takes, the rings' pointers, and the channels' moves."""
+        burst, line = self.write_burst, self.write_line
+        w = types.SimpleNamespace(
+            taken={"burst": burst.valid, "line": line.valid & line.ready},
+            aw_moves=Signal(), aw_line=Signal(), last_moves=Signal(), w_line=Signal())
+        self._write_rings(m, w, groups)
+        self._write_waiting(m, w)
+        self._aw_channel(m, w)
+        self._w_channel(m, w, groups)
 
+    def _write_rings(self, m, w, groups):
+        """The order of the writes and each kind's ring pointer (``w.is_line``,
+        ``w.produce``), and the one-line write's line, staged (``w.staged_line``)."""
+        line, taken = self.write_line, w.taken
         # The order of the writes, a bit per write (1: a one-line write), in a ring of its
         # own: a clock's burst first, then its line. Only these narrow flags depend on both
         # takes; each kind's banks and memories are written at its own pointer.
-        orders = self._orders
-        order_produce = Signal(range(orders))
+        order_produce = Signal(range(self._orders))
         line_order = Signal.like(order_produce)
-        is_line = Signal(orders)
+        w.is_line = is_line = Signal(self._orders)
         m.d.comb += line_order.eq(order_produce + taken["burst"])
         m.d.sync += order_produce.eq(line_order + taken["line"])
         with m.If(taken["burst"]):
             m.d.sync += is_line.bit_select(order_produce, 1).eq(0)
         with m.If(taken["line"]):
             m.d.sync += is_line.bit_select(line_order, 1).eq(1)
-
         # Each kind's ring: written on every clock at the next free entry, ``produce``, in
         # copies of its own for each column group of its banks (rule 2) and one for the rest.
         # A one-line write's line reaches its banks a clock after its take, from a register
@@ -214,7 +224,7 @@ class AxiMemoryPort(wiring.Component):
         # clock after the take (below), and the owner's valid, which comes late in the clock,
         # moves one pointer, not a copy in every group. (A burst's lines come from registers
         # of the pool, a burst's worth of them: they are not staged again.)
-        produce = {}
+        w.produce = produce = {}
         next_produce = Signal(range(self._entries["burst"]), name="burst_produce_next")
         produce["burst"] = register_copies(m, next_produce, len(groups) + 1, "burst_produce",
                                            reset=True)
@@ -223,22 +233,23 @@ class AxiMemoryPort(wiring.Component):
         m.d.sync += line_produce.eq(line_produce + taken["line"])
         produce["line"] = [*register_copies(m, line_produce, len(groups), "line_staged_at"),
                            line_produce]
-        staged_line = Signal.like(line.payload.line, reset_less=True)
-        m.d.sync += staged_line.eq(line.payload.line)
+        w.staged_line = Signal.like(line.payload.line, reset_less=True)
+        m.d.sync += w.staged_line.eq(line.payload.line)
 
-        # What each kind of write has waiting, for AW and for W (taken, not yet sent: a
-        # burst's W is sent with its last beat). Both channels go in order, so the writes of
-        # a kind not yet sent on both are as many as the larger of its two counts.
-        aw_moves, aw_line = Signal(), Signal()
-        last_moves, w_line = Signal(), Signal()
+    def _write_waiting(self, m, w):
+        """What each kind of write has waiting, for AW and for W (taken, not yet sent: a
+        burst's W is sent with its last beat): ``w.waiting``, ``bursts_held`` and the room
+        for one-line writes. Both channels go in order, so the writes of a kind not yet sent
+        on both are as many as the larger of its two counts."""
         counts, unsent = {}, {}
         for kind, is_kind in (("burst", Const(0)), ("line", Const(1))):
-            for channel, sent, sent_line in (("aw", aw_moves, aw_line), ("w", last_moves, w_line)):
-                count = Signal(range(orders), name=f"{kind}_{channel}_waiting")
+            for channel, sent, sent_line in (("aw", w.aw_moves, w.aw_line),
+                                             ("w", w.last_moves, w.w_line)):
+                count = Signal(range(self._orders), name=f"{kind}_{channel}_waiting")
                 next_count = Signal.like(count, name=f"{kind}_{channel}_next")
                 # The writes taken before this clock and not sent on it (W's valid reads them).
                 unsent[kind, channel] = count - (sent & (sent_line == is_kind))
-                m.d.comb += next_count.eq(unsent[kind, channel] + taken[kind])
+                m.d.comb += next_count.eq(unsent[kind, channel] + w.taken[kind])
                 m.d.sync += count.eq(next_count)
                 counts[kind, channel] = count, next_count
         held = {kind: Mux(counts[kind, "aw"][1] > counts[kind, "w"][1], counts[kind, "aw"][1],
@@ -248,102 +259,115 @@ class AxiMemoryPort(wiring.Component):
         # values; W's leaves out the writes taken on this clock, so that W reads a write from
         # the second clock after its take, when the order ring already says which bank it is
         # in: the bank W reads next is then chosen without the takes (``next_is_line``).
-        waiting = {channel: Signal(name=f"{channel}_waiting") for channel in ("aw", "w")}
+        w.waiting = waiting = {channel: Signal(name=f"{channel}_waiting")
+                               for channel in ("aw", "w")}
         m.d.sync += [waiting["aw"].eq((counts["burst", "aw"][1] != 0)
                                       | (counts["line", "aw"][1] != 0)),
                      waiting["w"].eq((unsent["burst", "w"] != 0) | (unsent["line", "w"] != 0))]
         line_room = Signal(init=1)
         m.d.sync += [self.bursts_held.eq(held["burst"]),
                      line_room.eq(held["line"] < self.LINE_WRITES)]
-        m.d.comb += line.ready.eq(line_room)
+        m.d.comb += self.write_line.ready.eq(line_room)
 
-        # AW: the register in front of the channel, refilled from the oldest write whose AW
-        # has not gone (``aw_order``): its ID and address from the memory of its kind, at
-        # that kind's own AW pointer.
-        aw_order = Signal(range(orders))
-        m.d.sync += aw_order.eq(aw_order + aw_moves)
+    def _aw_channel(self, m, w):
+        """AW: the register in front of the channel, refilled from the oldest write whose AW
+        has not gone (``aw_order``): its ID and address from the memory of its kind, at that
+        kind's own AW pointer."""
+        burst, line = self.write_burst, self.write_line
+        aw_order = Signal(range(self._orders))
+        m.d.sync += aw_order.eq(aw_order + w.aw_moves)
         address_layout = data.StructLayout({"id": len(burst.payload.id),
                                             "address": len(burst.payload.address)})
         addresses = {}
-        for kind, payload, is_kind in (("burst", burst.payload, ~aw_line),
-                                       ("line", line.payload, aw_line)):
+        for kind, payload, is_kind in (("burst", burst.payload, ~w.aw_line),
+                                       ("line", line.payload, w.aw_line)):
             aw_entry = Signal(range(self._entries[kind]), name=f"{kind}_aw_entry")
-            m.d.sync += aw_entry.eq(aw_entry + (aw_moves & is_kind))
+            m.d.sync += aw_entry.eq(aw_entry + (w.aw_moves & is_kind))
             m.submodules[f"{kind}_addresses"] = memory = Memory(
                 shape=address_layout, depth=self._entries[kind], init=[])
             write, read = memory.write_port(), memory.read_port(domain="comb")
-            m.d.comb += [write.en.eq(1), write.addr.eq(produce[kind][-1]),
+            m.d.comb += [write.en.eq(1), write.addr.eq(w.produce[kind][-1]),
                          write.data.eq(Cat(payload.id, payload.address)), read.addr.eq(aw_entry)]
             addresses[kind] = read.data
+        beats = self._burst_beats
         aw_command = stream.Signature(data.StructLayout({
             "id": len(burst.payload.id), "address": len(burst.payload.address),
             "beats": range(1, beats + 1)})).create()
-        chosen = address_layout(Mux(aw_line, addresses["line"], addresses["burst"]))
-        m.d.comb += [aw_line.eq(is_line.bit_select(aw_order, 1)),
-                     aw_command.valid.eq(waiting["aw"]),
+        chosen = address_layout(Mux(w.aw_line, addresses["line"], addresses["burst"]))
+        m.d.comb += [w.aw_line.eq(w.is_line.bit_select(aw_order, 1)),
+                     aw_command.valid.eq(w.waiting["aw"]),
                      aw_command.payload.id.eq(chosen.id),
                      aw_command.payload.address.eq(chosen.address),
-                     aw_command.payload.beats.eq(Mux(aw_line, 1, beats)),
-                     aw_moves.eq(aw_command.valid & aw_command.ready)]
+                     aw_command.payload.beats.eq(Mux(w.aw_line, 1, beats)),
+                     w.aw_moves.eq(aw_command.valid & aw_command.ready)]
         self._address_register(m, "aw", aw_command)
 
-        # W: the write at ``w_order``, its beat ``beat``; each kind's banks are read at that
-        # kind's own W pointer. Whether the write is a one-line write (``w_line``) is a
-        # register (below), so that the order ring's read is not in front of W's moves.
-        w_order = Signal(range(orders))
-        w_order_ahead = Signal(range(orders), init=1)       # ``w_order + 1``
+    def _w_channel(self, m, w, groups):
+        """W: the write at ``w_order``, its beat ``beat``; each kind's banks are read at that
+        kind's own W pointer. Whether the write is a one-line write (``w.w_line``) is a
+        register, so that the order ring's read is not in front of W's moves."""
+        axi, line = self.axi, self.write_line
+        beats = self._burst_beats
+        w_order = Signal(range(self._orders))
+        w_order_ahead = Signal(range(self._orders), init=1)      # ``w_order + 1``
         beat = Signal(range(max(beats, 2)))
         w_moves = axi.wvalid & axi.wready
         next_w_order = Signal.like(w_order)
         next_beat = Signal.like(beat)
-        m.d.comb += [axi.wvalid.eq(waiting["w"]),
-                     axi.wlast.eq(w_line | (beat == beats - 1)),
-                     last_moves.eq(w_moves & axi.wlast),
-                     next_w_order.eq(w_order + last_moves),
+        m.d.comb += [axi.wvalid.eq(w.waiting["w"]),
+                     axi.wlast.eq(w.w_line | (beat == beats - 1)),
+                     w.last_moves.eq(w_moves & axi.wlast),
+                     next_w_order.eq(w_order + w.last_moves),
                      next_beat.eq(Mux(w_moves, Mux(axi.wlast, 0, beat + 1), beat))]
         m.d.sync += [w_order.eq(next_w_order), w_order_ahead.eq(next_w_order + 1),
                      beat.eq(next_beat)]
         w_entry, w_entry_copies = {}, {}     # each kind's W pointer, and its copies per group
-        for kind, is_kind in (("burst", ~w_line), ("line", w_line)):
+        for kind, is_kind in (("burst", ~w.w_line), ("line", w.w_line)):
             entry = Signal(range(self._entries[kind]), name=f"{kind}_w_entry")
             next_entry = Signal.like(entry, name=f"{kind}_w_entry_next")
-            m.d.comb += next_entry.eq(entry + (last_moves & is_kind))
+            m.d.comb += next_entry.eq(entry + (w.last_moves & is_kind))
             m.d.sync += entry.eq(next_entry)
             w_entry[kind] = entry
             w_entry_copies[kind] = register_copies(m, next_entry, len(groups), f"{kind}_w_entry")
         m.submodules.strobes = strobes = Memory(shape=len(line.payload.strobe),
                                                 depth=self._entries["line"], init=[])
         strobe_write, strobe_read = strobes.write_port(), strobes.read_port(domain="comb")
-        m.d.comb += [strobe_write.en.eq(1), strobe_write.addr.eq(produce["line"][-1]),
+        m.d.comb += [strobe_write.en.eq(1), strobe_write.addr.eq(w.produce["line"][-1]),
                      strobe_write.data.eq(line.payload.strobe),
                      strobe_read.addr.eq(w_entry["line"]),
-                     axi.wstrb.eq(Mux(w_line, strobe_read.data, -1))]
+                     axi.wstrb.eq(Mux(w.w_line, strobe_read.data, -1))]
         # The bank W reads after this edge: the line bank (number ``beats``) for a one-line
         # write, else the beat's; the write's kind is in the order ring by then (``waiting``).
         # The ring is read at both entries W may be at after the edge, and the last W beat
         # chooses between them: no adder in front of the ring's read.
         next_is_line = Signal()
-        m.d.comb += next_is_line.eq(Mux(last_moves, is_line.bit_select(w_order_ahead, 1),
-                                        is_line.bit_select(w_order, 1)))
-        m.d.sync += w_line.eq(next_is_line)
+        m.d.comb += next_is_line.eq(Mux(w.last_moves, w.is_line.bit_select(w_order_ahead, 1),
+                                        w.is_line.bit_select(w_order, 1)))
+        m.d.sync += w.w_line.eq(next_is_line)
         bank_copies = register_copies(m, Mux(next_is_line, beats, next_beat), len(groups),
                                       "w_bank")
+        self._w_banks(m, w, groups, w_entry_copies, bank_copies)
+
+    def _w_banks(self, m, w, groups, w_entry_copies, bank_copies):
+        """W's data: in each column group, a bank per burst line and one for one-line writes,
+        each read at its kind's W pointer and chosen by the group's copy of the bank."""
+        beats = self._burst_beats
         wdata = []
         for g, bits in enumerate(groups):
             lines = []
             sources = [(f"w_bank{b}", "burst",
-                        burst.payload.lines[b * self._line_bits:][:self._line_bits])
+                        self.write_burst.payload.lines[b * self._line_bits:][:self._line_bits])
                        for b in range(beats)]
-            sources.append(("w_line", "line", staged_line))
+            sources.append(("w_line", "line", w.staged_line))
             for name, kind, source in sources:
                 m.submodules[f"{name}_group{g}"] = bank = Memory(
                     shape=bits.stop - bits.start, depth=self._entries[kind], init=[])
                 write, read = bank.write_port(), bank.read_port(domain="comb")
-                m.d.comb += [write.en.eq(1), write.addr.eq(produce[kind][g]),
+                m.d.comb += [write.en.eq(1), write.addr.eq(w.produce[kind][g]),
                              write.data.eq(source[bits]), read.addr.eq(w_entry_copies[kind][g])]
                 lines.append(read.data)
             wdata.append(Array(lines)[bank_copies[g]])
-        m.d.comb += axi.wdata.eq(Cat(wdata))
+        m.d.comb += self.axi.wdata.eq(Cat(wdata))
 
     def _address_register(self, m, channel, command):
         """The AR or AW register (``channel``: "ar" or "aw"), refilled from ``command`` (a

@@ -245,11 +245,9 @@ class ControlRegisters(wiring.Component):
         return m
 
     def _elaborate_apply(self, m, block, cfg_error_event):
+        """APPLY: each region held, checked against every region, then the table copied if no
+        check failed (the module docstring)."""
         p = self._params
-        space = 1 << p.address_bits
-        window_start, window_end = p.window_base, p.window_base + p.window_bytes
-        line_mask = p.datapath.line_bytes - 1
-        acc_mask = p.accumulator_bytes_per_line - 1
         last = p.regions - 1
 
         i = Signal(range(p.regions))
@@ -279,52 +277,7 @@ class ControlRegisters(wiring.Component):
                                                 ("distinct", "first_pair", "i_last", "j_last"))
         m.d.sync += [distinct.eq(i != j), first_pair.eq(j == 0),
                      i_last.eq(i == last), j_last.eq(j == last)]
-        compares = []
-
-        def compared(value):
-            """``value``, a compare (of addresses up to 72 bits wide, or of a region's counts
-            against its limits), in a register of its own, so that the check that reads it has
-            no carry chain in front of it."""
-            compares.append(Signal(name=f"compare_{len(compares)}"))
-            m.d.sync += compares[-1].eq(value)
-            return compares[-1]
-
-        def ordered(low, high):
-            """``low < high`` of two addresses, as :func:`compared` does it but, unless one is
-            a constant, in parts (:func:`registered_order`), so that no carry chain spans
-            the address."""
-            if isinstance(low, int) or isinstance(high, int):
-                return compared(low < high)
-            compares.append(registered_order(m, low, high, f"compare_{len(compares)}",
-                                             levels=_ORDER_LEVELS))
-            return compares[-1]
-
-        own_checks = [
-            (a.mode == RESERVED_MODE, ConfigError.RESERVED_MODE),
-            (((a.base | a.size) & line_mask) != 0, ConfigError.MISALIGNED),
-            (compared(a.size == 0), ConfigError.ZERO_SIZE),
-            (compared(a.end > space), ConfigError.OUT_OF_RANGE),
-            (_overlap(a.base, a.end, window_start, window_end, ordered),
-             ConfigError.COVERS_WINDOW),
-            (compared((a.mode == Mode.GTERNARY) & ((a.threshold == 0)
-                                                   | (a.threshold > p.datapath.capacity))),
-             ConfigError.BAD_THRESHOLD),
-            (compared(a.aggregating & (a.expected > p.datapath.capacity)),
-             ConfigError.OVER_CAPACITY),
-            (a.aggregating & ((a.acc & acc_mask) != 0), ConfigError.ACC_MISALIGNED),
-            (a.aggregating & compared(a.acc_end > space), ConfigError.OUT_OF_RANGE),
-            (a.aggregating & _overlap(a.acc, a.acc_end, window_start, window_end, ordered),
-             ConfigError.ACC_OVERLAP),
-        ]
-        pair_checks = [
-            (distinct & _overlap(a.base, a.end, b.base, b.end, ordered), ConfigError.OVERLAP),
-            (a.aggregating & (_overlap(a.acc, a.acc_end, b.base, b.end, ordered)
-                              | (distinct & b.aggregating
-                                 & _overlap(a.acc, a.acc_end, b.acc, b.acc_end, ordered))),
-             ConfigError.ACC_OVERLAP),
-        ]
-        checks = [(c & first_pair, e) for c, e in own_checks] + \
-                 [(c & b.enable, e) for c, e in pair_checks]
+        checks = self._apply_checks(m, a, b, distinct, first_pair)
         failed = [Signal(name=f"failed_{k}") for k in range(len(checks))]
         m.d.sync += [f.eq(c & a.enable) for f, (c, _) in zip(failed, checks)]
         first = Signal(ConfigError)
@@ -381,6 +334,62 @@ class ControlRegisters(wiring.Component):
                 m.d.sync += [i.eq(i + 1), j.eq(0), holding.eq(1)]
             with m.Else():
                 m.d.sync += j.eq(j + 1)
+
+    def _apply_checks(self, m, a, b, distinct, first_pair):
+        """The checks of an APPLY as ``(condition, ConfigError)`` pairs: region ``a``'s own
+        (on the first pair of a step, ``first_pair``) and ``a`` against ``b`` (``distinct``:
+        they are two regions), each compare in registers of its own."""
+        p = self._params
+        space = 1 << p.address_bits
+        window_start, window_end = p.window_base, p.window_base + p.window_bytes
+        line_mask = p.datapath.line_bytes - 1
+        acc_mask = p.accumulator_bytes_per_line - 1
+        compares = []
+
+        def compared(value):
+            """``value``, a compare (of addresses up to 72 bits wide, or of a region's counts
+            against its limits), in a register of its own, so that the check that reads it has
+            no carry chain in front of it."""
+            compares.append(Signal(name=f"compare_{len(compares)}"))
+            m.d.sync += compares[-1].eq(value)
+            return compares[-1]
+
+        def ordered(low, high):
+            """``low < high`` of two addresses, as :func:`compared` does it but, unless one is
+            a constant, in parts (:func:`registered_order`), so that no carry chain spans
+            the address."""
+            if isinstance(low, int) or isinstance(high, int):
+                return compared(low < high)
+            compares.append(registered_order(m, low, high, f"compare_{len(compares)}",
+                                             levels=_ORDER_LEVELS))
+            return compares[-1]
+
+        own_checks = [
+            (a.mode == RESERVED_MODE, ConfigError.RESERVED_MODE),
+            (((a.base | a.size) & line_mask) != 0, ConfigError.MISALIGNED),
+            (compared(a.size == 0), ConfigError.ZERO_SIZE),
+            (compared(a.end > space), ConfigError.OUT_OF_RANGE),
+            (_overlap(a.base, a.end, window_start, window_end, ordered),
+             ConfigError.COVERS_WINDOW),
+            (compared((a.mode == Mode.GTERNARY) & ((a.threshold == 0)
+                                                   | (a.threshold > p.datapath.capacity))),
+             ConfigError.BAD_THRESHOLD),
+            (compared(a.aggregating & (a.expected > p.datapath.capacity)),
+             ConfigError.OVER_CAPACITY),
+            (a.aggregating & ((a.acc & acc_mask) != 0), ConfigError.ACC_MISALIGNED),
+            (a.aggregating & compared(a.acc_end > space), ConfigError.OUT_OF_RANGE),
+            (a.aggregating & _overlap(a.acc, a.acc_end, window_start, window_end, ordered),
+             ConfigError.ACC_OVERLAP),
+        ]
+        pair_checks = [
+            (distinct & _overlap(a.base, a.end, b.base, b.end, ordered), ConfigError.OVERLAP),
+            (a.aggregating & (_overlap(a.acc, a.acc_end, b.base, b.end, ordered)
+                              | (distinct & b.aggregating
+                                 & _overlap(a.acc, a.acc_end, b.acc, b.acc_end, ordered))),
+             ConfigError.ACC_OVERLAP),
+        ]
+        return ([(c & first_pair, e) for c, e in own_checks]
+                + [(c & b.enable, e) for c, e in pair_checks])
 
     @staticmethod
     def _first_fault(m, fault, checks):

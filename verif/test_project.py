@@ -1,10 +1,18 @@
 """Project hygiene: the pins in pyproject.toml and requirements.lock agree, the docs state
-the numbers of their one source, and the tests share their helpers through ``bench/`` only."""
+the numbers of their one source, the tests share their helpers through ``bench/`` only, the
+block diagram is one, and the functions of ``hdl/`` stay small."""
 
 import ast
+import importlib
+import pkgutil
 import re
+import textwrap
 import tomllib
 
+from amaranth import Elaboratable
+
+import hdl
+import hdl.controller
 from bench.simulators import REPO
 from spec.params import (
     LATENCY_CHOICES,
@@ -83,3 +91,49 @@ def test_tests_share_helpers_only_through_bench():
                 wrong.append(f"{where}:{line} imports amaranth.sim.Simulator: use "
                              f"bench.sim.simulate")
     assert not wrong, "\n".join(wrong)
+
+
+def _diagram(text, indent):
+    """The first literal block of ``text`` that draws the controller (it names ``Dispatch``),
+    its lines without ``indent``."""
+    blocks = re.findall(r"(?:^|\n)((?:" + re.escape(indent) + r"[^\n]*\n|\n)+)", text)
+    drawn = [block for block in blocks if "| Dispatch |" in block]
+    assert drawn, "no block diagram with a Dispatch box"
+    return [line[len(indent):] for line in drawn[0].strip("\n").split("\n")]
+
+
+def test_one_block_diagram_whose_boxes_are_components():
+    """The README, ``docs/controller.md`` and :mod:`hdl.controller` draw the same diagram, and
+    every name in it (a word in CamelCase) is a component class of ``hdl/``."""
+    readme = (REPO / "README.md").read_text().split("```\n")
+    docs = (REPO / "docs" / "controller.md").read_text().split("```\n")
+    copies = {
+        "README.md": next(block for block in readme if "| Dispatch |" in block),
+        "docs/controller.md": next(block for block in docs if "| Dispatch |" in block),
+        "hdl/controller.py": "\n".join(_diagram(hdl.controller.__doc__, "    ")) + "\n",
+    }
+    copies = {where: textwrap.dedent(copy).strip("\n") for where, copy in copies.items()}
+    reference = copies["docs/controller.md"]
+    for where, copy in copies.items():
+        assert copy == reference, \
+            f"{where}'s block diagram differs from docs/controller.md's"
+    classes = {name for module in pkgutil.iter_modules(hdl.__path__)
+               for name, value in vars(importlib.import_module(f"hdl.{module.name}")).items()
+               if isinstance(value, type) and issubclass(value, Elaboratable)}
+    names = set(re.findall(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)+\b", reference)) - {"DevLoad"}
+    assert names <= classes, f"boxes that are no component in hdl/: {sorted(names - classes)}"
+
+
+def test_hdl_functions_stay_small():
+    """No function in ``hdl/`` is longer than 100 lines or takes more than 9 parameters."""
+    wrong = []
+    for path in sorted((REPO / "hdl").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1
+                arguments = node.args
+                count = len(arguments.posonlyargs + arguments.args + arguments.kwonlyargs)
+                if length > 100 or count > 9:
+                    wrong.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}: "
+                                 f"{length} lines, {count} parameters")
+    assert not wrong, "functions over 100 lines or 9 parameters:\n" + "\n".join(wrong)
