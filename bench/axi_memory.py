@@ -27,7 +27,7 @@ _PORTS = ("awaddr", "awlen", "awid", "awvalid", "awready", "wdata", "wstrb", "wv
 
 
 class TimedMemory:
-    def __init__(self, dut, prefix="axi", *, latency=0, interval=1, pause=None):
+    def __init__(self, dut, prefix="m_axi_", *, latency=0, interval=1, pause=None):
         self.dut = dut
         self.latency, self.interval = latency, interval
         self.pause = pause or never()
@@ -35,7 +35,7 @@ class TimedMemory:
         self.errors = []
         self.beats = 0
         self.last_beat_ns = 0       # simulation time of the last beat that moved
-        self._port = {name: getattr(dut, f"{prefix}__{name}") for name in _PORTS}
+        self._port = {name: getattr(dut, f"{prefix}{name}") for name in _PORTS}
         self._width = len(self._port["wdata"])
         self._reads = deque()       # (due clock, id, address, last) per beat
         self._bursts = deque()      # [id, next address, beats left] per write burst
@@ -50,7 +50,7 @@ class TimedMemory:
 
     async def run(self):
         """The model alone, clocked by its own coroutine."""
-        await run_clocked(self.dut.clk, [self])
+        await run_clocked(self.dut.aclk, [self])
 
     def _merge(self, address, data, strobe):
         old = self.lines.get(address, 0)

@@ -11,13 +11,12 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
-from cocotbext.axi import AxiBus, AxiRam
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam, AxiResp
 
 from bench.cxl_host import CxlHost
 from bench.streams import clock_and_reset, randomly
 from driver import NeuronFabric
 from golden.device import DeviceModel
-from hdl.csr import READ_LATENCY
 from hdl.generate import controller_params
 from spec.cxl import DRSOpcode, NDROpcode
 from spec.formats import lines_to_small_fields, ternary_to_lines
@@ -58,7 +57,7 @@ class ControllerBench:
         self._rng = rng
         self._memory = memory
         self.ram = None
-        self.host = CxlHost(dut, dut.clk, self.params.datapath.line_bits,
+        self.host = CxlHost(dut, dut.aclk, self.params.datapath.line_bits,
                             idle=(randomly(rng, host_idle), randomly(rng, host_idle)),
                             stall=(randomly(rng, host_stall), randomly(rng, host_stall)))
         self.device = NeuronFabric(self.host, self.params)
@@ -68,23 +67,28 @@ class ControllerBench:
         dut._log.info("%s", self.where)
 
     async def start(self):
-        self.dut.csr__r_stb.value = 0
-        self.dut.csr__w_stb.value = 0
+        # The register port's manager holds its valids low from reset on.
+        self.registers = AxiLiteMaster(AxiLiteBus.from_prefix(self.dut, "s_axil"), self.dut.aclk,
+                                       self.dut.aresetn, reset_active_level=False)
+        self.registers.write_if.log.setLevel(logging.WARNING)
+        self.registers.read_if.log.setLevel(logging.WARNING)
         # An AXI4 subordinate holds RVALID and BVALID low from reset on; the memory model takes
         # the port over after reset, and the controller registers read beats from the start.
-        self.dut.axi__rvalid.value = 0
-        self.dut.axi__bvalid.value = 0
-        await clock_and_reset(self.dut, CLOCK_NS)
+        self.dut.m_axi_rvalid.value = 0
+        self.dut.m_axi_bvalid.value = 0
+        await clock_and_reset(self.dut, CLOCK_NS, clock="aclk", reset="aresetn",
+                              active_low=True)
         # The memory model samples every handshake from its first clock; outputs decoded from
         # the engine state are defined from the second clock after reset (see hdl.controller).
-        await ClockCycles(self.dut.clk, 2)
+        await ClockCycles(self.dut.aclk, 2)
         pause = randomly(self._rng, self._memory_pause) if self._memory_pause else None
         if self._memory:
             self.ram = self._memory(self.dut, pause=pause)
             parts = [self.ram]
         else:
-            self.ram = AxiRam(AxiBus.from_prefix(self.dut, "axi", bus_separator="__"),
-                              self.dut.clk, self.dut.rst, size=1 << self.params.address_bits)
+            self.ram = AxiRam(AxiBus.from_prefix(self.dut, "m_axi"), self.dut.aclk,
+                              self.dut.aresetn, reset_active_level=False,
+                              size=1 << self.params.address_bits)
             for side in (self.ram.write_if, self.ram.read_if):
                 side.log.setLevel(logging.WARNING)      # not a line per burst
             parts = [] if pause is None else [_Pauses(
@@ -95,27 +99,26 @@ class ControllerBench:
         await self.device.identify()
 
     async def csr_write(self, name, value):
-        """Write register ``name`` through the plain CSR port (not the window)."""
-        dut = self.dut
-        await RisingEdge(dut.clk)
-        dut.csr__addr.value = self.device.regmap[name].offset // 4
-        dut.csr__w_data.value = value
-        dut.csr__w_stb.value = 1
-        await RisingEdge(dut.clk)
-        dut.csr__w_stb.value = 0
+        """Write register ``name`` through the AXI4-Lite register port (not the window);
+        returns the response (``AxiResp``)."""
+        return await self.csr_write_at(self.device.regmap[name].offset, value)
+
+    async def csr_write_at(self, offset, value, *, length=4):
+        """Write the ``length`` low bytes of ``value`` from byte ``offset`` of the register
+        port (``WSTRB`` has a bit per byte written); returns the response."""
+        response = await self.registers.write(offset, value.to_bytes(4, "little")[:length])
+        return AxiResp(response.resp)
 
     async def csr_read(self, name):
-        """Read register ``name`` through the plain CSR port: it answers at once, even while
-        the engine is busy (a clear, say), which the window cannot."""
-        dut = self.dut
-        await RisingEdge(dut.clk)
-        dut.csr__addr.value = self.device.regmap[name].offset // 4
-        dut.csr__r_stb.value = 1
-        await RisingEdge(dut.clk)
-        dut.csr__r_stb.value = 0
-        await ClockCycles(dut.clk, READ_LATENCY - 1)
-        await ReadOnly()
-        return dut.csr__r_data.value.to_unsigned()
+        """Read register ``name`` through the AXI4-Lite register port: it answers at once, even
+        while the engine is busy (a clear, say), which the window cannot."""
+        value, _ = await self.csr_read_at(self.device.regmap[name].offset)
+        return value
+
+    async def csr_read_at(self, offset):
+        """Read the word at byte ``offset`` of the register port: ``(value, AxiResp)``."""
+        response = await self.registers.read(offset, 4)
+        return int.from_bytes(response.data, "little"), AxiResp(response.resp)
 
     def regions(self, rng, lines):
         """A G-Binary, a G-Ternary and an identity region of ``lines`` lines each, at fixed
@@ -144,7 +147,7 @@ class ControllerBench:
         """Wait for silence; check no stray responses and, with ``model``, every counter and
         flag the golden model also keeps (:attr:`spec.regmap.Event.golden`) against its
         events."""
-        await ClockCycles(self.dut.clk, 20)
+        await ClockCycles(self.dut.aclk, 20)
         assert self.host.idle, f"{self.where}: requests still unanswered: {self.host.pending}"
         assert not self.host.errors, f"{self.where}: " + "; ".join(self.host.errors)
         memory_errors = getattr(self.ram, "errors", [])     # TimedMemory's; AxiRam keeps none
@@ -234,14 +237,14 @@ class AxiCounter:
     async def run(self):
         dut, started = self.dut, []
         while True:
-            await RisingEdge(dut.clk)
+            await RisingEdge(dut.aclk)
             await ReadOnly()
             now = get_sim_time("ns") // CLOCK_NS
-            if dut.axi__arvalid.value and dut.axi__arready.value:
+            if dut.m_axi_arvalid.value and dut.m_axi_arready.value:
                 started.append(now)
-            if dut.axi__wvalid.value and dut.axi__wready.value:
+            if dut.m_axi_wvalid.value and dut.m_axi_wready.value:
                 self.writes += 1
-            if dut.axi__rvalid.value and dut.axi__rready.value:
+            if dut.m_axi_rvalid.value and dut.m_axi_rready.value:
                 self.reads += 1
-                if dut.axi__rlast.value:
+                if dut.m_axi_rlast.value:
                     self.memory_cycles.append(now - started.pop(0))

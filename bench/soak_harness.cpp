@@ -47,8 +47,10 @@
 
 #include "soak_config.h"
 
-// Verilator escapes the double underscores of Amaranth's port names.
+// Verilator escapes the double underscores of Amaranth's port names (the CXL.mem channels);
+// the AXI4 memory port is named as vendor tools name it (m_axi_awvalid, ...).
 #define PORT(bus, signal) (top->bus##___05F##signal)
+#define AXI(signal) (top->m_axi_##signal)
 
 namespace {
 
@@ -189,38 +191,38 @@ public:
     // Before the edge: drive the ready and valid signals the memory owns.
     void drive(Vnf_controller* top, uint64_t now) {
         bool beat_free = now >= next_beat_;
-        PORT(axi, arready) = !pause();
-        PORT(axi, awready) = !pause();
+        AXI(arready) = !pause();
+        AXI(awready) = !pause();
         // A read beat already offered stays offered; a due one is offered when a beat is free.
         if (!r_on_bus_) {
             if (!reading_) pick_read(now);
             if (reading_ && beat_free && !pause()) offer_read(top);
         }
-        PORT(axi, rvalid) = r_on_bus_;
+        AXI(rvalid) = r_on_bus_;
         bool read_wants = r_on_bus_ || (reading_ && beat_free);
-        PORT(axi, wready) = !writes_.empty() && beat_free && !read_wants && !pause();
+        AXI(wready) = !writes_.empty() && beat_free && !read_wants && !pause();
         if (!b_on_bus_ && !responses_.empty() && responses_.front().due <= now && !pause()) {
-            PORT(axi, bid) = responses_.front().id;
-            PORT(axi, bresp) = responses_.front().resp;
+            AXI(bid) = responses_.front().id;
+            AXI(bresp) = responses_.front().resp;
             b_on_bus_ = true;
         }
-        PORT(axi, bvalid) = b_on_bus_;
+        AXI(bvalid) = b_on_bus_;
     }
 
     // At the edge: take what moved (sampled from the settled signals before the edge).
     void sample(Vnf_controller* top, uint64_t now) {
-        if (PORT(axi, arvalid) && PORT(axi, arready)) {
-            Burst b{(unsigned)PORT(axi, arid), (uint64_t)PORT(axi, araddr),
-                    (unsigned)PORT(axi, arlen) + 1u, now + phase_.latency};
+        if (AXI(arvalid) && AXI(arready)) {
+            Burst b{(unsigned)AXI(arid), (uint64_t)AXI(araddr),
+                    (unsigned)AXI(arlen) + 1u, now + phase_.latency};
             reads_[b.id].push_back(b);
             read_order_.push_back(b.id);
         }
-        if (PORT(axi, awvalid) && PORT(axi, awready)) {
-            writes_.push_back(Burst{(unsigned)PORT(axi, awid), (uint64_t)PORT(axi, awaddr),
-                                    (unsigned)PORT(axi, awlen) + 1u, 0});
+        if (AXI(awvalid) && AXI(awready)) {
+            writes_.push_back(Burst{(unsigned)AXI(awid), (uint64_t)AXI(awaddr),
+                                    (unsigned)AXI(awlen) + 1u, 0});
         }
-        if (PORT(axi, wvalid) && PORT(axi, wready)) take_write(top, now);
-        if (r_on_bus_ && PORT(axi, rready)) {
+        if (AXI(wvalid) && AXI(wready)) take_write(top, now);
+        if (r_on_bus_ && AXI(rready)) {
             r_on_bus_ = false;
             read_beats++;
             next_beat_ = now + phase_.interval;
@@ -229,21 +231,21 @@ public:
                 reading_ = nullptr;
             }
         }
-        if (b_on_bus_ && PORT(axi, bready)) {
+        if (b_on_bus_ && AXI(bready)) {
             b_on_bus_ = false;
             responses_.pop_front();
         }
-        stalls.ar += PORT(axi, arvalid) && !PORT(axi, arready);
-        stalls.aw += PORT(axi, awvalid) && !PORT(axi, awready);
-        stalls.w += PORT(axi, wvalid) && !PORT(axi, wready);
-        stalls.r += PORT(axi, rvalid) && !PORT(axi, rready);
-        stalls.b += PORT(axi, bvalid) && !PORT(axi, bready);
+        stalls.ar += AXI(arvalid) && !AXI(arready);
+        stalls.aw += AXI(awvalid) && !AXI(awready);
+        stalls.w += AXI(wvalid) && !AXI(wready);
+        stalls.r += AXI(rvalid) && !AXI(rready);
+        stalls.b += AXI(bvalid) && !AXI(bready);
     }
 
     bool moved(Vnf_controller* top) const {
-        return (PORT(axi, arvalid) && PORT(axi, arready)) || (PORT(axi, awvalid) && PORT(axi, awready))
-            || (PORT(axi, wvalid) && PORT(axi, wready)) || (PORT(axi, rvalid) && PORT(axi, rready))
-            || (PORT(axi, bvalid) && PORT(axi, bready));
+        return (AXI(arvalid) && AXI(arready)) || (AXI(awvalid) && AXI(awready))
+            || (AXI(wvalid) && AXI(wready)) || (AXI(rvalid) && AXI(rready))
+            || (AXI(bvalid) && AXI(bready));
     }
 
 private:
@@ -280,10 +282,10 @@ private:
         bool fault = faulty(address);
         auto found = lines.find(address);
         if (!fault && found != lines.end()) set_bytes(w, 0, found->second.bytes, 8 * LINE_BYTES);
-        store(PORT(axi, rdata), w);
-        PORT(axi, rid) = reading_->id;
-        PORT(axi, rresp) = fault ? RESP_SLVERR : 0;
-        PORT(axi, rlast) = reading_->done + 1 == reading_->beats;
+        store(AXI(rdata), w);
+        AXI(rid) = reading_->id;
+        AXI(rresp) = fault ? RESP_SLVERR : 0;
+        AXI(rlast) = reading_->done + 1 == reading_->beats;
         errors += fault;
         r_on_bus_ = true;
     }
@@ -292,8 +294,8 @@ private:
         Burst& b = writes_.front();
         uint64_t address = b.address + (uint64_t)b.done * LINE_BYTES;
         Words data, strobe;
-        load(PORT(axi, wdata), data);
-        load(PORT(axi, wstrb), strobe);
+        load(AXI(wdata), data);
+        load(AXI(wstrb), strobe);
         if (faulty(address)) {
             b.resp = RESP_SLVERR;
             errors++;
@@ -303,9 +305,9 @@ private:
                 if (get_bits(strobe, i, 1)) line.bytes[i] = (uint8_t)get_bits(data, 8 * i, 8);
         }
         bool last = ++b.done == b.beats;
-        if (last != (bool)PORT(axi, wlast)) {
+        if (last != (bool)AXI(wlast)) {
             std::fprintf(stderr, "clock %lu: WLAST %d on beat %u of a %u-beat burst\n", now,
-                         (int)PORT(axi, wlast), b.done, b.beats);
+                         (int)AXI(wlast), b.done, b.beats);
             wlast_errors++;
         }
         write_beats++;
@@ -554,16 +556,20 @@ int main(int argc, char** argv) {
     host.set_phase(plan.phases[0]);
     memory.set_phase(plan.phases[0]);
 
-    PORT(csr, r_stb) = 0;
-    PORT(csr, w_stb) = 0;
-    top->rst = 1;
-    top->clk = 0;
+    // The register port is idle: the harness configures the device through the CXL.mem window.
+    top->s_axil_arvalid = 0;
+    top->s_axil_awvalid = 0;
+    top->s_axil_wvalid = 0;
+    top->s_axil_bready = 1;
+    top->s_axil_rready = 1;
+    top->aresetn = 0;
+    top->aclk = 0;
     top->eval();
     for (int i = 0; i < 4; ++i) {
-        top->clk = 1; top->eval();
-        top->clk = 0; top->eval();
+        top->aclk = 1; top->eval();
+        top->aclk = 0; top->eval();
     }
-    top->rst = 0;
+    top->aresetn = 1;
 
     auto started = std::chrono::steady_clock::now();
     uint64_t now = 0, quiet = 0, host_quiet = 0;
@@ -576,7 +582,7 @@ int main(int argc, char** argv) {
             host.set_phase(plan.phases[phase]);
             memory.set_phase(plan.phases[phase]);
         }
-        top->clk = 0;
+        top->aclk = 0;
         host.drive(top, now);
         memory.drive(top, now);
         top->eval();
@@ -586,7 +592,7 @@ int main(int argc, char** argv) {
         bool host_moved = host.moved(top), moved = host_moved || memory.moved(top);
         host.sample(top, now);
         memory.sample(top, now);
-        top->clk = 1;
+        top->aclk = 1;
         top->eval();
 #if VM_TRACE
         if (trace && now >= waves_from && now <= waves_to) trace->dump(2 * now + 1);

@@ -21,12 +21,15 @@ __all__ = ["StreamSource", "StreamSink", "run_clocked", "always", "never", "rand
            "clock_and_reset"]
 
 
-async def clock_and_reset(dut, period_ns, cycles=2):
-    """Start ``dut.clk`` with ``period_ns`` and hold ``dut.rst`` high for ``cycles`` clocks."""
-    cocotb.start_soon(Clock(dut.clk, period_ns, unit="ns").start())
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, cycles)
-    dut.rst.value = 0
+async def clock_and_reset(dut, period_ns, cycles=2, *, clock="clk", reset="rst",
+                          active_low=False):
+    """Start ``dut.<clock>`` with ``period_ns`` and hold ``dut.<reset>`` asserted (high, or low
+    with ``active_low``) for ``cycles`` clocks."""
+    clk, rst = getattr(dut, clock), getattr(dut, reset)
+    cocotb.start_soon(Clock(clk, period_ns, unit="ns").start())
+    rst.value = int(not active_low)
+    await ClockCycles(clk, cycles)
+    rst.value = int(active_low)
 
 
 def always():

@@ -168,6 +168,9 @@ class ControlRegisters(wiring.Component):
         Low while an APPLY copies the staged regions into ``regions`` (a mix of old and new).
         It falls ``_SETTLE_CLOCKS`` clocks (at least 4) before the first region changes, so a
         user may read it through a register.
+    locked_write : Out(1)
+        A write to a lockable register was refused (``STATUS.LOCKED_WRITE``), ``WRITE_LATENCY``
+        clocks after its strobe on ``bus`` (:mod:`hdl.csr`).
     """
 
     def __init__(self, params=ControllerParams()):
@@ -190,6 +193,7 @@ class ControlRegisters(wiring.Component):
             "flush_busy": In(1),
             "flush_done": In(1),
             "table_ready": Out(1),
+            "locked_write": Out(1),
         })
 
     @property
@@ -217,6 +221,7 @@ class ControlRegisters(wiring.Component):
             self.enable.eq(block.field("CTRL", "ENABLE")),
             self.clear_region.eq(block.field("CTRL", "CLEAR_REGION")),
             block.set_strobe("STATUS", "LOCKED_WRITE").eq(block.locked_write),
+            self.locked_write.eq(block.locked_write),
         ]
         for command in ("CLEAR", "FLUSH"):
             lower = command.lower()

@@ -100,6 +100,10 @@ class CxlMemController(wiring.Component):
         Device memory, ``line_bits`` wide.
     csr : In(csr_bus_signature(...))
         The control registers' own bus. It has priority over the register window.
+    csr_refused : Out(1)
+        A register write was refused (a lockable register while locked), ``WRITE_LATENCY``
+        clocks after its strobe (:mod:`hdl.csr`): one of ``csr``'s on that clock if it made
+        one (the window waits while ``csr`` strobes).
     """
 
     def __init__(self, params=ControllerParams(), *, primitives=None):
@@ -119,6 +123,7 @@ class CxlMemController(wiring.Component):
             "axi": Out(axi4_signature(address_bits=params.address_bits, data_bits=p.line_bits,
                                       id_bits=params.axi_id_bits)),
             "csr": In(csr_bus_signature(len(self._control.bus.addr))),
+            "csr_refused": Out(1),
         })
 
     @property
@@ -175,6 +180,7 @@ class CxlMemController(wiring.Component):
             control.bus.w_stb.eq(self.csr.w_stb | window.bus.w_stb),
             control.bus.w_data.eq(Mux(external, self.csr.w_data, window.bus.w_data)),
             self.csr.r_data.eq(control.bus.r_data),
+            self.csr_refused.eq(control.locked_write),
             window.bus.r_data.eq(control.bus.r_data),
             window.bus_free.eq(~external),
         ]

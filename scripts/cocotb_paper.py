@@ -52,7 +52,7 @@ async def _all_at_once(bench, writes, timed):
     beats = None
     while beats != timed.beats:         # until memory has been still for a while
         beats = timed.beats
-        await ClockCycles(bench.dut.clk, 16 * timed.interval)
+        await ClockCycles(bench.dut.aclk, 16 * timed.interval)
     return int((max(answered, timed.last_beat_ns) - start) // CLOCK_NS)
 
 

@@ -23,6 +23,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, gather
 from cocotb.utils import get_sim_time
+from cocotbext.axi import AxiResp
 
 from bench.axi_memory import TimedMemory
 from bench.controller_bench import CLOCK_NS, TRAFFIC, AxiCounter, ControllerBench, contribution
@@ -412,11 +413,11 @@ async def reset_drops_resident_lines(dut):
     await bench.device.flush()
     flushed = [_accumulator_image(bench, model, gb, line) for line in range(lines)]
     await _contribute_all(bench, model, rng, [gb], lines, 1)       # dirty again, on chip
-    await ClockCycles(dut.clk, 20)
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 2)
-    dut.rst.value = 0
-    await ClockCycles(dut.clk, bench.params.slots + 20)
+    await ClockCycles(dut.aclk, 20)
+    dut.aresetn.value = 0
+    await ClockCycles(dut.aclk, 2)
+    dut.aresetn.value = 1
+    await ClockCycles(dut.aclk, bench.params.slots + 20)
     await bench.device.identify()
     counters = await bench.device.counters()
     assert counters["DROPPED"] == lines, \
@@ -451,7 +452,7 @@ async def clear_during_traffic(dut):
     async def clears():
         for _ in range(2):
             await bench.device.clear(1)
-            await ClockCycles(dut.clk, 30)
+            await ClockCycles(dut.aclk, 30)
 
     workers = min(4, bench.params.datapath.capacity)
     await gather(clears(), *[_contribute_all(bench, model, np.random.default_rng(
@@ -516,7 +517,7 @@ async def devload_follows_queue_occupancy(dut):
     host.recording = arrivals = []
     tasks = [cocotb.start_soon(host.read(i * bench.line_bytes)) for i in range(count)]
     tasks += [cocotb.start_soon(host.write(i * bench.line_bytes, line)) for i in range(count)]
-    await ClockCycles(dut.clk, 8 * count)
+    await ClockCycles(dut.aclk, 8 * count)
     host.ndr.stall = host.drs.stall = never()
     await gather(*tasks)
     host.recording = None
@@ -531,8 +532,8 @@ async def devload_follows_queue_occupancy(dut):
 
 @cocotb.test()
 async def csr_port_shares_the_registers(dut):
-    """The plain CSR port reads and writes the same registers as the window, and wins when
-    both access them in the same cycle."""
+    """The AXI4-Lite register port reads and writes the same registers as the window, and wins
+    when both access them in the same cycle."""
     rng = np.random.default_rng([cocotb.RANDOM_SEED, 19])
     bench = ControllerBench(dut, rng)
     await bench.start()
@@ -548,6 +549,39 @@ async def csr_port_shares_the_registers(dut):
         assert await task == regmap["ID"].field("MAGIC").reset, f"{bench.where}: window ID"
     assert await bench.device.read("R1_BASE_LO") == 0x1234_5640, f"{bench.where}: R1_BASE_LO"
     assert await bench.device.read("R1_SIZE_LO") == 0x40, f"{bench.where}: R1_SIZE_LO"
+    await bench.finish()
+
+
+@cocotb.test()
+async def register_port_refuses_with_slverr(dut):
+    """The AXI4-Lite register port answers SLVERR, and changes nothing, for each access the
+    register map refuses: an address with no register, a write to a read-only register, a
+    write of less than a whole register, a write to a locked register (which also sets
+    STATUS.LOCKED_WRITE); and OKAY for the rest."""
+    rng = np.random.default_rng([cocotb.RANDOM_SEED, 23])
+    bench = ControllerBench(dut, rng)
+    await bench.start()
+    regmap = bench.device.regmap
+    used = {reg.offset for reg in regmap}
+    hole = next(offset for offset in range(0, regmap.window_bytes, 4) if offset not in used)
+    value, response = await bench.csr_read_at(hole)
+    assert (value, response) == (0, AxiResp.SLVERR), \
+        f"{bench.where}: read of {hole:#x} (no register) gave {value:#x}, {response!r}"
+    assert await bench.csr_write_at(hole, 0x5A5A_5A5A) == AxiResp.SLVERR, \
+        f"{bench.where}: write of {hole:#x} (no register)"
+    assert await bench.csr_write("ID", 0) == AxiResp.SLVERR, f"{bench.where}: write of ID"
+    assert await bench.csr_read("ID") == regmap["ID"].reset, f"{bench.where}: ID changed"
+    assert await bench.csr_write("R1_BASE_LO", 0x40) == AxiResp.OKAY, f"{bench.where}: write"
+    offset = regmap["R1_BASE_LO"].offset
+    assert await bench.csr_write_at(offset, 0x1280, length=2) == AxiResp.SLVERR, \
+        f"{bench.where}: a two-byte write of R1_BASE_LO"
+    assert await bench.csr_read("R1_BASE_LO") == 0x40, f"{bench.where}: R1_BASE_LO changed"
+    assert await bench.csr_write("CTRL", regmap["CTRL"].pack(LOCK=1)) == AxiResp.OKAY
+    assert await bench.csr_write("R1_BASE_LO", 0x80) == AxiResp.SLVERR, \
+        f"{bench.where}: a write of R1_BASE_LO while locked"
+    assert await bench.csr_read("R1_BASE_LO") == 0x40, f"{bench.where}: a locked write landed"
+    status = regmap["STATUS"].unpack(await bench.csr_read("STATUS"))
+    assert status["LOCKED_WRITE"], f"{bench.where}: STATUS.LOCKED_WRITE not set: {status}"
     await bench.finish()
 
 
@@ -611,7 +645,7 @@ async def latency_and_throughput(dut):
     counters = await bench.device.counters()
     assert counters["ACCEPTED"] - 2 == total, \
         f"{bench.where}: {counters['ACCEPTED'] - 2} of {total} streamed contributions accepted"
-    await ClockCycles(dut.clk, 20)          # the last write-back
+    await ClockCycles(dut.aclk, 20)          # the last write-back
     moved = (counter.reads - before[0], counter.writes - before[1])
     assert moved == (lines, lines * (1 + p.state_lines)), \
         f"{bench.where}: {workers} workers on {lines} lines moved {moved} memory lines " \

@@ -44,6 +44,19 @@ def test_generate_writes_verilog_and_field_maps(tmp_path, capsys):
     assert controller_params(controller) == ControllerParams(params), controller
     assert controller["derived"]["state_lines"] == params.state_lines
     assert "CAP_POOL" in (folder / "nf_regs.md").read_text()
+    assert "addrmap nf_regs {" in (folder / "nf_regs.rdl").read_text()
+    # The conventional top: its ports as vendor tools name them, a parameter header, and the
+    # interface of each port in the table.
+    verilog = (folder / f"{CONTROLLER_TOP}.v").read_text()
+    for port in ("input aclk", "input aresetn", "output m_axi_awvalid", "input s_axil_awvalid",
+                 "output [31:0] s_axil_rdata", "input m2s_req__valid"):
+        assert port in verilog, f"{CONTROLLER_TOP}.v has no `{port}`"
+    vh = (folder / f"{CONTROLLER_TOP}.vh").read_text()
+    assert f"localparam NF_CTRL_SLOTS = {ControllerParams(params).slots};" in vh, vh[:400]
+    table = (folder / f"{CONTROLLER_TOP}.md").read_text()
+    for row in ("| `aclk` | input | 1 |", "| `s_axil_bresp` | output | 2 | AXI4-Lite",
+                "| `m_axi_wdata` | output | "):
+        assert row in table, f"{CONTROLLER_TOP}.md has no row starting {row!r}"
 
 
 def test_generate_refuses_too_narrow_controller_lines():

@@ -1,12 +1,15 @@
-"""The register map description and the three artefacts generated from it."""
+"""The register map description and the artefacts generated from it (Python constants, C
+header, Markdown, and SystemRDL compiled by ``systemrdl-compiler`` and read back)."""
 
 import runpy
 import subprocess
 
 import pytest
+from systemrdl import RDLCompiler
+from systemrdl.rdltypes import AccessType, OnWriteType
 
 from hdl.generate import write_register_map
-from spec.params import ControllerParams, DatapathParams
+from spec.params import REGISTER_BITS, ControllerParams, DatapathParams
 from spec.regmap import (
     ID_MAGIC,
     REGION_BASE,
@@ -124,3 +127,49 @@ def test_generated_markdown_lists_every_register(tmp_path):
     table = (tmp_path / "nf_regs.md").read_text()
     for reg in regmap:
         assert f"| `{reg.offset:#06x}` | **{reg.name}** |" in table, reg.name
+
+
+def _access(field):
+    """The :class:`Access` that a compiled field's properties describe."""
+    sw, hw = field.get_property("sw"), field.get_property("hw")
+    onwrite = field.get_property("onwrite")
+    if field.get_property("singlepulse"):
+        return Access.WS
+    if onwrite == OnWriteType.woclr and field.get_property("hwset"):
+        return Access.RW1C
+    if onwrite == OnWriteType.woset:
+        return Access.RW1S
+    if (sw, hw, onwrite) == (AccessType.r, AccessType.w, None):
+        return Access.R
+    if (sw, hw, onwrite) == (AccessType.rw, AccessType.r, None):
+        return Access.RW
+    raise AssertionError(f"{field.get_path()}: sw={sw}, hw={hw}, onwrite={onwrite} is no Access")
+
+
+@pytest.mark.parametrize("regions", [1, 8, 32])
+def test_generated_systemrdl_compiles_to_the_map(regions, tmp_path):
+    regmap = write_register_map(controller(regions), tmp_path)
+    source = tmp_path / "nf_regs.rdl"
+    compiler = RDLCompiler()
+    compiler.compile_file(str(source))
+    top = compiler.elaborate(top_def_name="nf_regs").top
+    compiled = {reg.inst_name: reg for reg in top.registers()}
+    assert list(compiled) == [reg.name for reg in regmap], \
+        f"regions={regions}: registers {list(compiled)} differ from the map's"
+    for reg in regmap:
+        node = compiled[reg.name]
+        where = f"regions={regions}, {reg.name}"
+        assert node.absolute_address == reg.offset, \
+            f"{where}: at {node.absolute_address:#x}, the map says {reg.offset:#x}"
+        assert node.get_property("regwidth") == REGISTER_BITS, f"{where}: regwidth"
+        fields = {f.inst_name: f for f in node.fields()}
+        assert sorted(fields) == sorted(f.name for f in reg.fields), \
+            f"{where}: fields {sorted(fields)}, the map has {[f.name for f in reg.fields]}"
+        for f in reg.fields:
+            got = fields[f.name]
+            assert (got.lsb, got.width) == (f.offset, f.width), \
+                f"{where}.{f.name}: bits [{got.msb}:{got.lsb}], the map says " \
+                f"[{f.offset + f.width - 1}:{f.offset}]"
+            assert (got.get_property("reset") or 0) == f.reset, f"{where}.{f.name}: reset"
+            assert _access(got) == f.access, \
+                f"{where}.{f.name}: {_access(got).value}, the map says {f.access.value}"
