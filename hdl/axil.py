@@ -38,9 +38,11 @@ class _Step(enum.Enum, shape=3):
 
 class AxiLiteRegisters(wiring.Component):
     """An AXI4-Lite subordinate for the control registers: one access at a time, in the order
-    they arrive (a read first when both wait). ``RVALID`` rises ``READ_LATENCY + 2`` clock
-    edges after the one that takes AR, ``BVALID`` ``WRITE_LATENCY + 2`` after the one that
-    takes AW and W (together: each waits for the other).
+    they arrive (a read first when both wait). ``RVALID`` rises ``READ_LATENCY + 1`` clock
+    edges after the one that takes AR, ``BVALID`` ``WRITE_LATENCY + 1`` after the one that
+    takes AW and W (together: each waits for the other). A read's data is taken from the bus
+    into a register as it arrives, so that ``RDATA`` holds while ``RVALID`` waits for ``RREADY``
+    whatever the register bus's other initiator (the CXL.mem window) reads meanwhile.
 
     The port answers SLVERR, and leaves every register alone, for the accesses the register map
     refuses:
@@ -93,7 +95,8 @@ class AxiLiteRegisters(wiring.Component):
         address = Signal(len(bus.addr))
         data = Signal(REGISTER_BITS)
         full_strobe = Signal()
-        wait = Signal(range(max(READ_LATENCY, WRITE_LATENCY) + 2))
+        wait = Signal(range(max(READ_LATENCY, WRITE_LATENCY) + 1))
+        rdata = Signal(REGISTER_BITS)
         refused = Signal()
         idle = step == _Step.IDLE
         read = idle & axil.arvalid
@@ -108,14 +111,14 @@ class AxiLiteRegisters(wiring.Component):
                      axil.rvalid.eq(step == _Step.R), axil.bvalid.eq(step == _Step.B),
                      axil.rresp.eq(Mux(refused, RESP_SLVERR, RESP_OKAY)),
                      axil.bresp.eq(Mux(refused, RESP_SLVERR, RESP_OKAY)),
-                     axil.rdata.eq(Mux(refused, 0, bus.r_data))]
+                     axil.rdata.eq(rdata)]
         with m.If(read):
             m.d.sync += [address.eq(axil.araddr[2:]), wait.eq(0), step.eq(_Step.READ)]
         with m.If(write):
             m.d.sync += [address.eq(axil.awaddr[2:]), data.eq(axil.wdata), wait.eq(0),
                          full_strobe.eq(axil.wstrb == (1 << len(axil.wstrb)) - 1),
                          step.eq(_Step.WRITE)]
-        with m.If(~idle):
+        with m.If((step == _Step.READ) | (step == _Step.WRITE)):
             m.d.sync += wait.eq(wait + 1)
         # The strobe goes on the clock after the handshake, from registers.
         first = wait == 0
@@ -123,7 +126,7 @@ class AxiLiteRegisters(wiring.Component):
             m.d.comb += bus.r_stb.eq(known)
             m.d.sync += refused.eq(~known)
         with m.If((step == _Step.READ) & (wait == READ_LATENCY)):
-            m.d.sync += step.eq(_Step.R)
+            m.d.sync += [step.eq(_Step.R), rdata.eq(Mux(refused, 0, bus.r_data))]
         with m.If((step == _Step.WRITE) & first):
             m.d.comb += bus.w_stb.eq(writable & full_strobe)
             m.d.sync += refused.eq(~(writable & full_strobe))

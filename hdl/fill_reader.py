@@ -141,7 +141,7 @@ class FillReader(wiring.Component):
         m.d.comb += [next_step.eq(step), next_beats.eq(beats)]
         m.d.sync += [step.eq(next_step), beats.eq(next_beats)]
         live = out_of_reset(m)
-        with m.If(live), m.Switch(step):  # see the module docstring, Icarus
+        with m.If(live), m.Switch(step):  # see the hdl.slots docstring, Icarus
             with m.Case(_Step.IDLE):
                 with m.If(self.start.valid):
                     m.d.sync += [planes_address.eq(self.start.payload.tag + p.line_bytes),

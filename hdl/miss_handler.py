@@ -181,8 +181,10 @@ class MissHandler(wiring.Component):
                                               | (step == MissStep.WAIT_WRITES)
                                               | (step == MissStep.READ_AFTER_WRITES)
                                               | ((step == MissStep.INSTALL) & ~self.install)))
+        drained = ~self.p2_valid & self.unit_empty
+        writes = self._writes_gate(m, drained)
         with m.If(live):  # hdl.slots, Icarus
-            self._steps(m, step, reader, started)
+            self._steps(m, step, reader, started, drained, writes)
         return m
 
     def _writes_gate(self, m, drained):
@@ -201,10 +203,10 @@ class MissHandler(wiring.Component):
         may_read = drained & (writes_done | ~(wait_for_writes | self.host_writes_pending))
         return departed, wait_for_writes, may_read
 
-    def _steps(self, m, step, reader, started):
-        """The step machine: from ``step`` to ``next_step``."""
-        drained = ~self.p2_valid & self.unit_empty
-        departed, wait_for_writes, may_read = self._writes_gate(m, drained)
+    def _steps(self, m, step, reader, started, drained, writes):
+        """The step machine: from ``step`` to ``next_step``; ``drained``: P2 and the result
+        unit are empty; ``writes``: what :meth:`_writes_gate` returns."""
+        departed, wait_for_writes, may_read = writes
         # An answer the pool gives itself leaves after every op ahead has left the result
         # unit, so that answers keep op order.
         answer_room = drained & (self.results_held < self._queue_depth)

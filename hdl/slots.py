@@ -92,11 +92,12 @@ accumulator image of one line: its result line, then its state's memory image
 
 Icarus Verilog: a comb ``Switch`` becomes an ``always @*`` block, which Icarus first runs only
 when a signal it reads changes, so its outputs read X until then, and a register that takes one
-(an AXI valid, say) holds X. The Switches here and in the controller that drive outputs sit
-under ``If(live)``, where ``live`` is the inverse of a register that copies the reset a clock
-late (:func:`hdl.pipeline.out_of_reset`), which every simulation changes at its start; a comb
-signal that would otherwise be driven by such a block alone (a constant, or a choice between
-two values) is one ``Mux`` or ``Cat``, a continuous assignment.
+(an AXI valid, say) holds X. The Switches of the pool's components (the slot update, the miss
+handler, the fill reader) and of the scan tasks that drive outputs sit under ``If(live)``, where
+``live`` is the inverse of a register that copies the reset a clock late
+(:func:`hdl.pipeline.out_of_reset`), which every simulation changes at its start; a comb signal
+that would otherwise be driven by such a block alone (a constant, or a choice between two
+values) is one ``Mux`` or ``Cat``, a continuous assignment.
 """
 
 import dataclasses

@@ -161,6 +161,29 @@ def test_slot_pool_against_golden(params, slice_bits, seed):
                 if (fields[0], Reason(fields[1]), fields[2]) != want:
                     errors.append(f"{where}: (accepted, reason, invalid) {fields}, golden {want}")
 
+    memory = _random_memory(dut, lines, rng, errors, f"seed {seed}")
+    simulate(dut, driver, collector, processes=[memory], clock=CLOCK,
+             until=CLOCK * (WAIT_PER_OP * len(ops) + 200))
+    assert not errors, "\n".join(errors[:10])
+    for k, tag in enumerate(tags):
+        if tag not in lines.state:
+            continue
+        want = lines.image(tag, modes[k], threshold)
+        got = np.concatenate([lines.read(tag + i * p.line_bytes)
+                              for i in range(1 + state_count)])
+        differ = np.flatnonzero(got != want)
+        assert not len(differ), (f"seed {seed}: line {k} ({Mode(modes[k]).name}, tag "
+                                 f"{tag:#x}) after the flush: accumulator bytes "
+                                 f"{differ[:8].tolist()} differ from golden")
+
+
+def _random_memory(dut, lines, rng, errors, where):
+    """The device memory of :func:`test_slot_pool_against_golden`: a process that lands the
+    pool's write-backs in ``lines.memory`` and answers its fills from there, appending what
+    goes wrong to ``errors`` (each message starting with ``where``)."""
+    p = lines.p
+    state_count = p.state_lines
+
     async def memory(ctx):
         """Holds every write-back in a port (``write_backs_held``) that sends one on 70% of
         the clocks, and lands each after a random wait, now and then a long one
@@ -186,7 +209,7 @@ def test_slot_pool_against_golden(params, slice_bits, seed):
             if wb_valid:
                 held.append((wb.address, wb.lines))
                 if len(held) > SlotPool.QUEUE_DEPTH:
-                    errors.append(f"seed {seed}, clock {clock}: a write-back made while the "
+                    errors.append(f"{where}, clock {clock}: a write-back made while the "
                                   f"port held {len(held) - 1}, QUEUE_DEPTH "
                                   f"{SlotPool.QUEUE_DEPTH}")
             if fr_valid:
@@ -211,19 +234,7 @@ def test_slot_pool_against_golden(params, slice_bits, seed):
             else:
                 ctx.set(dut.fill_data.valid, 0)
 
-    simulate(dut, driver, collector, processes=[memory], clock=CLOCK,
-             until=CLOCK * (WAIT_PER_OP * len(ops) + 200))
-    assert not errors, "\n".join(errors[:10])
-    for k, tag in enumerate(tags):
-        if tag not in lines.state:
-            continue
-        want = lines.image(tag, modes[k], threshold)
-        got = np.concatenate([lines.read(tag + i * p.line_bytes)
-                              for i in range(1 + state_count)])
-        differ = np.flatnonzero(got != want)
-        assert not len(differ), (f"seed {seed}: line {k} ({Mode(modes[k]).name}, tag "
-                                 f"{tag:#x}) after the flush: accumulator bytes "
-                                 f"{differ[:8].tolist()} differ from golden")
+    return memory
 
 
 def _plain_memory(dut, p, written):
