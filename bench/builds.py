@@ -105,11 +105,20 @@ def tool_version(tool):
 
 
 def verilog(design, params):
-    """The Verilog of ``design`` (``"datapath"`` or ``"controller"``) at ``params``, with its
-    facts (``<top>.json``) beside it: generated once per configuration and generator source."""
-    from hdl.generate import CONTROLLER_TOP, DATAPATH_TOP, write_controller, write_datapath
+    """The Verilog of ``design`` (``"datapath"``, ``"controller"`` or ``"axi_reducer"``) at
+    ``params``, with its facts (``<top>.json``) beside it: generated once per configuration and
+    generator source."""
+    from hdl.generate import (
+        AXI_REDUCER_TOP,
+        CONTROLLER_TOP,
+        DATAPATH_TOP,
+        write_axi_reducer,
+        write_controller,
+        write_datapath,
+    )
     write, top = {"datapath": (write_datapath, DATAPATH_TOP),
-                  "controller": (write_controller, CONTROLLER_TOP)}[design]
+                  "controller": (write_controller, CONTROLLER_TOP),
+                  "axi_reducer": (write_axi_reducer, AXI_REDUCER_TOP)}[design]
     folder = cached(f"verilog-{design}", params.name,
                     _key(source_key(), amaranth.__version__, repr(params)),
                     lambda out: write(params, out))

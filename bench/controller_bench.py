@@ -13,8 +13,9 @@ from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam, AxiResp
 
+from bench.axi_host import AxiHost
 from bench.cxl_host import CxlHost
-from bench.streams import clock_and_reset, randomly
+from bench.streams import ChannelPauses, clock_and_reset, randomly
 from driver import NeuronFabric
 from golden.device import DeviceModel
 from hdl.generate import controller_params
@@ -40,7 +41,10 @@ TRAFFIC = {   # host idle, host response stall, pause on every AXI channel
 
 
 class ControllerBench:
-    """Clock, reset, device memory, the CXL.mem host and the driver.
+    """Clock, reset, device memory, the host and the driver: of ``nf_controller`` (``host``
+    "cxl": a :class:`bench.cxl_host.CxlHost` on its CXL.mem channels) or of ``nf_axi_reducer``
+    ("axi": a :class:`bench.axi_host.AxiHost` on its AXI4 subordinate port, whose channels
+    pause at random with the host's stall of ``traffic``).
 
     ``memory``, if given, makes the device-memory model after reset from the DUT and
     ``pause=``, the per-channel pause pattern of ``traffic`` (``None``: never): a
@@ -49,7 +53,7 @@ class ControllerBench:
     random on every channel per ``traffic``.
     """
 
-    def __init__(self, dut, rng, traffic="full_rate", memory=None):
+    def __init__(self, dut, rng, traffic="full_rate", memory=None, host="cxl"):
         facts = json.loads(Path(os.environ["NF_FACTS"]).read_text())
         self.params = controller_params(facts)
         self.dut = dut
@@ -57,9 +61,14 @@ class ControllerBench:
         self._rng = rng
         self._memory = memory
         self.ram = None
-        self.host = CxlHost(dut, dut.aclk, self.params.datapath.line_bits,
-                            idle=(randomly(rng, host_idle), randomly(rng, host_idle)),
-                            stall=(randomly(rng, host_stall), randomly(rng, host_stall)))
+        line_bits = self.params.datapath.line_bits
+        if host == "axi":
+            self.host = AxiHost(dut, dut.aclk, line_bits,
+                                pause=randomly(rng, host_stall) if host_stall else None)
+        else:
+            self.host = CxlHost(dut, dut.aclk, line_bits,
+                                idle=(randomly(rng, host_idle), randomly(rng, host_idle)),
+                                stall=(randomly(rng, host_stall), randomly(rng, host_stall)))
         self.device = NeuronFabric(self.host, self.params)
         self.line_bytes = self.params.datapath.line_bytes
         self.where = (f"{self.params.datapath.name} regions={self.params.regions}, {traffic}, "
@@ -91,7 +100,7 @@ class ControllerBench:
                               size=1 << self.params.address_bits)
             for side in (self.ram.write_if, self.ram.read_if):
                 side.log.setLevel(logging.WARNING)      # not a line per burst
-            parts = [] if pause is None else [_Pauses(
+            parts = [] if pause is None else [ChannelPauses(
                 [self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
                  self.ram.write_if.b_channel, self.ram.read_if.ar_channel,
                  self.ram.read_if.r_channel], pause)]
@@ -207,22 +216,6 @@ def contribution(rng, params, mode):
     if mode == Mode.GBINARY.value:
         return rng.integers(0, 256, p.line_bytes, dtype=np.uint8)
     return ternary_to_lines(rng.integers(-1, 2, (1, p.gternary_lanes)))[0]
-
-
-class _Pauses:
-    """Random pauses of cocotbext-axi ``channels``, one ``pattern`` value per channel set after
-    every rising edge: a :func:`bench.streams.run_clocked` part doing what each channel's own
-    pause generator would, without a coroutine per channel."""
-
-    def __init__(self, channels, pattern):
-        self.channels, self.pattern = channels, pattern
-
-    def drive(self, now):
-        for channel in self.channels:
-            channel.pause = next(self.pattern)
-
-    def sample(self):
-        pass
 
 
 class AxiCounter:

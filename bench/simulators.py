@@ -77,7 +77,7 @@ def waves_requested():
 
 
 def run_cocotb(simulator, design, params, test_module, test_dir, *, extra_env=None):
-    """Run the cocotb ``test_module`` against ``design`` (``"datapath"`` or ``"controller"``)
+    """Run the cocotb ``test_module`` against ``design`` (a name of :func:`bench.builds.verilog`)
     at ``params`` under ``simulator``, in ``test_dir`` (its results and waveforms go there).
     The Verilog and the simulator's build come from :mod:`bench.builds`, made once. The test
     module finds the generated facts (``<top>.json``) through ``NF_FACTS``.

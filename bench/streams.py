@@ -18,7 +18,7 @@ from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
 __all__ = ["StreamSource", "StreamSink", "run_clocked", "always", "never", "randomly",
-           "clock_and_reset"]
+           "clock_and_reset", "ChannelPauses"]
 
 
 async def clock_and_reset(dut, period_ns, cycles=2, *, clock="clk", reset="rst",
@@ -164,3 +164,19 @@ class StreamSink(_Port):
     def sample(self):
         self._taken = (self.payload.value.to_unsigned()
                        if self._ready and self.valid.value else None)
+
+
+class ChannelPauses:
+    """Random pauses of cocotbext-axi ``channels``, one ``pattern`` value per channel set after
+    every rising edge: a :func:`bench.streams.run_clocked` part doing what each channel's own
+    pause generator would, without a coroutine per channel."""
+
+    def __init__(self, channels, pattern):
+        self.channels, self.pattern = channels, pattern
+
+    def drive(self, now):
+        for channel in self.channels:
+            channel.pause = next(self.pattern)
+
+    def sample(self):
+        pass

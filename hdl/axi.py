@@ -16,11 +16,12 @@ from .pipeline import SkidBuffer, column_slices, register_copies
 __all__ = ["axi4_signature", "read_command_layout", "write_burst_layout",
            "write_line_layout", "AxiMemoryPort"]
 
-#: AXI4 ``xBURST`` code of an incrementing burst, and the ``xRESP`` codes of a good response
-#: and of a subordinate's refusal (SLVERR).
+#: AXI4 ``xBURST`` code of an incrementing burst, and the ``xRESP`` codes of a good response,
+#: a subordinate's refusal (SLVERR) and an address with no data (DECERR).
 BURST_INCR = 0b01
 RESP_OKAY = 0b00
 RESP_SLVERR = 0b10
+RESP_DECERR = 0b11
 
 
 def axi4_signature(*, address_bits, data_bits, id_bits):

