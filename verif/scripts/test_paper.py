@@ -86,3 +86,10 @@ def test_small_paper_run(tmp_path):
             "memory moved faster than its interval"
     text = (tmp_path / "paper.md").read_text()
     assert "| claim (paper) | our figure | how measured |" in text
+    # The AXI4 front end: the same runs through nf_axi_reducer, the same memory lines.
+    axi = result["axi_hardware"]
+    for interval, run in axi["bandwidth"].items():
+        assert run["contributions"]["memory_beats"] == \
+            hw["bandwidth"][interval]["contributions"]["memory_beats"], run
+        assert run["identity writes"]["memory_beats"] == run["identity writes"]["requests"], run
+        assert f"| AXI4 (`nf_axi_reducer`) | {interval} |" in text, interval
