@@ -198,4 +198,18 @@ MUTANTS = [
         'hdl/ingress.py',
         'entry.full_line.eq(whole | rwd.byte_enable.all()),',
         'entry.full_line.eq(whole | rwd.byte_enable.any()),'),
+    Mutant(
+        'axil_partial_write_lands',
+        'The AXI4-Lite register port answers a write of less than a whole register SLVERR but '
+        'writes it anyway.',
+        'hdl/axil.py',
+        'm.d.comb += bus.w_stb.eq(writable & full_strobe)',
+        'm.d.comb += bus.w_stb.eq(writable)'),
+    Mutant(
+        'axi_poison_answered_okay',
+        'The AXI4 front end answers a read of a line that device memory failed (poisoned) '
+        'OKAY, with whatever data came.',
+        'hdl/axi_front.py',
+        'resp = Mux(~head.ok | drs.payload.poison, RESP_SLVERR,',
+        'resp = Mux(~head.ok, RESP_SLVERR,'),
 ]
