@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from cocotbext.axi import AxiBus, AxiMaster, AxiResp
 
+from bench.cxl_host import check_aligned
 from bench.streams import ChannelPauses, run_clocked
 from spec.cxl import DRSOpcode, NDROpcode
 
@@ -59,10 +60,6 @@ class AxiHost:
     def idle(self):
         return not self.pending and self.master.idle()
 
-    def _check_address(self, address):
-        if address % self.line_bytes:
-            raise ValueError(f"address {address:#x} is not {self.line_bytes}-byte aligned")
-
     async def _tracked(self, what, operation):
         key, self._next = self._next, self._next + 1
         self.pending[key] = what
@@ -74,7 +71,7 @@ class AxiHost:
     async def read_burst(self, address, lines, *, axi_id=0):
         """Lines ``address``, ``address + line_bytes``, ... in one INCR burst: its data and
         response."""
-        self._check_address(address)
+        check_aligned(address, self.line_bytes)
         result = await self._tracked(f"read of {lines} lines at {address:#x}",
                                      self.master.read(address, lines * self.line_bytes,
                                                       arid=axi_id))
@@ -82,7 +79,7 @@ class AxiHost:
 
     async def write_burst(self, address, data, *, axi_id=0):
         """``data`` (whole lines) from ``address`` in one INCR burst; its response."""
-        self._check_address(address)
+        check_aligned(address, self.line_bytes)
         result = await self._tracked(f"write of {len(data)} bytes at {address:#x}",
                                      self.master.write(address, bytes(data), awid=axi_id))
         return AxiResp(result.resp)
@@ -99,7 +96,7 @@ class AxiHost:
         none writes nothing: for identity lines and the register window, whose words a write
         changes alone, that is the same as one MemWrPtl; a contribution is refused once per
         run (use :meth:`write_burst` for contributions)."""
-        self._check_address(address)
+        check_aligned(address, self.line_bytes)
         data = bytes(data)
         mask = (1 << self.line_bytes) - 1 if byte_enable is None else byte_enable
         resp, start = AxiResp.OKAY, None

@@ -26,7 +26,7 @@ from spec.cxl import (
     s2m_ndr_layout,
 )
 
-__all__ = ["Response", "CxlHost"]
+__all__ = ["Response", "CxlHost", "check_aligned"]
 
 
 def _code(opcode):
@@ -50,6 +50,12 @@ class Response:
     meta_field: int
     poison: int = 0
     data: bytes = b""
+
+
+def check_aligned(address, line_bytes):
+    """Refuse a request ``address`` that is not at the start of a line."""
+    if address % line_bytes:
+        raise ValueError(f"address {address:#x} is not {line_bytes}-byte aligned")
 
 
 class CxlHost:
@@ -127,20 +133,16 @@ class CxlHost:
                 f"controller stalled") from None
         return self.responses.pop(tag)
 
-    def _check_address(self, address):
-        if address % self.line_bytes:
-            raise ValueError(f"address {address:#x} is not {self.line_bytes}-byte aligned")
-
     async def request(self, opcode, address, *, expect="drs", ld_id=0):
         """Send an M2S Req; ``expect`` is the channel of its answer."""
-        self._check_address(address)
+        check_aligned(address, self.line_bytes)
         return await self._transact(self.req, self.req_layout, {
             "opcode": _code(opcode), "address": address // self.line_bytes << 1, "ld_id": ld_id,
             "meta_field": MetaField.NO_OP.value}, expect)
 
     def send_without_answer(self, opcode, address):
         """Send an M2S Req that gets no answer (MemSpecRd)."""
-        self._check_address(address)
+        check_aligned(address, self.line_bytes)
         self.req.send(pack_fields(self.req_layout, {"opcode": [_code(opcode)],
                                                     "address": [address // self.line_bytes << 1]}))
 
@@ -148,7 +150,7 @@ class CxlHost:
                     opcode=None, ld_id=0):
         """Send an M2S RwD: MemWr without ``byte_enable``, else MemWrPtl (unless ``opcode``
         says otherwise)."""
-        self._check_address(address)
+        check_aligned(address, self.line_bytes)
         if len(data) != self.line_bytes:
             raise ValueError(f"a line is {self.line_bytes} bytes, not {len(data)}")
         if opcode is None:

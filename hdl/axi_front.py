@@ -6,6 +6,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from spec.cxl import (
+    TAG_BITS,
     DRSOpcode,
     MetaField,
     ReqOpcode,
@@ -130,7 +131,7 @@ class AxiToCxl(wiring.Component):
         req = self.m2s_req
         step = Signal()
         head, beat, _ = self._beat_count(m, "read_request", step, queue)
-        tag = Signal(16)
+        tag = Signal(TAG_BITS)
         m.d.comb += [req.valid.eq(queue.r_rdy & head.ok),
                      step.eq(queue.r_rdy & (~head.ok | req.ready)),
                      req.payload.opcode.eq(ReqOpcode.MEM_RD),
@@ -163,7 +164,7 @@ class AxiToCxl(wiring.Component):
         step = Signal()
         head, beat, last = self._beat_count(m, "write_request", step, queue)
         full = axi.wstrb == (1 << len(axi.wstrb)) - 1
-        tag = Signal(16)
+        tag = Signal(TAG_BITS)
         m.d.comb += [rwd.valid.eq(queue.r_rdy & head.ok & axi.wvalid),
                      axi.wready.eq(queue.r_rdy & (~head.ok | rwd.ready)),
                      step.eq(axi.wvalid & axi.wready),

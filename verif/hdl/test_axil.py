@@ -23,7 +23,8 @@ class _Bench(wiring.Component):
 
     def __init__(self):
         self.control = ControlRegisters(PARAMS)
-        self.port = AxiLiteRegisters(self.control.regmap, address_bits=12)
+        self.port = AxiLiteRegisters(self.control.regmap,
+                                     address_bits=(PARAMS.window_bytes - 1).bit_length())
         super().__init__({"s_axil": self.port.signature.members["s_axil"]})
 
     def elaborate(self, platform):
