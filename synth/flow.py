@@ -2,9 +2,13 @@
 
     python -m synth.flow [--line-bits B] [--counter-width W] [--latency D] [--regions R]
                          [--seeds 1 2 3] [--freq MHZ] [--controller-seeds ...]
-                         [--controller-freq MHZ] [--jobs N] [--sweep] [--out build/reports]
+                         [--top-seeds ...] [--controller-freq MHZ] [--jobs N] [--sweep]
+                         [--out build/reports]
 
-The designs are the datapath alone and the whole controller. The controller's area is broken
+The designs are the datapath alone, the whole controller, and the two Verilog tops users
+integrate (:data:`TOPS`): the controller with its AXI4-Lite register port and AXI4 memory
+manager (``nf_controller``), and the same behind an AXI4 subordinate port
+(``nf_axi_reducer``), each with the port names of ``make verilog``. The controller's area is broken
 down into the slot pool (``SlotPool``: the on-chip accumulators, their update and read-back),
 the register block (``ControlRegisters``), each synthesized alone (ECP5 cells only), and the
 rest (AXI/CXL plumbing: ingress queues, address decoder, dispatch, responses, AXI master),
@@ -49,8 +53,9 @@ from amaranth.lib.wiring import In, Out
 from hdl.control import ControlRegisters
 from hdl.controller import CxlMemController
 from hdl.datapath import AggregationDatapath
-from hdl.generate import component_verilog
+from hdl.generate import AXI_REDUCER_TOP, CONTROLLER_TOP, component_verilog
 from hdl.slots import SlotPool
+from hdl.top import PORT_INTERFACES, ControllerTop, ReducerTop
 from spec.params import (
     ControllerParams,
     DatapathParams,
@@ -60,7 +65,8 @@ from spec.params import (
 
 from .sta import analyse, by_block, by_register, direct_wires, failing, parse_sdf
 
-__all__ = ["DEVICE", "FAILING_AT", "PLACER", "ROUTERS", "PRIMITIVES", "version_line", "synthesize",
+__all__ = ["DEVICE", "FAILING_AT", "PLACER", "ROUTERS", "TOPS", "PRIMITIVES", "version_line",
+           "synthesize",
            "estimate_gates", "place_and_route", "place_and_route_with", "RouterWatch",
            "ROUTER2_PATIENCE", "ROUTER1_FINISH",
            "critical_path", "generate", "run_design", "fmax_summary", "REACH_SITES", "DieReach",
@@ -80,7 +86,8 @@ PLACER = "static"
 # than router2; on the controller router1 did not finish (10,014 of 257,912 arcs left after 84
 # minutes of routing, and 10,554 of 261,540 after 74 on the next netlist), which router2
 # routed in 13 minutes.
-ROUTERS = {"datapath": "router1", "sweep": "router1", "controller": "router2"}
+ROUTERS = {"datapath": "router1", "sweep": "router1", "controller": "router2",
+           "controller_top": "router2", "axi_reducer_top": "router2"}
 # Iterations without fewer overused wires after which router2 is stopped and the placement
 # reported as not routed (RouterWatch). On a default controller that did not route, router2
 # reached its fewest overused wires at iterations 21, 14 and 10 of seeds 1-3 and climbed
@@ -402,12 +409,20 @@ def critical_path(report):
 
 
 def generate(name, top, elaboratable, config, out):
-    """Write the Verilog of ``elaboratable`` to ``<out>/<name>/<config>/<top>.v``; returns the
+    """Write the Verilog of ``elaboratable`` to ``<out>/<name>/<config>/<top>.v``, its ports
+    named as ``make verilog`` names a top's (:data:`hdl.top.PORT_INTERFACES`); returns the
     folder. (Amaranth runs in the caller's thread only.)"""
     folder = Path(out) / name / config
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{top}.v").write_text(component_verilog(elaboratable, top))
+    prefixes = {member: prefix for member, (_, prefix) in PORT_INTERFACES.items()}
+    (folder / f"{top}.v").write_text(component_verilog(elaboratable, top, prefixes))
     return folder
+
+
+#: The Verilog tops of ``make verilog`` (:mod:`hdl.generate`), synthesized as users get them:
+#: design name, module name, component.
+TOPS = (("controller_top", CONTROLLER_TOP, ControllerTop),
+        ("axi_reducer_top", AXI_REDUCER_TOP, ReducerTop))
 
 
 #: Where :func:`die_reach` puts its flip-flops on the LFE5UM-85F (nextpnr's site names): a
@@ -591,7 +606,9 @@ def markdown(report):
         c = d["cells"]
         unrouted = [r for r in d["pnr"] if not r["routed"]]
         if not d["pnr"]:
-            fmax = "not placed (see --controller-seeds)"
+            option = ("--top-seeds" if d["design"] in {name for name, _, _ in TOPS}
+                      else "--controller-seeds")
+            fmax = f"not placed (see {option})"
         elif unrouted:
             fmax = f"not routed (seed {', '.join(str(r['seed']) for r in unrouted)})"
         elif d["fmax_median_mhz"] is None:
@@ -748,6 +765,10 @@ def main(argv=None):
                         help="placement seeds for the controller (none by default: three "
                              "would more than double the default report's time; README.md "
                              "gives the measured times)")
+    parser.add_argument("--top-seeds", type=int, nargs="*", default=[],
+                        help="placement seeds for each of the Verilog tops nf_controller and "
+                             "nf_axi_reducer (none by default, as for the controller), "
+                             "constrained to --controller-freq")
     parser.add_argument("--jobs", type=int, default=2,
                         help="tool runs at once (synthesis, gate estimate, placement), shared "
                              "by all designs")
@@ -764,7 +785,7 @@ def main(argv=None):
     # tool runs in a thread of its own, and the runs of all designs share ``--jobs`` workers,
     # so one design's synthesis overlaps another's placements.
     with ThreadPoolExecutor(max_workers=args.jobs) as tools, \
-            ThreadPoolExecutor(max_workers=2) as designs:
+            ThreadPoolExecutor(max_workers=2 + len(TOPS)) as designs:
         folder = generate("datapath", "nf_datapath", AggregationDatapath(params), params.name,
                           out)
         datapath = designs.submit(run_design, "datapath", "nf_datapath", params.name, folder,
@@ -780,12 +801,18 @@ def main(argv=None):
                           CxlMemController(controller, primitives=PRIMITIVES), config, out)
         whole = designs.submit(run_design, "controller", "nf_controller", config, folder,
                                args.controller_seeds, args.controller_freq, tools)
+        tops = []
+        for name, top, component in TOPS:
+            folder = generate(name, top, component(controller, primitives=PRIMITIVES), config,
+                              out)
+            tops.append(designs.submit(run_design, name, top, config, folder, args.top_seeds,
+                                       args.controller_freq, tools))
         folder = generate("reach", "nf_reach", DieReach(), DEVICE, out)
         reach = tools.submit(die_reach, folder, args.controller_freq)
         datapath, whole = datapath.result(), whole.result()
         registers, pool = registers.result(), pool.result()
         report = {"tools": versions, "placer": PLACER, "routers": ROUTERS, "seeds": args.seeds,
-                  "designs": [datapath, whole],
+                  "designs": [datapath, whole] + [top.result() for top in tops],
                   "registers": registers, "die_reach": reach.result(),
                   "breakdown": breakdown(whole["cells"], pool, registers),
                   "targets": (targets([datapath, whole]) if controller == ControllerParams()

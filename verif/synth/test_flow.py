@@ -21,6 +21,7 @@ from synth.flow import (
     ROUTERS,
     SLACK_ROWS,
     TARGETS,
+    TOPS,
     RouterWatch,
     breakdown,
     fmax_summary,
@@ -38,12 +39,15 @@ from synth.flow import (
 def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
     main(["--line-bits", "32", "--counter-width", "1", "--latency", "2", "--regions", "1",
           "--seeds", "1", "2", "--freq", "100", "--controller-freq", "50",
-          "--controller-seeds", "1", "2",
+          "--controller-seeds", "1", "2", "--top-seeds", "1",
           "--out", str(tmp_path)])
     report = json.loads((tmp_path / "synth.json").read_text())
-    datapath, controller = report["designs"]
-    for design, folder, freq in ((datapath, tmp_path / "datapath" / "L32_W1_D2", 100),
-                                 (controller, tmp_path / "controller" / "L32_W1_D2_R1_S256", 50)):
+    datapath, controller, *tops = report["designs"]
+    assert [(d["design"], d["top"]) for d in tops] == [(name, top) for name, top, _ in TOPS]
+    seeds = {"datapath": [1, 2], "controller": [1, 2]}
+    for design in report["designs"]:
+        folder = tmp_path / design["design"] / design["config"]
+        freq = 100 if design is datapath else 50
         cells = json.loads((folder / "stat.json").read_text())["design"]["num_cells_by_type"]
         assert design["cells"]["lut4"] == cells["LUT4"] > 0, design["design"]
         assert design["cells"]["ff"] == cells["TRELLIS_FF"] > 0, design["design"]
@@ -51,9 +55,10 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
         assert design["cells"]["generic_transistors"] == cmos["estimated_num_transistors"]
         for run in design["pnr"]:
             pnr = json.loads((folder / f"pnr_seed{run['seed']}.json").read_text())
-            assert run["fmax_mhz"] == pnr["fmax"]["clk"]["achieved"] > 0, \
+            (clock,) = pnr["fmax"].values()     # clk, or a top's aclk
+            assert run["fmax_mhz"] == clock["achieved"] > 0, \
                 f"{design['design']} seed {run['seed']}"
-            assert run["constraint_mhz"] == pnr["fmax"]["clk"]["constraint"] == freq
+            assert run["constraint_mhz"] == clock["constraint"] == freq
             path = pnr["critical_paths"][0]["path"]
             assert run["critical_path"]["from"] == path[0]["from"]["cell"]
             assert abs(run["critical_path"]["logic_ns"] + run["critical_path"]["routing_ns"]
@@ -91,7 +96,7 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
             routed = "Running router2" if router == "router2" else "Routing.."
             assert run["router"] == router and routed in log, \
                 f"{design['design']} seed {run['seed']}: not routed by {router}"
-        assert [r["seed"] for r in design["pnr"]] == [1, 2]
+        assert [r["seed"] for r in design["pnr"]] == seeds.get(design["design"], [1])
 
     # Flip-flops at the die's far ends are further apart than either is from its centre.
     reach = report["die_reach"]
@@ -104,7 +109,9 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
     table = (tmp_path / "synth.md").read_text()
     assert report["placer"] == PLACER and f"nextpnr's {PLACER} placer" in table, \
         (report["placer"], table.splitlines()[2])
-    assert f"| datapath | L32_W1_D2 | {datapath['cells']['lut4']:,} |" in table
+    for design in report["designs"]:
+        assert f"| {design['design']} | {design['config']} | {design['cells']['lut4']:,} |" \
+            in table, design["design"]
     assert "| register block |" in table
     clocks = controller["pnr"][0]["failing_by_clock"]
     assert f"| controller | L32_W1_D2_R1_S256 | 1 | {clocks[0]['failing']:,} at " \
