@@ -54,6 +54,7 @@ from spec.params import ControllerParams
 from .axi import RESP_OKAY, AxiMemoryPort, axi4_signature
 from .bram import PRIMITIVES
 from .control import ControlRegisters
+from .credit import CreditSender
 from .csr import csr_bus_signature
 from .decode import AddressDecoder, decoded_layout
 from .devload import DevLoadMeter
@@ -359,9 +360,11 @@ class CxlMemController(wiring.Component):
         own, read without a clock, so that a pop moves only its pointer (rule 1: a head
         register of them would be enabled by dispatch's decision). The decoder is a pipeline
         of ``LATENCY`` steps; the request travels beside it in registers. A request enters
-        only while the queue has room for it and every request in the decoder, and while the
-        region table is applied (``table_ready``, through a register: it falls clocks before
-        the table changes, more than a request needs to leave the decoder)."""
+        with a credit (:class:`hdl.credit.CreditSender`: one per entry of the queue, back
+        from a register a clock after dispatch pops one), so the ingress queues are steered
+        by a register rather than by the queue's level, and while the region table is
+        applied (``table_ready``, through a register: it falls clocks before the table
+        changes, more than a request needs to leave the decoder)."""
         latency = AddressDecoder.LATENCY
         p = self._params.datapath
         full = request_layout(self._params)
@@ -370,26 +373,31 @@ class CxlMemController(wiring.Component):
                                     if name not in lines})
         entry = data.StructLayout({"request": narrow, "decoded": decoded_layout(self._params),
                                    "route": ROUTES})
+        # Enough entries for a request on every clock: the decoder's steps and the credit
+        # loop around them (hdl.credit.credit_loop with the decoder as its relay), plus the
+        # clock the buffered queue's head register adds.
         m.submodules.decoded = queue = fifo.SyncFIFOBuffered(width=entry.size,
-                                                             depth=latency + 3)
+                                                             depth=latency + 4)
         m.submodules.decoded_lines = line_queue = EagerFIFO(
             width=p.line_bytes + p.line_bits, depth=queue.depth)
+        request = ingress.request
+        m.submodules.decode_credits = credits = CreditSender(request.payload.shape(),
+                                                             credits=queue.depth)
         table_ready = Signal()
         m.d.sync += table_ready.eq(control.table_ready)
-        in_decoder = Signal(range(latency + 1))
-        request = ingress.request
-        m.d.comb += [request.ready.eq(table_ready & (queue.level + in_decoder < queue.depth)),
+        m.d.comb += [credits.sink.valid.eq(request.valid & table_ready),
+                     credits.sink.payload.eq(request.payload),
+                     request.ready.eq(credits.sink.ready & table_ready),
                      decoder.address.eq(request.payload.address),
                      decoder.enable.eq(control.enable), decoder.regions.eq(control.regions)]
-        valid = request.valid & request.ready
-        payload = request.payload
+        valid, payload = credits.source.valid, credits.source.payload
         for step in range(latency):
             next_valid = Signal(name=f"decoding_valid_{step}")
             next_payload = Signal.like(payload, name=f"decoding_{step}", reset_less=True)
             m.d.sync += [next_valid.eq(valid), next_payload.eq(payload)]
             valid, payload = next_valid, next_payload
-        m.d.sync += in_decoder.eq(in_decoder + (request.valid & request.ready) - valid)
         pop = Signal()
+        m.d.sync += credits.source.credit.eq(pop)
         m.d.comb += [queue.w_en.eq(valid),
                      queue.w_data.eq(Cat(*(payload[name] for name in narrow.members),
                                          decoder.decoded,

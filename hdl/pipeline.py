@@ -32,8 +32,19 @@ the constraint on their wire alone.
 
 from contextlib import nullcontext
 
-from amaranth import Elaboratable, Module, Mux, ResetSignal, Signal, Value
+from amaranth import (
+    Elaboratable,
+    Module,
+    Mux,
+    ResetSignal,
+    Shape,
+    ShapeCastable,
+    Signal,
+    Value,
+    unsigned,
+)
 from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import FIFOInterface
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -113,10 +124,12 @@ class SkidBuffer(wiring.Component):
         return m
 
 
-class EagerFIFO(Elaboratable):
-    """A first-in first-out queue of ``depth`` entries of ``width`` bits, with the ports of
-    :class:`amaranth.lib.fifo.SyncFIFO` (``w_data``, ``w_en``, ``w_rdy``, ``r_data``, ``r_en``,
-    ``r_rdy``, ``level``) and its timing: an entry is readable from the clock after its write.
+class EagerFIFO(Elaboratable, FIFOInterface):
+    """A first-in first-out queue of ``depth`` entries of ``width`` bits (or of ``shape``),
+    with the ports of :class:`amaranth.lib.fifo.SyncFIFO` (``w_data``, ``w_en``, ``w_rdy``,
+    ``r_data``, ``r_en``, ``r_rdy``, ``level``), their stream views (``w_stream``,
+    ``r_stream``, whose payloads have the entries' ``shape``) and its timing: an entry is
+    readable from the clock after its write.
     ``w_rdy`` and ``r_rdy`` are registers of their own, set from the level's next value, so
     that the logic that steers by them starts from a flip-flop, not from a compare.
 
@@ -128,18 +141,33 @@ class EagerFIFO(Elaboratable):
     (rule 2): a pointer is the address of every LUT RAM cell of the queue.
     """
 
-    def __init__(self, *, width, depth):
+    def __init__(self, *, width=None, depth, shape=None):
         if not isinstance(depth, int) or depth < 1:
             raise ValueError(f"depth must be a positive integer, not {depth!r}")
-        self.width = width
-        self.depth = depth
-        self.w_data = Signal(width)
-        self.w_en = Signal()
+        if (width is None) == (shape is None):
+            raise ValueError("give the entries' width or their shape, not both")
+        self._shape = unsigned(width) if shape is None else shape
+        super().__init__(width=Shape.cast(self._shape).width, depth=depth)
         self.w_rdy = Signal(init=1)
-        self.r_data = Signal(width)
-        self.r_en = Signal()
-        self.r_rdy = Signal()
-        self.level = Signal(range(depth + 1))
+        # One level: the queue's entries are readable from the clock after their write.
+        self.level = self.r_level = self.w_level
+
+    @property
+    def w_stream(self):
+        """The write port as a stream to connect a producer to (``payload`` of ``shape``)."""
+        port = stream.Signature(self._shape).flip().create()
+        port.payload, port.valid, port.ready = self._as_shape(self.w_data), self.w_en, self.w_rdy
+        return port
+
+    @property
+    def r_stream(self):
+        """The read port as a stream to connect a consumer to (``payload`` of ``shape``)."""
+        port = stream.Signature(self._shape).create()
+        port.payload, port.valid, port.ready = self._as_shape(self.r_data), self.r_rdy, self.r_en
+        return port
+
+    def _as_shape(self, value):
+        return self._shape(value) if isinstance(self._shape, ShapeCastable) else value
 
     def elaborate(self, platform):
         m = Module()

@@ -1,0 +1,135 @@
+"""Credit links (hdl.credit): every payload arrives once and in order under random sends and
+takes, through 0 to 3 relay stages each way; a receiver of ``credit_loop(stages)`` entries takes
+a payload on every clock and one entry fewer does not; the sender's ``ready`` is a register;
+a sender with more credits than the receiver's depth raises ``overrun``; bad parameters are
+refused with a message."""
+
+import numpy as np
+import pytest
+from amaranth import Elaboratable, Module
+from amaranth.lib import data, wiring
+
+from bench.sim import simulate
+from hdl.credit import CreditReceiver, CreditRelay, CreditSender, credit_loop
+
+_ENTRY = data.StructLayout({"index": 12, "tag": 4})
+
+
+class _Link(Elaboratable):
+    """A sender, ``stages`` relay registers each way, and a receiver of ``depth`` entries;
+    the sender starts with ``credits`` (the receiver's depth unless told)."""
+
+    def __init__(self, *, stages, depth, credits=None):
+        self.sender = CreditSender(_ENTRY, credits=credits or depth)
+        self.relay = CreditRelay(_ENTRY, stages=stages)
+        self.receiver = CreditReceiver(_ENTRY, depth=depth)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.sender, m.submodules.relay = self.sender, self.relay
+        m.submodules.receiver = self.receiver
+        wiring.connect(m, self.sender.source, self.relay.sink)
+        wiring.connect(m, self.relay.source, self.receiver.sink)
+        return m
+
+
+def _run(link, offer, take, count):
+    """Offer payloads 0.. on the clocks ``offer`` says and take them on the clocks ``take``
+    says, until ``count`` have arrived; returns (what arrived, per clock whether one did)."""
+    received, arrivals = [], []
+
+    async def bench(ctx):
+        sent = 0
+        for clock in range(len(offer)):
+            valid = offer[clock] and sent < count
+            ctx.set(link.sender.sink.valid, valid)
+            ctx.set(link.sender.sink.payload, {"index": sent, "tag": sent % 16})
+            ctx.set(link.receiver.source.ready, take[clock])
+            arrived = ctx.get(link.receiver.source.valid) and take[clock]
+            if arrived:
+                received.append(ctx.get(link.receiver.source.payload))
+            arrivals.append(arrived)
+            if valid and ctx.get(link.sender.sink.ready):
+                sent += 1
+            assert not ctx.get(link.receiver.overrun), \
+                f"clock {clock}: a payload arrived at a full receiver"
+            await ctx.tick()
+            if len(received) == count:
+                return
+
+    simulate(link, bench)
+    return received, arrivals
+
+
+@pytest.mark.parametrize("stages", [0, 1, 3])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_link_delivers_every_payload_once_in_order(stages, seed):
+    rng = np.random.default_rng(seed)
+    depth, count = credit_loop(stages), 300
+    offer = [bool(x) for x in rng.random(4000) < 0.7]
+    take = [bool(x) for x in rng.random(4000) < 0.6]
+    received, _ = _run(_Link(stages=stages, depth=depth), offer, take, count)
+    indices = [entry["index"] for entry in received]
+    first_wrong = next((k for k, index in enumerate(indices) if index != k), None)
+    assert indices == list(range(count)), \
+        f"seed {seed}, {stages} stages: {len(indices)} of {count} payloads; first out of " \
+        f"order at {first_wrong}"
+    assert all(entry["tag"] == entry["index"] % 16 for entry in received), \
+        f"seed {seed}, {stages} stages: a payload's fields were mixed up"
+
+
+@pytest.mark.parametrize("stages", [0, 1, 2])
+def test_a_receiver_of_the_credit_loop_takes_a_payload_every_clock(stages):
+    """Offered and taken on every clock: after the first arrival, one payload per clock with
+    ``credit_loop(stages)`` entries; with one entry fewer, a clock in every loop is lost."""
+    loop, clocks, count = credit_loop(stages), 200, 120
+    for depth, rate in ((loop, 1.0), (loop - 1, (loop - 1) / loop)):
+        _, arrivals = _run(_Link(stages=stages, depth=depth), [True] * clocks, [True] * clocks,
+                           count)
+        first = arrivals.index(True)
+        measured = count / (len(arrivals) - first)
+        assert abs(measured - rate) < 0.02, \
+            f"{stages} stages, {depth} entries (loop {loop}): {measured:.3f} payloads per " \
+            f"clock, expected {rate:.3f}"
+
+
+def test_sender_ready_is_a_register():
+    """A returned credit raises ``ready`` a clock later, not on the clock it arrives."""
+    sender = CreditSender(_ENTRY, credits=1)
+
+    async def bench(ctx):
+        ctx.set(sender.sink.valid, 1)
+        assert ctx.get(sender.sink.ready) and ctx.get(sender.source.valid)
+        await ctx.tick()
+        ctx.set(sender.sink.valid, 0)
+        assert not ctx.get(sender.sink.ready), "one credit spent: ready stays high"
+        ctx.set(sender.source.credit, 1)
+        assert not ctx.get(sender.sink.ready), "a credit reached ready within its clock"
+        await ctx.tick()
+        ctx.set(sender.source.credit, 0)
+        assert ctx.get(sender.sink.ready) and ctx.get(sender.credits) == 1, \
+            "the credit returned is not held a clock later"
+
+    simulate(sender, bench)
+
+
+def test_too_many_credits_raise_overrun():
+    link = _Link(stages=1, depth=2, credits=4)
+
+    async def bench(ctx):
+        ctx.set(link.sender.sink.valid, 1)
+        for _ in range(8):
+            await ctx.tick()
+        assert ctx.get(link.receiver.overrun), "4 payloads into 2 entries without overrun"
+
+    simulate(link, bench)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: CreditSender(_ENTRY, credits=0), "credits must be a positive integer"),
+    (lambda: CreditRelay(_ENTRY, stages=-1), "stages must be a non-negative integer"),
+    (lambda: CreditReceiver(_ENTRY, depth=0), "depth must be a positive integer"),
+])
+def test_bad_parameters_are_refused(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
