@@ -99,37 +99,30 @@ class IdentityPath(wiring.Component):
         return m
 
     def _reads(self, m):
-        p = self._params.datapath
-        m.submodules.read_queue = queue = EagerFIFO(width=len(self.read.payload.as_value()),
+        m.submodules.read_queue = queue = EagerFIFO(shape=self.read.payload.shape(),
                                                     depth=self.QUEUE)
+        wiring.connect(m, wiring.flipped(self.read), queue.w_stream)
+        wiring.connect(m, queue.r_stream, wiring.flipped(self.read_command))
         reads_in_flight = Signal(range(self.READS_IN_FLIGHT + 1))
         taken = self.read.valid & self.read.ready
-        m.d.comb += [self.read.ready.eq(queue.w_rdy),
-                     self.read_room.eq(queue.w_rdy & (reads_in_flight < self.READS_IN_FLIGHT)),
-                     queue.w_en.eq(taken), queue.w_data.eq(self.read.payload),
-                     self.read_command.valid.eq(queue.r_rdy),
-                     self.read_command.payload.eq(queue.r_data),
-                     queue.r_en.eq(self.read_command.ready)]
+        m.d.comb += self.read_room.eq(queue.w_rdy & (reads_in_flight < self.READS_IN_FLIGHT))
         returned = self.read_data
-        line = Signal(p.line_bits + 1, reset_less=True)
+        line = Signal(self.lines.payload.shape(), reset_less=True)
         line_valid = Signal()
         m.d.sync += [line_valid.eq(returned.valid & (returned.payload.id == self._host_id)),
-                     line.eq(Cat(returned.payload.data, returned.payload.error))]
-        m.submodules.lines = lines = EagerFIFO(width=p.line_bits + 1,
+                     line.data.eq(returned.payload.data), line.error.eq(returned.payload.error)]
+        m.submodules.lines = lines = EagerFIFO(shape=self.lines.payload.shape(),
                                                depth=self.READS_IN_FLIGHT)
-        m.d.comb += [lines.w_en.eq(line_valid), lines.w_data.eq(line),
-                     self.lines.valid.eq(lines.r_rdy), self.lines.payload.eq(lines.r_data),
-                     lines.r_en.eq(self.lines.ready)]
+        m.d.comb += [lines.w_en.eq(line_valid), lines.w_data.eq(line)]
+        wiring.connect(m, lines.r_stream, wiring.flipped(self.lines))
         m.d.sync += reads_in_flight.eq(reads_in_flight + taken - (lines.r_rdy & lines.r_en))
 
     def _writes(self, m):
         p = self._params.datapath
         layout = host_write_layout(self._params)
-        m.submodules.write_queue = queue = EagerFIFO(width=layout.size, depth=self.QUEUE)
-        head = layout(queue.r_data)
-        m.d.comb += [self.write.ready.eq(queue.w_rdy),
-                     queue.w_en.eq(self.write.valid & self.write.ready),
-                     queue.w_data.eq(self.write.payload)]
+        m.submodules.write_queue = queue = EagerFIFO(shape=layout, depth=self.QUEUE)
+        wiring.connect(m, wiring.flipped(self.write), queue.w_stream)
+        head = queue.r_stream.payload
         zero, write = self.zero_write.payload, self.write_line
         groups = p.control_copies
         zeroing = register_copies(m, self.zero_phase, groups + 1, "write_zeroing")

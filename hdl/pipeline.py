@@ -148,7 +148,6 @@ class EagerFIFO(Elaboratable, FIFOInterface):
             raise ValueError("give the entries' width or their shape, not both")
         self._shape = unsigned(width) if shape is None else shape
         super().__init__(width=Shape.cast(self._shape).width, depth=depth)
-        self.w_rdy = Signal(init=1)
         # One level: the queue's entries are readable from the clock after their write.
         self.level = self.r_level = self.w_level
 
@@ -156,7 +155,8 @@ class EagerFIFO(Elaboratable, FIFOInterface):
     def w_stream(self):
         """The write port as a stream to connect a producer to (``payload`` of ``shape``)."""
         port = stream.Signature(self._shape).flip().create()
-        port.payload, port.valid, port.ready = self._as_shape(self.w_data), self.w_en, self.w_rdy
+        port.payload, port.valid = self._as_shape(self.w_data), self.w_en
+        port.ready = self.w_rdy
         return port
 
     @property
@@ -193,7 +193,7 @@ def queue_pointers(m, queue, entries, written, taken, copies=1):
     """The pointers of a queue of ``entries`` memory words (one more than ``queue.depth``):
     ``produce``, moved on by ``written``, and ``consume``, by ``taken``, returned as a pair of
     lists of ``copies`` equal registers (one per group of the memory's bits, rule 2); and
-    ``queue.level`` and ``queue.w_rdy``, registers, kept with them.
+    ``queue.level``, a register, and ``queue.w_rdy``, a register's output, kept with them.
 
     The level's next value and ``w_rdy``'s are computed for each way the level can move,
     from the level register, and the handshakes choose among them last: they come at the end
@@ -207,11 +207,14 @@ def queue_pointers(m, queue, entries, written, taken, copies=1):
         pointers.append(pointer)
     grows, shrinks = written & ~taken, taken & ~written
     level = queue.level
+    # ``w_rdy`` is this register (writable from the first clock after a reset) through no
+    # logic; the port itself starts at 0, as a stream's ``ready`` must.
+    room = Signal(init=1, name="room")
     m.d.sync += [
         level.eq(Mux(grows, level + 1, Mux(shrinks, level - 1, level))),
-        queue.w_rdy.eq(Mux(grows, level != queue.depth - 1,
-                           Mux(shrinks, 1, level != queue.depth))),
+        room.eq(Mux(grows, level != queue.depth - 1, Mux(shrinks, 1, level != queue.depth))),
     ]
+    m.d.comb += queue.w_rdy.eq(room)
     return tuple(pointers)
 
 

@@ -777,14 +777,13 @@ class SlotPool(wiring.Component):
             ]
             slices.append(pool)
         first = slices[0]
-        m.submodules.results = results = EagerFIFO(width=self.result.payload.shape().size,
+        m.submodules.results = results = EagerFIFO(shape=self.result.payload.shape(),
                                                    depth=self.QUEUE_DEPTH)
-        result = self.result.payload.shape()(results.w_data)
+        wiring.connect(m, results.r_stream, wiring.flipped(self.result))
+        result = results.w_stream.payload
         write_back = self.write_back.payload
         m.d.comb += [results.w_en.eq(first.result.valid),
-                     *(pool.results_held.eq(results.level) for pool in slices),
-                     self.result.valid.eq(results.r_rdy), self.result.payload.eq(results.r_data),
-                     results.r_en.eq(self.result.ready)]
+                     *(pool.results_held.eq(results.level) for pool in slices)]
         width = len(self._columns[0])                   # line bits per slice
         invalid = [Signal(name=f"invalid{k}") for k in range(len(slices))]
         m.d.sync += [flag.eq(pool.events.invalid) for flag, pool in zip(invalid, slices)]
