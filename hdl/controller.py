@@ -54,7 +54,7 @@ from spec.params import ControllerParams
 from .axi import RESP_OKAY, AxiMemoryPort, axi4_signature
 from .bram import PRIMITIVES
 from .control import ControlRegisters
-from .credit import CreditSender
+from .credit import CreditSender, credit_loop
 from .csr import csr_bus_signature
 from .decode import AddressDecoder, decoded_layout
 from .devload import DevLoadMeter
@@ -373,11 +373,12 @@ class CxlMemController(wiring.Component):
                                     if name not in lines})
         entry = data.StructLayout({"request": narrow, "decoded": decoded_layout(self._params),
                                    "route": ROUTES})
-        # Enough entries for a request on every clock: the decoder's steps and the credit
-        # loop around them (hdl.credit.credit_loop with the decoder as its relay), plus the
-        # clock the buffered queue's head register adds.
-        m.submodules.decoded = queue = fifo.SyncFIFOBuffered(width=entry.size,
-                                                             depth=latency + 4)
+        # Enough entries for a request on every clock: the credit loop through the decoder's
+        # steps (forward only: the credit comes back from a register beside dispatch) and
+        # the buffered queue, whose head register makes an entry readable two clocks after
+        # its write.
+        m.submodules.decoded = queue = fifo.SyncFIFOBuffered(
+            width=entry.size, depth=credit_loop(latency, back=0, queue=2))
         m.submodules.decoded_lines = line_queue = EagerFIFO(
             width=p.line_bytes + p.line_bits, depth=queue.depth)
         request = ingress.request

@@ -21,16 +21,19 @@ from .pipeline import EagerFIFO, PipelineRegister
 __all__ = ["CreditSignature", "CreditSender", "CreditRelay", "CreditReceiver", "credit_loop"]
 
 
-def credit_loop(stages):
-    """Clocks from a payload's send to the first clock its credit may be spent again, over a
-    link with ``stages`` relay registers each way (:class:`CreditRelay`): the send's edge, the
-    relays, the receiver's queue (an entry is taken from the clock after its write), the
-    receiver's credit register, the relays back, and the sender's ``ready`` register. A
-    receiver of this many entries takes a payload on every clock (``verif/hdl/test_credit.py``
-    measures it)."""
-    if not isinstance(stages, int) or stages < 0:
-        raise ValueError(f"stages must be a non-negative integer, not {stages!r}")
-    return 2 * stages + 3
+def credit_loop(forward, back=None, queue=1):
+    """Clocks from a payload's send to the first clock its credit may be spent again: the
+    send's edge and the ``forward`` registers on the way to the receiver, the receiver's queue
+    (``queue`` clocks from a write to a read: 1 for :class:`hdl.pipeline.EagerFIFO`, 2 for
+    Amaranth's ``SyncFIFOBuffered``), its credit register, the ``back`` registers on the way
+    back (``forward`` unless told: :class:`CreditRelay` puts as many on each way) and the
+    sender's ``ready`` register. A receiver of this many entries takes a payload on every
+    clock (``verif/hdl/test_credit.py`` measures it)."""
+    back = forward if back is None else back
+    for name, value in (("forward", forward), ("back", back), ("queue", queue)):
+        if not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
+    return forward + queue + 1 + back + 1
 
 
 class CreditSignature(wiring.Signature):
@@ -118,7 +121,8 @@ class CreditRelay(wiring.Component):
     """
 
     def __init__(self, shape, *, stages):
-        credit_loop(stages)             # checks ``stages``
+        if not isinstance(stages, int) or stages < 0:
+            raise ValueError(f"stages must be a non-negative integer, not {stages!r}")
         self._stages = stages
         super().__init__({"sink": In(CreditSignature(shape)),
                           "source": Out(CreditSignature(shape))})

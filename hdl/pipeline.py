@@ -130,8 +130,9 @@ class EagerFIFO(Elaboratable, FIFOInterface):
     ``r_data``, ``r_en``, ``r_rdy``, ``level``), their stream views (``w_stream``,
     ``r_stream``, whose payloads have the entries' ``shape``) and its timing: an entry is
     readable from the clock after its write.
-    ``w_rdy`` and ``r_rdy`` are registers of their own, set from the level's next value, so
-    that the logic that steers by them starts from a flip-flop, not from a compare.
+    ``r_rdy`` is a register of its own and ``w_rdy`` one through no logic, each set from the
+    level's next value, so that the logic that steers by them starts from a flip-flop, not
+    from a compare.
 
     Its memory is written on every clock, at the entry after the last one taken, and read
     without a clock at the oldest: the handshakes move only its pointers and level, and reach
@@ -145,7 +146,11 @@ class EagerFIFO(Elaboratable, FIFOInterface):
         if not isinstance(depth, int) or depth < 1:
             raise ValueError(f"depth must be a positive integer, not {depth!r}")
         if (width is None) == (shape is None):
-            raise ValueError("give the entries' width or their shape, not both")
+            raise ValueError("give exactly one of the entries' width and their shape")
+        if shape is not None and not isinstance(shape, ShapeCastable) and \
+                Shape.cast(shape).signed:
+            raise ValueError(f"the entries' shape must be unsigned or a layout, not {shape!r}: "
+                             f"the stream views carry the raw bits")
         self._shape = unsigned(width) if shape is None else shape
         super().__init__(width=Shape.cast(self._shape).width, depth=depth)
         # One level: the queue's entries are readable from the clock after their write.

@@ -86,8 +86,13 @@ PLACER = "static"
 # than router2; on the controller router1 did not finish (10,014 of 257,912 arcs left after 84
 # minutes of routing, and 10,554 of 261,540 after 74 on the next netlist), which router2
 # routed in 13 minutes.
-ROUTERS = {"datapath": "router1", "sweep": "router1", "controller": "router2",
-           "controller_top": "router2", "axi_reducer_top": "router2"}
+ROUTERS = {"datapath": "router1", "sweep": "router1", "controller": "router2"}
+#: The Verilog tops of ``make verilog`` (:mod:`hdl.generate`), synthesized as users get them:
+#: design name, module name, component. They are the controller with ports around it, so
+#: they are routed as it is.
+TOPS = (("controller_top", CONTROLLER_TOP, ControllerTop),
+        ("axi_reducer_top", AXI_REDUCER_TOP, ReducerTop))
+ROUTERS.update({name: ROUTERS["controller"] for name, _, _ in TOPS})
 # Iterations without fewer overused wires after which router2 is stopped and the placement
 # reported as not routed (RouterWatch). On a default controller that did not route, router2
 # reached its fewest overused wires at iterations 21, 14 and 10 of seeds 1-3 and climbed
@@ -419,10 +424,6 @@ def generate(name, top, elaboratable, config, out):
     return folder
 
 
-#: The Verilog tops of ``make verilog`` (:mod:`hdl.generate`), synthesized as users get them:
-#: design name, module name, component.
-TOPS = (("controller_top", CONTROLLER_TOP, ControllerTop),
-        ("axi_reducer_top", AXI_REDUCER_TOP, ReducerTop))
 
 
 #: Where :func:`die_reach` puts its flip-flops on the LFE5UM-85F (nextpnr's site names): a
@@ -762,9 +763,8 @@ def main(argv=None):
                         default=TARGETS["controller"]["fmax_mhz"],
                         help="controller constraint, MHz")
     parser.add_argument("--controller-seeds", type=int, nargs="*", default=[],
-                        help="placement seeds for the controller (none by default: three "
-                             "would more than double the default report's time; README.md "
-                             "gives the measured times)")
+                        help="placement seeds for the controller (none by default: a "
+                             "default controller's placement is the report's slowest step)")
     parser.add_argument("--top-seeds", type=int, nargs="*", default=[],
                         help="placement seeds for each of the Verilog tops nf_controller and "
                              "nf_axi_reducer (none by default, as for the controller), "

@@ -278,3 +278,28 @@ def test_memwr_with_a_partial_mask_contributes_its_whole_line():
                            f"expected 1"
         assert not (await _status(ctx, dut))["PARTIAL"], "STATUS.PARTIAL set for a MemWr"
     _run(testbench)
+
+
+def test_requests_with_nothing_to_wait_for_are_taken_one_per_clock():
+    """MemInv requests (answered at once, no memory) offered on every clock, with every
+    response taken at once, are taken on every clock once the first is: the decoder's credit
+    loop (``hdl.credit.credit_loop``) has as many entries as it needs."""
+    requests, clocks = 300, 400
+
+    async def testbench(ctx, dut, writes):
+        ctx.set(dut.s2m_ndr.ready, 1)
+        taken, answered = [], 0
+        for clock in range(clocks):
+            ctx.set(dut.m2s_req.valid, len(taken) < requests)
+            ctx.set(dut.m2s_req.payload.opcode, ReqOpcode.MEM_INV)
+            ctx.set(dut.m2s_req.payload.tag, len(taken))
+            if len(taken) < requests and ctx.get(dut.m2s_req.ready):
+                taken.append(clock)
+            answered += ctx.get(dut.s2m_ndr.valid)
+            await ctx.tick()
+        gaps = [(a, b) for a, b in zip(taken, taken[1:]) if b != a + 1]
+        assert len(taken) == requests and not gaps, \
+            f"{len(taken)} of {requests} MemInv taken; clocks between takes not 1: {gaps[:5]}"
+        assert answered == requests, f"{answered} NDRs for {requests} MemInv"
+
+    _run(testbench)

@@ -83,6 +83,7 @@ def test_a_receiver_of_the_credit_loop_takes_a_payload_every_clock(stages):
     """Offered and taken on every clock: after the first arrival, one payload per clock with
     ``credit_loop(stages)`` entries; with one entry fewer, a clock in every loop is lost."""
     loop, clocks, count = credit_loop(stages), 200, 120
+    assert loop == 2 * stages + 3, "a relay's loop: its registers both ways and three"
     for depth, rate in ((loop, 1.0), (loop - 1, (loop - 1) / loop)):
         _, arrivals = _run(_Link(stages=stages, depth=depth), [True] * clocks, [True] * clocks,
                            count)
@@ -128,6 +129,7 @@ def test_too_many_credits_raise_overrun():
 @pytest.mark.parametrize("make, message", [
     (lambda: CreditSender(_ENTRY, credits=0), "credits must be a positive integer"),
     (lambda: CreditRelay(_ENTRY, stages=-1), "stages must be a non-negative integer"),
+    (lambda: credit_loop(2, back=-1), "back must be a non-negative integer"),
     (lambda: CreditReceiver(_ENTRY, depth=0), "depth must be a positive integer"),
 ])
 def test_bad_parameters_are_refused(make, message):

@@ -5,7 +5,8 @@ same ports, on every clock, as Amaranth's ``SyncFIFO`` under the same random pus
 
 import numpy as np
 import pytest
-from amaranth import ClockDomain, Elaboratable, Module, Signal
+from amaranth import ClockDomain, Elaboratable, Module, Signal, signed, unsigned
+from amaranth.lib import data
 from amaranth.lib.fifo import SyncFIFO
 
 from bench.sim import simulate
@@ -104,9 +105,37 @@ def test_eager_fifo_behaves_as_a_sync_fifo(width, depth, seed):
     assert not errors, f"width {width}, depth {depth}, seed {seed}:\n" + "\n".join(errors[:10])
 
 
-def test_eager_fifo_rejects_a_depth_below_one():
-    with pytest.raises(ValueError, match="depth must be a positive integer"):
-        EagerFIFO(width=8, depth=0)
+@pytest.mark.parametrize("arguments, message", [
+    ({"width": 8, "depth": 0}, "depth must be a positive integer"),
+    ({"depth": 2}, "exactly one of the entries' width and their shape"),
+    ({"width": 8, "shape": unsigned(8), "depth": 2}, "exactly one"),
+    ({"shape": signed(8), "depth": 2}, "must be unsigned or a layout"),
+])
+def test_eager_fifo_refuses_bad_parameters(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        EagerFIFO(**arguments)
+
+
+def test_eager_fifo_stream_views_carry_the_entries_shape():
+    """A queue of a layout's entries: what goes in on ``w_stream`` comes out on ``r_stream``
+    with the same fields, and the views are the queue's own ports."""
+    layout = data.StructLayout({"low": 3, "high": 5})
+    dut = EagerFIFO(shape=layout, depth=2)
+    source, sink = dut.w_stream, dut.r_stream
+    assert sink.payload.shape() == layout and source.payload.shape() == layout
+    assert source.valid is dut.w_en and source.ready is dut.w_rdy and sink.ready is dut.r_en
+
+    async def bench(ctx):
+        ctx.set(source.valid, 1)
+        ctx.set(source.payload, {"low": 5, "high": 17})
+        assert ctx.get(source.ready), "an empty queue is not writable after reset"
+        await ctx.tick()
+        ctx.set(source.valid, 0)
+        got = ctx.get(sink.payload)
+        assert ctx.get(sink.valid) and got == {"low": 5, "high": 17}, \
+            f"read low {got.low}, high {got.high} after writing low 5, high 17"
+
+    simulate(dut, bench)
 
 
 class _OutOfReset(Elaboratable):

@@ -217,13 +217,15 @@ def _report(designs, **parts):
             "designs": designs, **parts}
 
 
-def test_unplaced_design_is_reported_as_such():
+@pytest.mark.parametrize("design, option", [("controller", "--controller-seeds"),
+                                            *((name, "--top-seeds") for name, _, _ in TOPS)])
+def test_unplaced_design_is_reported_as_such(design, option):
     cells = {"lut4": 1, "ff": 2, "carry_ccu2c": 3, "lutram_dpr16x4": 0, "block_ram_dp16kd": 0,
              "generic_transistors": 40}
-    report = _report([{"design": "controller", "config": "c", "cells": cells, "pnr": [],
+    report = _report([{"design": design, "config": "c", "cells": cells, "pnr": [],
                        "constraint_mhz": 150.0}])
-    assert "| controller | c | 1 | 3 | 7 | 2 | 0 | 0 | 40 | 150 | not placed (see " \
-           "--controller-seeds) |" in markdown(report)
+    row = f"| {design} | c | 1 | 3 | 7 | 2 | 0 | 0 | 40 | 150 | not placed (see {option}) |"
+    assert row in markdown(report), f"no row {row!r} in the report"
 
 
 @pytest.mark.slow
