@@ -31,9 +31,14 @@ def credit_loop(forward, back=None, queue=1):
     clock (``verif/hdl/test_credit.py`` measures it)."""
     back = forward if back is None else back
     for name, value in (("forward", forward), ("back", back), ("queue", queue)):
-        if not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
+        _check_count(name, value)
     return forward + queue + 1 + back + 1
+
+
+def _check_count(name, value):
+    """Refuse ``value`` unless it is a non-negative integer, naming it ``name``."""
+    if not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
 
 
 class CreditSignature(wiring.Signature):
@@ -121,8 +126,7 @@ class CreditRelay(wiring.Component):
     """
 
     def __init__(self, shape, *, stages):
-        if not isinstance(stages, int) or stages < 0:
-            raise ValueError(f"stages must be a non-negative integer, not {stages!r}")
+        _check_count("stages", stages)
         self._stages = stages
         super().__init__({"sink": In(CreditSignature(shape)),
                           "source": Out(CreditSignature(shape))})
