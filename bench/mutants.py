@@ -212,4 +212,18 @@ MUTANTS = [
         'hdl/axi_front.py',
         'resp = Mux(~head.ok | drs.payload.poison, RESP_SLVERR,',
         'resp = Mux(~head.ok, RESP_SLVERR,'),
+    Mutant(
+        'prefetch_kept_after_departure',
+        'A line read ahead stays usable after a line leaves its slot, so an op can install '
+        'the state memory held before that line\'s write-back landed.',
+        'hdl/miss_handler.py',
+        'with m.If(self.departure | self.host_writes_pending | self.hold_prefetch):',
+        'with m.If(self.host_writes_pending | self.hold_prefetch):'),
+    Mutant(
+        'fast_install_over_an_occupant',
+        'An op whose line was read ahead is installed at once even when its slot holds '
+        'another line, which is lost without its write-back.',
+        'hdl/miss_handler.py',
+        'usable & self.data_ok\n                                         & ~self.occupant_valid',
+        'usable & self.data_ok\n                                         & 1'),
 ]

@@ -63,6 +63,8 @@ class FillReader(wiring.Component):
         line); both 0 with ``error``.
     done : Out(1)
     held : Out(1)
+    held_next : Out(1)
+        ``held`` after this clock edge.
     finish : In(1)
         Strobed only while ``done``.
     line : Out(lanes.line_bits)
@@ -86,6 +88,7 @@ class FillReader(wiring.Component):
             "fill_data": In(stream.Signature(fill_line_layout(lanes), always_ready=True)),
             "done": Out(1),
             "held": Out(1),
+            "held_next": Out(1),
             "finish": In(1),
             "line": Out(lanes.line_bits),
             "image": Out(lanes.state_lines * lanes.line_bits),
@@ -128,6 +131,7 @@ class FillReader(wiring.Component):
             self.start.ready.eq(idle),
             self.done.eq(held | ((step == _Step.FIRST) & arriving & ~state)),
             self.held.eq(held),
+            self.held_next.eq(next_step == _Step.DONE),
             self.error.eq(Mux(held, error, error | beat.error)),
             self.image.eq(Cat(planes, fill_n)),
             self.fill_read.valid.eq((step == _Step.ISSUE_FIRST)

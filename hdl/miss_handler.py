@@ -1,6 +1,8 @@
 """The slot pool's miss handler: the steps of an op whose line is not in its slot
 (:mod:`hdl.slots`, the module docstring)."""
 
+import types
+
 from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -10,6 +12,7 @@ from spec.params import Mode, Reason
 from .datapath import state_of_planes
 from .fill_reader import FillReader
 from .pipeline import out_of_reset
+from .prefetch import prefetch_layout
 from .slot_ops import (
     SlotOp,
     fill_command_layout,
@@ -63,6 +66,19 @@ class MissHandler(wiring.Component):
     result unit gives nothing on that clock, so the result queue's data is chosen by the
     unit's valid alone).
 
+    *Prefetch.* While no miss is handled, the reader may read the line :class:`FillHints`
+    offers (``prefetch``), under the rule a miss's read starts by at once. The read is
+    *live* until a line leaves its slot, a host write is pending or ``hold_prefetch`` is
+    high: then memory may have changed under it. When the op of a live prefetch's line
+    reaches T1 and misses, it takes the read as its own. If the read is in, T1's data is in,
+    the slot is empty and P2 is not on it, the op moves into P2 with the filled word on that
+    clock (``fast_install``), and the op behind it into T1, as after a hit: the
+    :class:`hdl.slots.PoolSlice` selects that make P2 take the filled word are registers,
+    so the fast install is foreseen a clock early (``install_due``: T1 holds an op that
+    fast-installs or moves nowhere on this clock). Otherwise the miss takes its steps, with
+    the read started. A prefetch nobody takes is dropped once in (``finish``) when it is
+    not live, a miss is handled, or an op of its line hits.
+
     Parameters
     ----------
     params : ControllerParams
@@ -95,6 +111,20 @@ class MissHandler(wiring.Component):
         Writes to device memory not yet acknowledged, and host writes among them.
     results_held : In(range(queue_depth + 1))
         Results the pool's result queue holds, as of the last clock edge.
+    t1_hit : In(1)
+        T1 holds an op whose line is in its slot.
+    p2_on_t1 : In(1)
+        P2's slot is T1's.
+    prefetch : In(stream.Signature(prefetch_layout(whole)))
+        A line to read ahead (:class:`hdl.prefetch.FillHints`).
+    hold_prefetch : In(1)
+        No prefetch may start, and one under way is not live (a scan task may write memory).
+    next_prefetched : In(1)
+        T1's op after this edge is a whole-line contribution in an aggregating mode, of line
+        ``prefetch_tag``, and misses its slot.
+    prefetch_tag : Out(address_bits)
+    prefetch_busy : Out(1)
+        A prefetch's read is under way.
     fill_read : Out(stream.Signature(fill_command_layout(whole)))
     fill_data : In(stream.Signature(fill_line_layout(params.datapath), always_ready=True))
         The reader's (:class:`hdl.fill_reader.FillReader`).
@@ -103,7 +133,11 @@ class MissHandler(wiring.Component):
     evict : Out(1)
         P2 takes the eviction of T1's slot's occupant.
     install : Out(1)
-        P2 takes T1's op with the word ``filled``.
+        P2 takes T1's op with the word ``filled``; T1 is empty on the next clock.
+    fast_install : Out(1)
+        P2 takes T1's op with the word ``filled`` of a prefetch; TA's op may move into T1.
+    install_due : Out(1)
+        A register: T1's op may not move on as a hit on this clock.
     fill_next : Out(1)
         P2 is to take the word ``filled`` on the next clock if it takes one; made of the step
         and registers, not of ``next_step``, which waits for the queues' levels.
@@ -132,12 +166,21 @@ class MissHandler(wiring.Component):
             "writes_pending": In(1),
             "host_writes_pending": In(1),
             "results_held": In(range(queue_depth + 1)),
+            "t1_hit": In(1),
+            "p2_on_t1": In(1),
+            "prefetch": In(stream.Signature(prefetch_layout(whole))),
+            "hold_prefetch": In(1),
+            "next_prefetched": In(1),
+            "prefetch_tag": Out(whole.address_bits),
+            "prefetch_busy": Out(1),
             "fill_read": Out(stream.Signature(fill_command_layout(whole))),
             "fill_data": In(stream.Signature(fill_line_layout(params.datapath),
                                              always_ready=True)),
             "next_step": Out(MissStep),
             "evict": Out(1),
             "install": Out(1),
+            "fast_install": Out(1),
+            "install_due": Out(1),
             "fill_next": Out(1),
             "dropped": Out(1),
             "answering": Out(1),
@@ -153,9 +196,17 @@ class MissHandler(wiring.Component):
         wiring.connect(m, reader.fill_read, wiring.flipped(self.fill_read))
         wiring.connect(m, wiring.flipped(self.fill_data), reader.fill_data)
         is_read = op.kind == SlotOp.READ
-        m.d.comb += [reader.start.payload.first.eq(op.first),
-                     reader.start.payload.tag.eq(op.tag),
-                     reader.start.payload.state.eq(~is_read)]
+        step = Signal(MissStep)
+        m.d.comb += self.next_step.eq(step)
+        m.d.sync += step.eq(self.next_step)
+        started = Signal()          # the reader has this miss's read
+        live = out_of_reset(m)      # hdl.slots, Icarus
+        pf = self._prefetch(m, step, reader, live)
+        m.d.comb += [reader.start.payload.first.eq(Mux(pf.starting, self.prefetch.payload.first,
+                                                       op.first)),
+                     reader.start.payload.tag.eq(Mux(pf.starting, self.prefetch.payload.tag,
+                                                     op.tag)),
+                     reader.start.payload.state.eq(pf.starting | ~is_read)]
         # The answer when the pool gives it itself: the line of a result read, and whether
         # memory failed; and the filled word. Continuous assignments: a Verilog block that
         # only sets constant fields would never run in Icarus Verilog (hdl.slots).
@@ -166,26 +217,72 @@ class MissHandler(wiring.Component):
             self.filled.eq(Cat(Const(1, 1), Const(0, 1), op.tag, op.mode, op.threshold,
                                state_of_planes(self._params.datapath, reader.image))),
         ]
-        step = Signal(MissStep)
-        m.d.comb += self.next_step.eq(step)
-        m.d.sync += step.eq(self.next_step)
-        started = Signal()          # the reader has this miss's read
-        live = out_of_reset(m)      # hdl.slots, Icarus
         # ``fill_next`` is high on every clock before P2 may install (in INSTALL, entered from
-        # DECIDE or READ_AFTER_WRITES) and low on every clock before P2 may take another word
-        # (in RUN, and the eviction in DECIDE). It may also be high before a clock on which P2
-        # takes nothing (WAIT_WRITES, READ_AFTER_WRITES, READ_ANSWER, and RUN after an answer
-        # in INSTALL has dropped T1's op, when T1 is empty).
+        # DECIDE or READ_AFTER_WRITES, and in RUN before a fast install) and low on every
+        # clock before P2 may take another word (in RUN, and the eviction in DECIDE). It may
+        # also be high before a clock on which P2 takes nothing (WAIT_WRITES,
+        # READ_AFTER_WRITES, READ_ANSWER, RUN after an answer in INSTALL has dropped T1's op,
+        # when T1 is empty, and RUN with ``install_due`` when the fast install fails).
         m.d.comb += self.fill_next.eq(live & (((step == MissStep.DECIDE) & self.data_ok
                                                & started)
                                               | (step == MissStep.WAIT_WRITES)
                                               | (step == MissStep.READ_AFTER_WRITES)
-                                              | ((step == MissStep.INSTALL) & ~self.install)))
+                                              | ((step == MissStep.INSTALL) & ~self.install)
+                                              | pf.fast_next))
         drained = ~self.p2_valid & self.unit_empty
         writes = self._writes_gate(m, drained)
         with m.If(live):  # hdl.slots, Icarus
-            self._steps(m, step, reader, started, drained, writes)
+            self._steps(m, step, reader, started, drained, writes, pf)
         return m
+
+    def _prefetch(self, m, step, reader, live):
+        """The state of a prefetch (the class docstring), and the fast install."""
+        pf = types.SimpleNamespace()
+        pf.prefetching = Signal()   # the reader's read is a prefetch that no miss has taken
+        pf.live = Signal()
+        pf.passed = Signal()        # an op of its line has hit in T1 since it started
+        pf.starting = Signal()
+        pf.fast_next = Signal()
+        m.d.comb += [self.prefetch_busy.eq(pf.prefetching & ~reader.held)]
+        usable = pf.prefetching & pf.live & reader.held & ~reader.error
+        # P2 takes the filled word on this clock (``install_due``, foreseen a clock ago) if
+        # the slot's word is in and empty and P2 is not on the slot: then the op needs no
+        # eviction, and its word comes from ``filled``, not from W1.
+        m.d.comb += self.fast_install.eq(live & self.install_due & usable & self.data_ok
+                                         & ~self.occupant_valid
+                                         & ~(self.p2_valid & self.p2_on_t1))
+        pf.claim = pf.prefetching & pf.live & (self.prefetch_tag == self.op.tag) & \
+            (self.op.kind != SlotOp.READ)
+        # T1's op missed, its prefetch is under way, and its slot may be empty: it waits in
+        # T1, without the miss's steps, for the fast install.
+        pf.waiting = Signal()
+        m.d.comb += pf.waiting.eq(self.miss & pf.claim & ~reader.error & ~self.fast_install
+                                  & ~(self.data_ok & self.occupant_valid))
+        # Foreseen from the reader's next step: the read may be in on the clock it is used.
+        m.d.comb += pf.fast_next.eq((step == MissStep.RUN) & (~self.miss | pf.waiting)
+                                    & pf.prefetching & pf.live & reader.held_next
+                                    & ~reader.error & self.next_prefetched)
+        m.d.sync += self.install_due.eq(live & pf.fast_next)
+        with m.If(self.departure | self.host_writes_pending | self.hold_prefetch):
+            m.d.sync += pf.live.eq(0)
+        # An op of the line hits: the line is resident, and the prefetch of no use.
+        with m.If(pf.prefetching & self.t1_hit & (self.prefetch_tag == self.op.tag)):
+            m.d.sync += pf.passed.eq(1)
+        with m.If(pf.starting):
+            # A line leaving its slot on this clock may be the line: its write-back is to come.
+            m.d.sync += [pf.prefetching.eq(1), pf.live.eq(~self.departure), pf.passed.eq(0),
+                         self.prefetch_tag.eq(self.prefetch.payload.tag)]
+        # (Not on the clock a miss takes it: a miss takes only a live prefetch, of a line
+        # that is not resident.)
+        taken = (step == MissStep.RUN) & self.miss & pf.claim
+        with m.If(pf.prefetching & reader.held & ~taken
+                  & (~pf.live | pf.passed | (step != MissStep.RUN))):
+            m.d.comb += reader.finish.eq(1)         # dropped
+            m.d.sync += pf.prefetching.eq(0)
+        with m.If(self.fast_install):
+            m.d.comb += [reader.finish.eq(1), self.events.fills.eq(1)]
+            m.d.sync += pf.prefetching.eq(0)
+        return pf
 
     def _writes_gate(self, m, drained):
         """Fills and writes (:mod:`hdl.slots`): whether a line has left its slot since every
@@ -203,9 +300,10 @@ class MissHandler(wiring.Component):
         may_read = drained & (writes_done | ~(wait_for_writes | self.host_writes_pending))
         return departed, wait_for_writes, may_read
 
-    def _steps(self, m, step, reader, started, drained, writes):
+    def _steps(self, m, step, reader, started, drained, writes, pf):
         """The step machine: from ``step`` to ``next_step``; ``drained``: P2 and the result
-        unit are empty; ``writes``: what :meth:`_writes_gate` returns."""
+        unit are empty; ``writes``: what :meth:`_writes_gate` returns; ``pf``: what
+        :meth:`_prefetch` returns."""
         departed, wait_for_writes, may_read = writes
         # An answer the pool gives itself leaves after every op ahead has left the result
         # unit, so that answers keep op order.
@@ -224,12 +322,21 @@ class MissHandler(wiring.Component):
                 # ahead drain meanwhile, and a result read takes no slot. No line leaves its
                 # slot in P2 on this clock (the handler evicts in DECIDE, and no op follows a
                 # scan), so ``departed`` says whether one has left.
-                read_now = ~departed & ~self.host_writes_pending
-                with m.If(self.miss):
+                # A live prefetch of the line is taken as the miss's read; any other keeps the
+                # reader until it is dropped, and the miss reads after its writes' wait.
+                may_read_now = ~departed & ~self.host_writes_pending
+                read_now = may_read_now & ~pf.prefetching
+                with m.If(self.miss & ~self.fast_install & ~pf.waiting):
                     m.d.comb += reader.start.valid.eq(read_now)
-                    m.d.sync += started.eq(read_now)
+                    m.d.sync += started.eq(read_now | pf.claim)
                     m.d.comb += self.next_step.eq(Mux(read_now & is_read, MissStep.READ_ANSWER,
                                                       MissStep.DRAIN))
+                    with m.If(pf.claim):
+                        m.d.sync += pf.prefetching.eq(0)
+                with m.Elif(~self.miss & self.prefetch.valid & may_read_now
+                            & ~self.hold_prefetch & ~pf.prefetching & reader.start.ready):
+                    m.d.comb += [reader.start.valid.eq(1), pf.starting.eq(1),
+                                 self.prefetch.ready.eq(1)]
             with m.Case(MissStep.DRAIN):
                 # Only P2 writes slots; the ops in the result unit go on meanwhile. An
                 # eviction will need room in the output queues.
@@ -246,8 +353,9 @@ class MissHandler(wiring.Component):
                                                       MissStep.WAIT_WRITES))
             with m.Case(MissStep.WAIT_WRITES):
                 # The read starts on the next clock, from the step alone: the reader offers
-                # its command on the clock it starts, and ``may_read`` compares levels.
-                with m.If(may_read):
+                # its command on the clock it starts, and ``may_read`` compares levels. A
+                # prefetch nobody took is dropped first (no prefetch starts outside RUN).
+                with m.If(may_read & reader.start.ready):
                     m.d.comb += self.next_step.eq(MissStep.READ_AFTER_WRITES)
             with m.Case(MissStep.READ_AFTER_WRITES):
                 m.d.comb += [reader.start.valid.eq(1),

@@ -68,6 +68,15 @@ The boxes named in capitals are components of their own, each with its test:
   reader), and hits if it is the same line. A result read of a line that is not
   resident takes no slot: its read is of the line's result line (one line), and its answer
   leaves after the ops ahead of it.
+- *Prefetch.* The controller hints the line of each whole-line contribution as it is decoded
+  (``hint``, :class:`hdl.prefetch.FillHints`); while no miss is handled, the miss handler
+  reads the oldest hinted line that is not resident, and its op, when it misses in T1, takes
+  that read as its own. If the read is in and the slot empty, the op moves into P2 with the
+  filled word on that clock and TA's op into T1 behind it (``fast_install``, foreseen a clock
+  early: ``installing`` selects P2's word, and ``install_due`` keeps T1's op from moving on as
+  a hit meanwhile); the tag check takes the install as a retag of the slot for the op behind.
+  A prefetch is dropped, unused, when memory may have changed under it (a line left its slot,
+  a host write, ``hold_prefetch``) (:class:`hdl.miss_handler.MissHandler`).
 - When a contribution makes ``n`` reach the region's ``EXPECTED``, the line is *complete*: its
   state and result line are written back at once and it stays resident, clean.
 - Scan ops (``FLUSH``, ``EVICT``, ``CLEAR``) name a slot rather than a line. They may follow
@@ -128,6 +137,7 @@ from .pipeline import (
     column_slices,
     register_copies,
 )
+from .prefetch import FillHints, hint_layout
 from .slot_ops import (
     SlotOp,
     by_group,
@@ -199,6 +209,8 @@ class PoolSlice(wiring.Component):
             "fill_data": In(stream.Signature(fill_line_layout(lanes), always_ready=True)),
             "writes_pending": In(1),
             "host_writes_pending": In(1),
+            "hint": In(stream.Signature(hint_layout(params), always_ready=True)),
+            "hold_prefetch": In(1),
             "idle": Out(1),
             "events": Out(slot_event_layout()),
         })
@@ -260,6 +272,7 @@ class PoolSlice(wiring.Component):
         m.submodules.miss_handler = n.miss = MissHandler(params, whole, user_width=u,
                                                          queue_depth=self.QUEUE_DEPTH)
         m.submodules.output_credit = n.credit = OutputCredit(self.QUEUE_DEPTH)
+        m.submodules.hints = n.hints = FillHints(whole)
         self._op_intake(m, n)
         self._stages(m, n)
         self._slot_reads(m, n)
@@ -364,19 +377,20 @@ class PoolSlice(wiring.Component):
                                 & (miss.next_step != MissStep.DECIDE))
         t1_needs_slot = Signal()
         n.miss_now = n.t1_valid & n.running & t1_needs_slot & ~n.tag_check.hit
+        # A hit moves on unless P2 is to take a fill on this clock (``install_due``).
         m.d.comb += [
-            n.advance.eq(n.t1_valid & n.running & n.t1_data_ok
+            n.advance.eq(n.t1_valid & n.running & n.t1_data_ok & ~miss.install_due
                          & (n.tag_check.hit | ~t1_needs_slot)),
-            # TA moves into an empty T1 or behind an op that advances; not on an install or an
-            # answer, which empty T1 for a clock.
-            n.ta_moves.eq(n.ta_valid & (~n.t1_valid | n.advance))]
+            # TA moves into an empty T1 or behind an op that advances or fast-installs; not on
+            # an install or an answer, which empty T1 for a clock.
+            n.ta_moves.eq(n.ta_valid & (~n.t1_valid | n.advance | miss.fast_install))]
         take = (n.t0_valid & n.credit.room_take & (~n.ta_valid | n.ta_moves) & may_take)
         m.d.comb += n.t0_loads.eq(~n.t0_valid | take)
         t1_on_t0 = t1.index == t0.index
         n.choosers = {
             "running": (n.running, miss.next_step == MissStep.RUN),
             "t1_valid": (n.t1_valid, Mux(n.ta_moves, 1, n.t1_valid & ~(
-                n.advance | miss.install | miss.dropped))),
+                n.advance | miss.install | miss.fast_install | miss.dropped))),
             "t1_data_ok": (n.t1_data_ok, Mux(n.ta_moves, n.ra_valid & (n.ra_index == ta.index),
                                              n.t1_read_landing)),
             "t1_read_landing": (n.t1_read_landing, Mux(
@@ -416,6 +430,12 @@ class PoolSlice(wiring.Component):
                                                                   ta.kind != SlotOp.READ)),
                          n.t1_before_last.eq(ta.expected - 1), n.t1_two_before.eq(ta.expected - 2)]
         m.d.comb += self.events.hits.eq(n.advance & t1_needs_slot)
+        # Whether T1's op after this edge is one a prefetch may fast-install.
+        next_t1 = n.stage_layout(Mux(n.ta_moves, ta, t1))
+        m.d.comb += miss.next_prefetched.eq(
+            n.choosers["t1_valid"][1] & (next_t1.kind == SlotOp.CONTRIBUTE)
+            & aggregates(next_t1.mode) & next_t1.full_line & ~n.tag_check.hit_next
+            & (next_t1.tag == miss.prefetch_tag))
         self._tag_check(m, n)
 
     def _tag_check(self, m, n):
@@ -430,7 +450,14 @@ class PoolSlice(wiring.Component):
             check.p2_install.eq(n.p2_install), check.retag.eq(n.retag),
             check.p2_on_t0.eq(n.p2_on_t0), check.p2_on_ta.eq(n.p2_on_ta),
             check.p2_on_t1.eq(n.p2_on_t1),
+            check.t1_installs.eq(n.miss.fast_install),
+            check.t1_on_ta.eq(n.t1.index == n.ta.index),
         ]
+        hints = n.hints
+        wiring.connect(m, wiring.flipped(self.hint), hints.hint)
+        m.d.comb += [check.probe_index.eq(hints.probe_index), check.probe_tag.eq(hints.probe_tag),
+                     hints.probe_resident.eq(check.probe_resident),
+                     hints.t1_valid.eq(n.t1_valid), hints.t1_tag.eq(n.t1.tag)]
 
     def _slot_reads(self, m, n):
         """The slot reads. The slots are read every clock; ``n.current`` is the word of slot
@@ -517,11 +544,11 @@ class PoolSlice(wiring.Component):
             *(slots.write_addr[k].eq(copy) for k, copy in enumerate(
                 register_copies(m, n.p2.index, ram_copies, "slot_write_addr")))]
         m.d.sync += [
-            n.p2_valid.eq(n.advance | miss.evict | miss.install),
+            n.p2_valid.eq(n.advance | miss.evict | miss.install | miss.fast_install),
             *(n.p2[name].eq(t1[name]) for name in n.stage_fields),
             n.p2.data.eq(n.op_line),
             n.p2.kind.eq(Mux(miss.evict, SlotOp.EVICT, t1.kind)),
-            p2_word.eq(n.next_word), n.p2_install.eq(miss.install),
+            p2_word.eq(n.next_word), n.p2_install.eq(miss.install | miss.fast_install),
             covered_read.eq(in_clear_range(n.next_word)), covered_w1.eq(in_clear_range(n.word)),
             n.last_taken.eq(n.next_word.state.n == n.t1_before_last),
         ]
@@ -633,13 +660,16 @@ class PoolSlice(wiring.Component):
             miss.writes_pending.eq(self.writes_pending),
             miss.host_writes_pending.eq(self.host_writes_pending),
             miss.results_held.eq(self.results_held),
+            miss.t1_hit.eq(n.t1_valid & n.tag_check.hit), miss.p2_on_t1.eq(n.p2_on_t1),
+            miss.hold_prefetch.eq(self.hold_prefetch),
             *(self.events[name].eq(miss.events[name]) for name in MISS_EVENTS),
         ]
+        wiring.connect(m, n.hints.candidate, miss.prefetch)
         with m.If(~n.scanning & ~n.t0_valid & ~n.ta_valid & ~n.t1_valid & ~n.p2_valid):
             m.d.sync += n.settling.eq(0)
         m.d.comb += self.idle.eq(~n.settling & ~n.intake.full & ~n.t0_valid & ~n.ta_valid
                                  & ~n.t1_valid & ~n.p2_valid & n.unit_empty & n.running
-                                 & ~self.writes_pending)
+                                 & ~self.writes_pending & ~miss.prefetch_busy)
 
 
 def _needs_slot(op):
@@ -701,6 +731,12 @@ class SlotPool(wiring.Component):
     host_writes_pending : In(slices)
         Host writes among them. A fill or result read waits for every write while there is one
         (see *Fills and writes*). Both once per slice, all alike, as ``fill_data``'s ``valid``.
+    hint : In(stream.Signature(hint_layout(params), always_ready=True))
+        A whole-line contribution on its way, whose line the pool may read ahead
+        (*Prefetch*); any hint is safe, a wrong one costs a read.
+    hold_prefetch : In(1)
+        High while memory may change under a prefetch other than by the pool's write-backs
+        and host writes (the controller's scan tasks: a clear's zero writes).
     idle : Out(1)
         No op in the pool, none of its outputs waiting, no write-back pending: a scan or a
         register command may start, and device memory holds every write-back made so far.
@@ -742,6 +778,8 @@ class SlotPool(wiring.Component):
             "fill_data": In(pool_fill_layout(params, self.slices)),
             "writes_pending": In(self.slices),
             "host_writes_pending": In(self.slices),
+            "hint": In(stream.Signature(hint_layout(params), always_ready=True)),
+            "hold_prefetch": In(1),
             "idle": Out(1),
             "events": Out(slot_event_layout()),
         })
@@ -774,6 +812,8 @@ class SlotPool(wiring.Component):
                 pool.fill_data.payload.error.eq(self.fill_data.error[k]),
                 pool.writes_pending.eq(self.writes_pending[k]),
                 pool.host_writes_pending.eq(self.host_writes_pending[k]),
+                pool.hint.valid.eq(self.hint.valid), pool.hint.payload.eq(self.hint.payload),
+                pool.hold_prefetch.eq(self.hold_prefetch),
             ]
             slices.append(pool)
         first = slices[0]

@@ -50,8 +50,20 @@ class TagCheck(wiring.Component):
         P2's op gives its slot another line, or none.
     p2_on_t0, p2_on_ta, p2_on_t1 : In(1)
         P2's slot is T0's, TA's, T1's.
+    t1_installs : In(1)
+        T1's op moves into P2 on this edge with its line's fill (a fast install,
+        :class:`hdl.miss_handler.MissHandler`), giving its slot that line.
+    t1_on_ta : In(1)
+        T1's slot is TA's.
     hit : Out(1)
         T1's op's line is in its slot (a register).
+    hit_next : Out(1)
+        ``hit`` after this edge.
+    probe_index, probe_tag : In(slot_index_bits), In(address_bits)
+        A line to look up for a prefetch (:class:`hdl.prefetch.FillHints`).
+    probe_resident : Out(1)
+        The tags, as the memory holds them (a clock or two behind P2's retags), put line
+        ``probe_tag`` in slot ``probe_index``. A second read port: a copy of the LUT RAM.
     """
 
     def __init__(self, params):
@@ -69,7 +81,10 @@ class TagCheck(wiring.Component):
             "p2_index": In(index_bits), "p2_tag": In(address_bits),
             "p2_install": In(1), "retag": In(1),
             "p2_on_t0": In(1), "p2_on_ta": In(1), "p2_on_t1": In(1),
-            "hit": Out(1),
+            "t1_installs": In(1), "t1_on_ta": In(1),
+            "hit": Out(1), "hit_next": Out(1),
+            "probe_index": In(index_bits), "probe_tag": In(address_bits),
+            "probe_resident": Out(1),
         })
 
     def elaborate(self, platform):
@@ -78,6 +93,10 @@ class TagCheck(wiring.Component):
         m.submodules.tags = tags = Memory(shape=self.tag_layout, depth=self._params.slots,
                                           init=[], attrs={"ram_style": "distributed"})
         tag_read, tag_write = tags.read_port(domain="comb"), tags.write_port()
+        probe = tags.read_port(domain="comb")
+        m.d.comb += [probe.addr.eq(self.probe_index),
+                     self.probe_resident.eq(probe.data.valid
+                                            & (probe.data.tag == self.probe_tag[lsb:]))]
         # The write the memory takes on the next clock edge: P2's retag of the last.
         late = Signal(data.StructLayout({"en": 1, "addr": len(self.p2_index),
                                          "data": self.tag_layout}))
@@ -116,8 +135,13 @@ class TagCheck(wiring.Component):
                                              late_hit))]
         with m.Elif(retag & self.p2_on_ta):
             m.d.sync += [ta_retagged.eq(1), ta_retag_hit.eq(installs(self.ta_tag))]
-        with m.If(self.ta_moves):
-            m.d.sync += self.hit.eq(hit_after_edge(self.p2_on_ta, self.ta_tag, ta_hit))
-        with m.Else():
-            m.d.sync += self.hit.eq(hit_after_edge(self.p2_on_t1, self.t1_tag, self.hit))
+        # An op that moves into T1 behind a fast install of its slot: the slot holds T1's line
+        # from this edge on.
+        behind_install = self.t1_installs & self.t1_on_ta
+        m.d.comb += self.hit_next.eq(Mux(
+            self.ta_moves,
+            Mux(behind_install, self.t1_tag[lsb:] == self.ta_tag[lsb:],
+                hit_after_edge(self.p2_on_ta, self.ta_tag, ta_hit)),
+            hit_after_edge(self.p2_on_t1, self.t1_tag, self.hit)))
+        m.d.sync += self.hit.eq(self.hit_next)
         return m

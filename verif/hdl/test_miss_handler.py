@@ -167,3 +167,128 @@ def test_fill_waits_for_writes_after_a_departure():
         assert reads and reads[0] == (TAG + 0x100, 1), f"reads {reads} after the writes"
 
     simulate(dut, testbench, processes=[_memory(dut, {}, set(), reads)])
+
+
+def _state_lines(n, seed):
+    """A random G-Ternary state of count ``n``, and its lines in device memory at ``TAG``."""
+    rng = np.random.default_rng(seed)
+    state = pack_state(P, Mode.GTERNARY, rng.integers(-n, n + 1, P.gternary_lanes), n)
+    image = state_to_memory(P, state)[0].reshape(P.state_lines, P.line_bytes)
+    lines = {TAG + (1 + k) * P.line_bytes: _line_int(image[k]) for k in range(P.state_lines)}
+    return int.from_bytes(state[0].tobytes(), "little"), lines
+
+
+async def _prefetch(ctx, dut, tag=TAG):
+    """Offers line ``tag`` for a prefetch until the handler takes it, then waits until its
+    lines are in."""
+    ctx.set(dut.prefetch.payload, {"tag": tag, "first": tag + P.state_lines * P.line_bytes})
+    ctx.set(dut.prefetch.valid, 1)
+    await ctx.tick().until(dut.prefetch.ready)
+    ctx.set(dut.prefetch.valid, 0)
+    await ctx.tick().repeat(MISS_CLOCKS // 2)
+    assert not ctx.get(dut.prefetch_busy), "the prefetch's lines are not in"
+
+
+async def _fast_miss(ctx, dut, tag=TAG, event=None):
+    """T1's op on line ``tag`` is foreseen (``next_prefetched``, with port ``event`` high on
+    that clock if given), then misses into an empty slot with its data in; returns
+    (install_due, fast_install, install, fills, filled state) on the clock it misses."""
+    ctx.set(dut.op, {"kind": SlotOp.CONTRIBUTE, "tag": tag, "mode": Mode.GTERNARY,
+                     "threshold": 3, "user": 5,
+                     "first": tag + P.state_lines * P.line_bytes})
+    for port in (dut.data_ok, dut.unit_empty, dut.room, dut.next_prefetched):
+        ctx.set(port, 1)
+    if event:
+        ctx.set(getattr(dut, event), 1)
+    await ctx.tick()
+    ctx.set(dut.next_prefetched, 0)
+    if event:
+        ctx.set(getattr(dut, event), 0)
+    ctx.set(dut.miss, 1)
+    seen = tuple(ctx.get(port) for port in (dut.install_due, dut.fast_install, dut.install,
+                                            dut.events.fills, dut.filled.state.as_value()))
+    await ctx.tick()
+    ctx.set(dut.miss, 0)
+    return seen
+
+
+@pytest.mark.parametrize("n", [0, P.capacity])
+def test_prefetch_installs_on_the_clock_of_the_miss(n):
+    """A line read ahead is installed on the clock its op misses, foreseen a clock before
+    (``install_due``), with its state golden, and read once."""
+    want_state, lines = _state_lines(n, SEED + n)
+    dut = MissHandler(PARAMS, PARAMS, user_width=4, queue_depth=10)
+    reads = []
+
+    async def testbench(ctx):
+        await _prefetch(ctx, dut)
+        due, fast, install, fills, state = await _fast_miss(ctx, dut)
+        assert (due, fast, install, fills) == (1, 1, 0, 1), \
+            f"n {n}: (install_due, fast_install, install, fills) {(due, fast, install, fills)}"
+        assert state == want_state, f"n {n}: filled state {state:#x}, expected {want_state:#x}"
+        assert ctx.get(dut.next_step) == MissStep.RUN, "a fast install leaves the handler in RUN"
+        want_reads = [(TAG + P.state_lines * P.line_bytes, 1)] + (
+            [(TAG + P.line_bytes, P.counter_width)] if n else [])
+        assert reads == want_reads, f"n {n}: reads {reads}, expected {want_reads}"
+
+    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
+
+
+@pytest.mark.parametrize("event", ["departure", "host_writes_pending", "hold_prefetch"])
+@pytest.mark.parametrize("when", ["before", "foreseen"])
+def test_prefetch_is_not_used_once_memory_may_have_changed(event, when):
+    """After a line left its slot, with a host write pending, or with a scan task under way
+    (``when``: clocks before the miss, or on the clock the fast install was foreseen), a
+    prefetch is not used: the miss of its line reads the line again, after the wait for
+    writes if a line left, and installs what it read."""
+    want_state, lines = _state_lines(2, SEED)
+    dut = MissHandler(PARAMS, PARAMS, user_width=4, queue_depth=10)
+    reads = []
+
+    async def testbench(ctx):
+        await _prefetch(ctx, dut)
+        if when == "before":
+            ctx.set(getattr(dut, event), 1)
+            await ctx.tick()
+            ctx.set(getattr(dut, event), 0)
+        due, fast, *_ = await _fast_miss(ctx, dut, event=event if when == "foreseen" else None)
+        assert (due, fast) == (when == "foreseen", 0), \
+            f"{event} {when}: (install_due, fast_install) {(due, fast)}"
+        for _ in range(MISS_CLOCKS):
+            if ctx.get(dut.install):
+                break
+            await ctx.tick()
+        assert ctx.get(dut.install), f"{event} {when}: the miss was not installed"
+        state = ctx.get(dut.filled.state.as_value())
+        assert state == want_state, \
+            f"{event} {when}: filled state {state:#x}, expected {want_state:#x}"
+        n_line = TAG + P.state_lines * P.line_bytes
+        assert [address for address, _ in reads].count(n_line) == 2, \
+            f"{event} {when}: reads {reads}: the n line must be read again"
+
+    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
+
+
+def test_miss_of_another_line_drops_the_prefetch():
+    """A miss of a line other than the prefetch's waits for the prefetch's lines, drops them
+    and reads its own line, whose state it installs."""
+    want_state, lines = _state_lines(1, SEED)
+    other = TAG + 0x400
+    dut = MissHandler(PARAMS, PARAMS, user_width=4, queue_depth=10)
+    reads = []
+
+    async def testbench(ctx):
+        ctx.set(dut.prefetch.payload, {"tag": other,
+                                       "first": other + P.state_lines * P.line_bytes})
+        ctx.set(dut.prefetch.valid, 1)
+        await ctx.tick().until(dut.prefetch.ready)
+        ctx.set(dut.prefetch.valid, 0)
+        seen = await _miss(ctx, dut, SlotOp.CONTRIBUTE, occupant_valid=False)
+        assert (seen["install"], seen["fills"]) == (1, 1), seen
+        state = seen["filled_state"]
+        assert state == want_state, f"filled state {state:#x}, expected {want_state:#x}"
+        assert [address for address, _ in reads][:1] == [other + P.state_lines * P.line_bytes], \
+            f"reads {reads}: the prefetch's read first"
+        assert (TAG + P.state_lines * P.line_bytes, 1) in reads, f"reads {reads}: no own read"
+
+    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])

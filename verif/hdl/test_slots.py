@@ -3,6 +3,8 @@ reads, many back to back on the same line, few slots so that lines are evicted a
 again, a device memory that answers late, and results stalled at random; then a flush of
 every slot, after which device memory must hold every line's exact accumulator image."""
 
+import types
+
 import numpy as np
 import pytest
 
@@ -83,7 +85,15 @@ SLICED = [(params, POOL_SLICE_BITS) for params in CONFIGS] + [(CONFIGS[0], REGIS
                          ids=lambda v: f"{v.datapath.name}_S{v.slots}" if not isinstance(v, int)
                          else f"slice{v}")
 @pytest.mark.parametrize("seed", [1, 2])
-def test_slot_pool_against_golden(params, slice_bits, seed):
+@pytest.mark.parametrize("hints, stream", [("none", "random"), ("ahead", "random"),
+                                           ("random", "random"), ("ahead", "runs")])
+def test_slot_pool_against_golden(params, slice_bits, seed, hints, stream):
+    """``hints``: none; the lines of the ops a few ahead of the one being sent, as the
+    controller hints them; or any of the lines at random, resident or not, with the prefetch
+    held now and then. ``stream``: each run of ops on a line at random, or on the lines of
+    the first slots in turn (with the slots emptied now and then, most runs' first ops miss
+    into an empty slot: prefetches install at once). Whatever the hints, every result and
+    every accumulator is golden."""
     p = params.datapath
     rng = np.random.default_rng(seed)
     lines = _Lines(params)
@@ -95,13 +105,19 @@ def test_slot_pool_against_golden(params, slice_bits, seed):
     threshold = 1
     expected = [p.capacity, 2, 0, p.capacity, 1, 3]
     ops = []
-    for _ in range(160):
-        k = int(rng.integers(0, len(tags)))
-        repeat = int(rng.integers(1, 4))           # back to back on the same line
+    for run in range(160 if stream == "random" else 60):
+        k = int(rng.integers(0, len(tags))) if stream == "random" else run % params.slots
+        # Now and then every slot is emptied first, as a clear or a raw write does, so that
+        # fills find their slots empty (a prefetch may then install at once).
+        evict = rng.random() < (0.1 if stream == "random" else 0.5 * (k == 0))
+        # Back to back on the same line; in longer runs in turn, so that a run's ops give the
+        # next line's prefetch the time to land.
+        repeat = int(rng.integers(1, 4) if stream == "random" else rng.integers(4, 9))
         for _ in range(repeat):
             kind = SlotOp.READ if rng.random() < 0.2 else SlotOp.CONTRIBUTE
             ops.append(dict(kind=kind, k=k, data=_line(rng, p, modes[k]),
-                            full_line=rng.random() > 0.05))
+                            full_line=rng.random() > 0.05, evict_before=evict))
+            evict = False
     expected_results = []
     for number, op in enumerate(ops):
         k = op["k"]
@@ -111,8 +127,19 @@ def test_slot_pool_against_golden(params, slice_bits, seed):
     state_count = p.state_lines
     errors = []
 
+    # For the hints: the op being sent, the first one after the last eviction of every slot,
+    # and whether one is under way (the hints stop meanwhile, as the controller's would).
+    sent = types.SimpleNamespace(op=0, horizon=0, evicting=False)
+
     async def driver(ctx):
         for number, op in enumerate(ops):
+            if op["evict_before"]:
+                sent.evicting = True
+                for index in range(params.slots):
+                    await send(ctx, dut.op, kind=SlotOp.EVICT, index=index)
+                await ctx.tick().until(dut.idle)
+                sent.evicting, sent.horizon = False, number
+            sent.op = number
             k = op["k"]
             payload = dict(kind=op["kind"], index=k % params.slots, tag=tags[k],
                            data=int.from_bytes(op["data"].tobytes(), "little"),
@@ -146,7 +173,8 @@ def test_slot_pool_against_golden(params, slice_bits, seed):
                 ready = rng.random() > 0.3
                 ctx.set(dut.result.ready, ready)
             ctx.set(dut.result.ready, 0)
-            where = f"seed {seed}, op {number} ({op['kind'].name} of line {op['k']})"
+            where = (f"seed {seed}, hints {hints}, {stream} stream, op {number} "
+                     f"({op['kind'].name} of line {op['k']})")
             if got.user != number:
                 errors.append(f"{where}: result for op {got.user} came instead")
                 return
@@ -161,8 +189,32 @@ def test_slot_pool_against_golden(params, slice_bits, seed):
                 if (fields[0], Reason(fields[1]), fields[2]) != want:
                     errors.append(f"{where}: (accepted, reason, invalid) {fields}, golden {want}")
 
-    memory = _random_memory(dut, lines, rng, errors, f"seed {seed}")
-    simulate(dut, driver, collector, processes=[memory], clock=CLOCK,
+    async def hinter(ctx):
+        """``ahead``: each whole-line contribution is hinted once, in op order, on a clock
+        while it is at most 8 ops ahead of the one being sent (on 80% of them), as the
+        controller hints ops it has decoded. ``random``: any line on 60% of the clocks, and
+        the prefetch held now and then."""
+        hinted = 0
+        while hints != "none":
+            k = None
+            hinted = max(hinted, sent.horizon)
+            if hints == "random" and rng.random() < 0.6:
+                k = int(rng.integers(0, len(tags)))
+            elif (hints == "ahead" and not sent.evicting and rng.random() < 0.8
+                  and hinted < min(len(ops), sent.op + 8)):
+                op = ops[hinted]
+                hinted += 1
+                if op["kind"] == SlotOp.CONTRIBUTE and op["full_line"]:
+                    k = op["k"]
+            ctx.set(dut.hint.valid, k is not None)
+            if k is not None:
+                ctx.set(dut.hint.payload.tag, tags[k])
+                ctx.set(dut.hint.payload.index, k % params.slots)
+            ctx.set(dut.hold_prefetch, hints == "random" and rng.random() < 0.1)
+            await ctx.tick()
+
+    memory = _random_memory(dut, lines, rng, errors, f"seed {seed}, hints {hints}")
+    simulate(dut, driver, collector, processes=[memory, hinter], clock=CLOCK,
              until=CLOCK * (WAIT_PER_OP * len(ops) + 200))
     assert not errors, "\n".join(errors[:10])
     for k, tag in enumerate(tags):
@@ -370,3 +422,49 @@ def test_hit_latency():
     want = {"READ": SlotPool.HIT_LATENCY, "CONTRIBUTE": SlotPool.HIT_LATENCY}
     assert measured == want, (f"clock edges from op to result {measured}, "
                               f"SlotPool.HIT_LATENCY {SlotPool.HIT_LATENCY}")
+
+
+def test_prefetched_lines_are_taken_one_per_clock():
+    """Contributions line after line (8 to each line, each line in an empty slot), each hinted
+    8 ops ahead as the controller hints them, with a memory that answers 2 clocks late: the
+    fill of every line after the first is read ahead and installed on the clock its first op
+    misses, so no op after the first line's waits to be taken."""
+    params = ControllerParams(DatapathParams(line_bits=64, counter_width=4, latency=1),
+                              regions=2, address_bits=20, slots=8)
+    dut = SlotPool(params, user_width=16)
+    lines, per, ahead = 6, 8, 8
+    ops = [line for line in range(lines) for _ in range(per)]
+    waits = {}
+
+    async def driver(ctx):
+        ctx.set(dut.result.ready, 1)
+        await ctx.tick().until(dut.idle)
+        hinted = 0
+        for k, line in enumerate(ops):
+            for name, value in dict(kind=SlotOp.CONTRIBUTE, index=line, data=k, full_line=1,
+                                    tag=ACC_BASE + line * ACC_STRIDE, mode=Mode.GBINARY.value,
+                                    threshold=1, expected=per, user=k).items():
+                ctx.set(getattr(dut.op.payload, name), value)
+            ctx.set(dut.op.valid, 1)
+            clock = 0
+            while True:
+                hint = hinted < min(len(ops), k + ahead)     # one op hinted per clock
+                ctx.set(dut.hint.valid, hint)
+                if hint:
+                    ctx.set(dut.hint.payload, {"tag": ACC_BASE + ops[hinted] * ACC_STRIDE,
+                                               "index": ops[hinted]})
+                    hinted += 1
+                ready = ctx.get(dut.op.ready)
+                await ctx.tick()
+                if ready:
+                    break
+                clock += 1
+                assert clock < WAIT_PER_OP, f"op {k} not taken in {WAIT_PER_OP} clocks"
+            if clock and line:
+                waits[k] = clock
+        ctx.set(dut.op.valid, 0)
+        ctx.set(dut.hint.valid, 0)
+        await ctx.tick().until(dut.idle)
+
+    simulate(dut, driver, processes=[_plain_memory(dut, params.datapath, [])])
+    assert not waits, f"ops after the first line waited (op: clocks) {waits}, expected none"
