@@ -18,6 +18,7 @@ them up (the same diagram is in the README and ``docs/controller.md``)::
     | SlotPool              |   | RegisterWindow   |   | IdentityPath |
     |  PoolSlice:           |   | ControlRegisters |   +--------------+
     |   TagCheck            |   +------------------+     ^         |
+    |   FillHints           |                  |         |         |
     |   SlotUpdate          |     flush, clear |         | zero    |
     |   MissHandler         |                  v         | writes  |
     |    + FillReader       |   +------------------+     |         |
@@ -49,7 +50,7 @@ from spec.cxl import (
     s2m_drs_layout,
     s2m_ndr_layout,
 )
-from spec.params import ControllerParams
+from spec.params import ControllerParams, aggregates
 
 from .axi import RESP_OKAY, AxiMemoryPort, axi4_signature
 from .bram import PRIMITIVES
@@ -168,7 +169,7 @@ class CxlMemController(wiring.Component):
         writes_pending = self._writes_pending(m, c)
         self._responses(m, c)
         self._scan_tasks(m, c, writes_pending)
-        self._dispatch(m, c, self._decode(m, c.ingress, c.decoder, c.control))
+        self._dispatch(m, c, self._decode(m, c))
         return m
 
     def _register_bus(self, m, c):
@@ -352,7 +353,7 @@ class CxlMemController(wiring.Component):
             identity.write.payload.strobe.eq(request.byte_enable),
         ]
 
-    def _decode(self, m, ingress, decoder, control):
+    def _decode(self, m, c):
         """Requests from ``ingress`` through the address decoder, into a queue of decoded
         requests; returns its head (``request``, ``decoded``, and its ``route``, chosen as it
         enters the queue so that dispatch starts from registers), whether there is one, and
@@ -364,7 +365,10 @@ class CxlMemController(wiring.Component):
         from a register a clock after dispatch pops one), so the ingress queues are steered
         by a register rather than by the queue's level, and while the region table is
         applied (``table_ready``, through a register: it falls clocks before the table
-        changes, more than a request needs to leave the decoder)."""
+        changes, more than a request needs to leave the decoder). Each whole-line contribution
+        to an aggregating region is hinted to the pool on the clock it enters the queue, from
+        its last step (:meth:`_fill_hint`)."""
+        ingress, decoder, control = c.ingress, c.decoder, c.control
         latency = AddressDecoder.LATENCY
         p = self._params.datapath
         full = request_layout(self._params)
@@ -393,6 +397,8 @@ class CxlMemController(wiring.Component):
                      decoder.enable.eq(control.enable), decoder.regions.eq(control.regions)]
         valid, payload = credits.source.valid, credits.source.payload
         for step in range(latency):
+            if step == latency - 1:
+                self._fill_hint(m, c, valid, payload)
             next_valid = Signal(name=f"decoding_valid_{step}")
             next_payload = Signal.like(payload, name=f"decoding_{step}", reset_less=True)
             m.d.sync += [next_valid.eq(valid), next_payload.eq(payload)]
@@ -420,3 +426,20 @@ class CxlMemController(wiring.Component):
                      *(head.request[name].eq(line_head[name]) for name in lines),
                      head.decoded.eq(narrow_head.decoded), head.route.eq(narrow_head.route)]
         return head, queue.r_rdy, pop
+
+    def _fill_hint(self, m, c, valid, request):
+        """The pool's hint (:mod:`hdl.prefetch`), from a register: a whole-line write to an
+        aggregating region (``request``, in the decoder's last step, whose mode and state
+        address are ``c.decoder.ahead``) enters the decoded queue on the next clock, clocks
+        before dispatch sends it to the pool. (A hint is a guess: a poisoned or out-of-range
+        write is hinted too, and goes elsewhere.) A prefetch may start while no scan task runs
+        (``hold_prefetch``: a clear's zero writes change accumulator memory)."""
+        pool, ahead = c.pool, c.decoder.ahead
+        index_lsb = self._params.accumulator_bytes_per_line.bit_length() - 1
+        m.d.sync += [
+            pool.hint.valid.eq(valid & aggregates(ahead.mode)
+                               & (request.operation == Operation.WRITE) & request.full_line),
+            pool.hint.payload.tag.eq(ahead.state_address),
+            pool.hint.payload.index.eq(ahead.state_address[index_lsb:]),
+        ]
+        m.d.comb += pool.hold_prefetch.eq(c.tasks.blocked)

@@ -53,6 +53,9 @@ class AddressDecoder(wiring.Component):
     enable : In(1)
     regions : In(data.ArrayLayout(region_layout(params), params.regions))
     decoded : Out(decoded_layout(params))
+    ahead : Out(StructLayout({"mode": Mode, "state_address": address_bits}))
+        ``decoded``'s mode and state address a clock early (before the last step's
+        registers): of the address that entered ``LATENCY - 1`` clocks ago.
     """
 
     #: Clocks from a steady input to its ``decoded``.
@@ -65,6 +68,8 @@ class AddressDecoder(wiring.Component):
             "enable": In(1),
             "regions": In(data.ArrayLayout(region_layout(params), params.regions)),
             "decoded": Out(decoded_layout(params)),
+            "ahead": Out(data.StructLayout({"mode": Mode,
+                                            "state_address": unsigned(params.address_bits)})),
         })
 
     def elaborate(self, platform):
@@ -132,10 +137,12 @@ class AddressDecoder(wiring.Component):
                      accumulator_3.eq(accumulator_2)]
 
         # Step 4: the state address.
+        m.d.comb += [self.ahead.mode.eq(selected.mode),
+                     self.ahead.state_address.eq(scaled_3 + selected.state_address)]
         m.d.sync += [
             out.eq(selected),
             out.window.eq(window_3),
             out.accumulator.eq(accumulator_3),
-            out.state_address.eq(scaled_3 + selected.state_address),
+            out.state_address.eq(self.ahead.state_address),
         ]
         return m

@@ -51,8 +51,15 @@ def test_random_and_edge_addresses_match_golden():
             ctx.set(dut.enable, enable)
             for address in addresses:
                 ctx.set(dut.address, address)
-                await ctx.tick().repeat(dut.LATENCY)
+                await ctx.tick().repeat(dut.LATENCY - 1)
                 window, region, mode, state = decode(PARAMS, regions, enable, address)
+                # ``ahead``: the mode and state address a clock before ``decoded``.
+                got = (ctx.get(dut.ahead.mode).value, ctx.get(dut.ahead.state_address))
+                want = (mode, state if mode != Mode.IDENTITY.value else got[1])
+                assert got == want, \
+                    f"seed {SEED}, enable {enable}, address {address:#x}: ahead's mode and " \
+                    f"state address {got} a clock before decoded, golden {want}"
+                await ctx.tick()
                 got = (ctx.get(dut.decoded.window), ctx.get(dut.decoded.mode).value)
                 assert got == (window, mode), \
                     f"seed {SEED}, enable {enable}, address {address:#x}: window/mode {got}, " \
