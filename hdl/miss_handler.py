@@ -12,7 +12,7 @@ from spec.params import Mode, Reason
 from .datapath import state_of_planes
 from .fill_reader import FillReader
 from .pipeline import out_of_reset
-from .prefetch import prefetch_layout
+from .prefetch import prefetch_layout, same_line
 from .slot_ops import (
     SlotOp,
     fill_command_layout,
@@ -251,8 +251,8 @@ class MissHandler(wiring.Component):
         m.d.comb += self.fast_install.eq(live & self.install_due & usable & self.data_ok
                                          & ~self.occupant_valid
                                          & ~(self.p2_valid & self.p2_on_t1))
-        pf.claim = pf.prefetching & pf.live & (self.prefetch_tag == self.op.tag) & \
-            (self.op.kind != SlotOp.READ)
+        of_t1 = same_line(self._whole, self.prefetch_tag, self.op.tag)
+        pf.claim = pf.prefetching & pf.live & of_t1 & (self.op.kind != SlotOp.READ)
         # T1's op missed, its prefetch is under way, and its slot may be empty: it waits in
         # T1, without the miss's steps, for the fast install.
         pf.waiting = Signal()
@@ -266,7 +266,7 @@ class MissHandler(wiring.Component):
         with m.If(self.departure | self.host_writes_pending | self.hold_prefetch):
             m.d.sync += pf.live.eq(0)
         # An op of the line hits: the line is resident, and the prefetch of no use.
-        with m.If(pf.prefetching & self.t1_hit & (self.prefetch_tag == self.op.tag)):
+        with m.If(pf.prefetching & self.t1_hit & of_t1):
             m.d.sync += pf.passed.eq(1)
         with m.If(pf.starting):
             # A line leaving its slot on this clock may be the line: its write-back is to come.

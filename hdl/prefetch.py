@@ -1,14 +1,25 @@
 """Fill hints: the line whose fill the slot pool may read before its op reaches T1
 (:mod:`hdl.slots`, "Prefetch")."""
 
-from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from .fill_reader import FillReader
+__all__ = ["hint_layout", "prefetch_layout", "same_line", "FillHints"]
 
-__all__ = ["hint_layout", "prefetch_layout", "FillHints"]
+
+def _line_lsb(params):
+    """The lowest bit of an accumulator address that tells lines apart: accumulators are
+    aligned to their size."""
+    return params.accumulator_bytes_per_line.bit_length() - 1
+
+
+def same_line(params, tag, other):
+    """Whether accumulator addresses ``tag`` and ``other`` are of the same line: accumulators
+    are aligned to their size, so only the bits above it are compared."""
+    lsb = _line_lsb(params)
+    return tag[lsb:] == other[lsb:]
 
 
 def hint_layout(params):
@@ -65,6 +76,9 @@ class FillHints(wiring.Component):
 
     def __init__(self, params):
         self._params = params
+        p = params.datapath
+        self._n_line_offset = p.state_lines * p.line_bytes
+        assert self._n_line_offset < params.accumulator_bytes_per_line
         super().__init__({
             "hint": In(stream.Signature(hint_layout(params), always_ready=True)),
             "probe_index": Out(params.slot_index_bits),
@@ -78,24 +92,20 @@ class FillHints(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         params, hint, candidate = self._params, self.hint, self.candidate
-        entry = data.StructLayout({"line": hint_layout(params),
-                                   "first": unsigned(params.address_bits),
-                                   "resident": 1})
+        lsb = _line_lsb(params)
+        entry = data.StructLayout({"line": hint_layout(params), "resident": 1})
         m.submodules.lines = lines = SyncFIFO(width=entry.size, depth=self.DEPTH)
         head = entry(lines.r_data)
         last = Signal(params.address_bits)      # the line hinted last
         last_valid = Signal()
-        fresh = hint.valid & ~(last_valid & (hint.payload.tag == last))
+        fresh = hint.valid & ~(last_valid & same_line(params, hint.payload.tag, last))
         with m.If(hint.valid):
             m.d.sync += [last.eq(hint.payload.tag), last_valid.eq(1)]
         # One look-up a clock: of a fresh hint, kept with it, else of the head.
         looked_at = hint_layout(params)(Mux(fresh, hint.payload, head.line))
         m.d.comb += [self.probe_index.eq(looked_at.index), self.probe_tag.eq(looked_at.tag),
                      lines.w_en.eq(fresh),
-                     lines.w_data.eq(Cat(
-                         hint.payload,
-                         FillReader.first_line(params, hint.payload.tag, 1)[:params.address_bits],
-                         self.probe_resident))]
+                     lines.w_data.eq(Cat(hint.payload, self.probe_resident))]
         pop = Signal()
         kept = Signal()             # the head is the one of a clock ago
         looked_up = Signal()        # and ``resident`` is of it
@@ -103,12 +113,15 @@ class FillHints(wiring.Component):
         arrived = Signal()          # its op was in T1, a clock ago
         m.d.sync += [kept.eq(lines.r_rdy & ~pop), looked_up.eq(~fresh),
                      resident.eq(self.probe_resident),
-                     arrived.eq(self.t1_valid & (self.t1_tag == head.line.tag))]
+                     arrived.eq(self.t1_valid & same_line(params, self.t1_tag, head.line.tag))]
         # A new head (or one whose look-up gave way to a hint) goes by its look-up on entry.
         seen_resident = Mux(kept & looked_up, resident, head.resident)
         gone = kept & arrived
+        # The read starts at the state's n line: the tag's low bits are 0, so its offset is
+        # put there, with no adder (FillReader.first_line).
+        first = Cat(Const(self._n_line_offset, lsb), head.line.tag[lsb:])
         m.d.comb += [candidate.payload.tag.eq(head.line.tag),
-                     candidate.payload.first.eq(head.first),
+                     candidate.payload.first.eq(first),
                      candidate.valid.eq(lines.r_rdy & ~seen_resident & ~gone),
                      pop.eq((candidate.valid & candidate.ready)
                             | (lines.r_rdy & (seen_resident | gone))),

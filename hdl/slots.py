@@ -137,7 +137,7 @@ from .pipeline import (
     column_slices,
     register_copies,
 )
-from .prefetch import FillHints, hint_layout
+from .prefetch import FillHints, hint_layout, same_line
 from .slot_ops import (
     SlotOp,
     by_group,
@@ -435,7 +435,7 @@ class PoolSlice(wiring.Component):
         m.d.comb += miss.next_prefetched.eq(
             n.choosers["t1_valid"][1] & (next_t1.kind == SlotOp.CONTRIBUTE)
             & aggregates(next_t1.mode) & next_t1.full_line & ~n.tag_check.hit_next
-            & (next_t1.tag == miss.prefetch_tag))
+            & same_line(whole, next_t1.tag, miss.prefetch_tag))
         self._tag_check(m, n)
 
     def _tag_check(self, m, n):

@@ -63,8 +63,14 @@ class TagCheck(wiring.Component):
         A line to look up for a prefetch (:class:`hdl.prefetch.FillHints`).
     probe_resident : Out(1)
         The tags, as the memory holds them (a clock or two behind P2's retags), put line
-        ``probe_tag`` in slot ``probe_index``. A second read port: a copy of the LUT RAM.
+        ``probe_tag`` in slot ``probe_index``, by its lowest ``PROBE_BITS`` tag bits. A second
+        read port: a copy of the LUT RAM, of those bits.
     """
+
+    #: Tag bits (the lowest) that a look-up for a prefetch compares: a line that shares them
+    #: with its slot's line is taken as resident and not read ahead, and Yosys keeps only
+    #: these bits of the look-up's copy of the LUT RAM.
+    PROBE_BITS = 7
 
     def __init__(self, params):
         self._params = params
@@ -94,9 +100,10 @@ class TagCheck(wiring.Component):
                                           init=[], attrs={"ram_style": "distributed"})
         tag_read, tag_write = tags.read_port(domain="comb"), tags.write_port()
         probe = tags.read_port(domain="comb")
+        probe_bits = min(self.PROBE_BITS, len(probe.data.tag))
         m.d.comb += [probe.addr.eq(self.probe_index),
-                     self.probe_resident.eq(probe.data.valid
-                                            & (probe.data.tag == self.probe_tag[lsb:]))]
+                     self.probe_resident.eq(probe.data.valid & (
+                         probe.data.tag[:probe_bits] == self.probe_tag[lsb:][:probe_bits]))]
         # The write the memory takes on the next clock edge: P2's retag of the last.
         late = Signal(data.StructLayout({"en": 1, "addr": len(self.p2_index),
                                          "data": self.tag_layout}))
