@@ -81,6 +81,150 @@ def _line(rng, p, mode):
 SLICED = [(params, POOL_SLICE_BITS) for params in CONFIGS] + [(CONFIGS[0], REGISTER_BITS)]
 
 
+class _GoldenRun:
+    """One run of :func:`test_slot_pool_against_golden`: six lines on few slots (two G-Binary
+    and one G-Ternary line per slot pair, expected contributors below capacity on some lines
+    so that they complete and keep going), their ops and golden results, and the processes
+    that drive the pool, take its results and hint it."""
+
+    THRESHOLD = 1
+
+    def __init__(self, params, slice_bits, seed, hints, stream):
+        self.params, self.p = params, params.datapath
+        self.hints, self.stream = hints, stream
+        self.where = f"seed {seed}, hints {hints}, {stream} stream"
+        self.rng = np.random.default_rng(seed)
+        self.lines = _Lines(params)
+        self.dut = SlotPool(params, user_width=16, slice_bits=slice_bits)
+        self.tags = [ACC_BASE + k * ACC_STRIDE for k in range(6)]
+        self.modes = [Mode.GBINARY.value, Mode.GTERNARY.value] * 3
+        self.expected = [self.p.capacity, 2, 0, self.p.capacity, 1, 3]
+        self.ops = self._ops()
+        self.results = [self.lines.run(self.tags[op["k"]], self.modes[op["k"]], op["data"],
+                                       op["kind"] == SlotOp.CONTRIBUTE, op["full_line"],
+                                       self.THRESHOLD)
+                        for op in self.ops]
+        self.errors = []
+        # For the hints: the op being sent, the first one after the last eviction of every
+        # slot, and whether one is under way (the hints stop meanwhile, as the controller's
+        # would).
+        self.sent = types.SimpleNamespace(op=0, horizon=0, evicting=False)
+
+    def _ops(self):
+        rng, ops = self.rng, []
+        for run in range(160 if self.stream == "random" else 60):
+            k = (int(rng.integers(0, len(self.tags))) if self.stream == "random"
+                 else run % self.params.slots)
+            # Now and then every slot is emptied first, as a clear or a raw write does, so
+            # that fills find their slots empty (a prefetch may then install at once).
+            evict = rng.random() < (0.1 if self.stream == "random" else 0.5 * (k == 0))
+            # Back to back on the same line; in longer runs in turn, so that a run's ops give
+            # the next line's prefetch the time to land.
+            repeat = int(rng.integers(1, 4) if self.stream == "random" else rng.integers(4, 9))
+            for _ in range(repeat):
+                kind = SlotOp.READ if rng.random() < 0.2 else SlotOp.CONTRIBUTE
+                ops.append(dict(kind=kind, k=k, data=_line(rng, self.p, self.modes[k]),
+                                full_line=rng.random() > 0.05, evict_before=evict))
+                evict = False
+        return ops
+
+    async def driver(self, ctx):
+        dut, rng, sent, slots = self.dut, self.rng, self.sent, self.params.slots
+        for number, op in enumerate(self.ops):
+            if op["evict_before"]:
+                sent.evicting = True
+                for index in range(slots):
+                    await send(ctx, dut.op, kind=SlotOp.EVICT, index=index)
+                await ctx.tick().until(dut.idle)
+                sent.evicting, sent.horizon = False, number
+            sent.op = number
+            k = op["k"]
+            await send(ctx, dut.op, kind=op["kind"], index=k % slots, tag=self.tags[k],
+                       data=int.from_bytes(op["data"].tobytes(), "little"),
+                       full_line=int(op["full_line"]), mode=self.modes[k],
+                       threshold=self.THRESHOLD, expected=self.expected[k], user=number)
+            # Now and then a pause, short or long enough for the stages to empty, so that an
+            # op also enters them on every clock of a miss behind (an install, say).
+            if rng.random() < 0.15:
+                await ctx.tick().repeat(int(rng.integers(1, 4) if rng.random() < 0.6
+                                            else rng.integers(4, 30)))
+        for index in range(slots):
+            await send(ctx, dut.op, kind=SlotOp.FLUSH, index=index)
+
+    async def collector(self, ctx):
+        dut, rng, waited = self.dut, self.rng, 0
+        for number, (op, response) in enumerate(zip(self.ops, self.results)):
+            where = f"{self.where}, op {number} ({op['kind'].name} of line {op['k']})"
+            ready = rng.random() > 0.3
+            ctx.set(dut.result.ready, ready)
+            while True:
+                _, _, valid, got = await ctx.tick().sample(dut.result.valid,
+                                                           dut.result.payload)
+                waited += 1
+                if valid and ready:
+                    break
+                if waited > WAIT_PER_OP * len(self.ops):
+                    self.errors.append(f"{where}: no result after {waited} clocks: the pool "
+                                       f"stalled")
+                    return
+                ready = rng.random() > 0.3
+                ctx.set(dut.result.ready, ready)
+            ctx.set(dut.result.ready, 0)
+            if got.user != number:
+                self.errors.append(f"{where}: result for op {got.user} came instead")
+                return
+            if op["kind"] == SlotOp.READ:
+                want = int.from_bytes(response.line[0].tobytes(), "little")
+                if got.line != want:
+                    self.errors.append(f"{where}: line {got.line:#x}, golden {want:#x}")
+            else:
+                fields = (got.accepted, Reason(got.reason), got.invalid)
+                want = (int(response.accepted[0]), Reason(int(response.reason[0])),
+                        int(response.invalid[0]))
+                if fields != want:
+                    self.errors.append(f"{where}: (accepted, reason, invalid) {fields}, "
+                                       f"golden {want}")
+
+    async def hinter(self, ctx):
+        """``ahead``: each whole-line contribution is hinted once, in op order, on a clock
+        while it is at most 8 ops ahead of the one being sent (on 80% of them), as the
+        controller hints ops it has decoded. ``random``: any line on 60% of the clocks, and
+        the prefetch held now and then."""
+        dut, rng, sent, ops = self.dut, self.rng, self.sent, self.ops
+        hinted = 0
+        while self.hints != "none":
+            k = None
+            hinted = max(hinted, sent.horizon)
+            if self.hints == "random" and rng.random() < 0.6:
+                k = int(rng.integers(0, len(self.tags)))
+            elif (self.hints == "ahead" and not sent.evicting and rng.random() < 0.8
+                  and hinted < min(len(ops), sent.op + 8)):
+                op = ops[hinted]
+                hinted += 1
+                if op["kind"] == SlotOp.CONTRIBUTE and op["full_line"]:
+                    k = op["k"]
+            ctx.set(dut.hint.valid, k is not None)
+            if k is not None:
+                ctx.set(dut.hint.payload.tag, self.tags[k])
+                ctx.set(dut.hint.payload.index, k % self.params.slots)
+            ctx.set(dut.hold_prefetch, self.hints == "random" and rng.random() < 0.1)
+            await ctx.tick()
+
+    def check_memory(self):
+        """After the flush, device memory holds every line's golden accumulator image."""
+        p = self.p
+        for k, tag in enumerate(self.tags):
+            if tag not in self.lines.state:
+                continue
+            want = self.lines.image(tag, self.modes[k], self.THRESHOLD)
+            got = np.concatenate([self.lines.read(tag + i * p.line_bytes)
+                                  for i in range(1 + p.state_lines)])
+            differ = np.flatnonzero(got != want)
+            assert not len(differ), (f"{self.where}: line {k} ({Mode(self.modes[k]).name}, "
+                                     f"tag {tag:#x}) after the flush: accumulator bytes "
+                                     f"{differ[:8].tolist()} differ from golden")
+
+
 @pytest.mark.parametrize("params, slice_bits", SLICED,
                          ids=lambda v: f"{v.datapath.name}_S{v.slots}" if not isinstance(v, int)
                          else f"slice{v}")
@@ -94,139 +238,12 @@ def test_slot_pool_against_golden(params, slice_bits, seed, hints, stream):
     the first slots in turn (with the slots emptied now and then, most runs' first ops miss
     into an empty slot: prefetches install at once). Whatever the hints, every result and
     every accumulator is golden."""
-    p = params.datapath
-    rng = np.random.default_rng(seed)
-    lines = _Lines(params)
-    dut = SlotPool(params, user_width=16, slice_bits=slice_bits)
-    # Six lines on few slots: two G-Binary and one G-Ternary line per slot pair; expected
-    # contributors below capacity on some lines so that they complete and keep going.
-    tags = [ACC_BASE + k * ACC_STRIDE for k in range(6)]
-    modes = [Mode.GBINARY.value, Mode.GTERNARY.value] * 3
-    threshold = 1
-    expected = [p.capacity, 2, 0, p.capacity, 1, 3]
-    ops = []
-    for run in range(160 if stream == "random" else 60):
-        k = int(rng.integers(0, len(tags))) if stream == "random" else run % params.slots
-        # Now and then every slot is emptied first, as a clear or a raw write does, so that
-        # fills find their slots empty (a prefetch may then install at once).
-        evict = rng.random() < (0.1 if stream == "random" else 0.5 * (k == 0))
-        # Back to back on the same line; in longer runs in turn, so that a run's ops give the
-        # next line's prefetch the time to land.
-        repeat = int(rng.integers(1, 4) if stream == "random" else rng.integers(4, 9))
-        for _ in range(repeat):
-            kind = SlotOp.READ if rng.random() < 0.2 else SlotOp.CONTRIBUTE
-            ops.append(dict(kind=kind, k=k, data=_line(rng, p, modes[k]),
-                            full_line=rng.random() > 0.05, evict_before=evict))
-            evict = False
-    expected_results = []
-    for number, op in enumerate(ops):
-        k = op["k"]
-        response = lines.run(tags[k], modes[k], op["data"], op["kind"] == SlotOp.CONTRIBUTE,
-                             op["full_line"], threshold)
-        expected_results.append((number, op, response))
-    state_count = p.state_lines
-    errors = []
-
-    # For the hints: the op being sent, the first one after the last eviction of every slot,
-    # and whether one is under way (the hints stop meanwhile, as the controller's would).
-    sent = types.SimpleNamespace(op=0, horizon=0, evicting=False)
-
-    async def driver(ctx):
-        for number, op in enumerate(ops):
-            if op["evict_before"]:
-                sent.evicting = True
-                for index in range(params.slots):
-                    await send(ctx, dut.op, kind=SlotOp.EVICT, index=index)
-                await ctx.tick().until(dut.idle)
-                sent.evicting, sent.horizon = False, number
-            sent.op = number
-            k = op["k"]
-            payload = dict(kind=op["kind"], index=k % params.slots, tag=tags[k],
-                           data=int.from_bytes(op["data"].tobytes(), "little"),
-                           full_line=int(op["full_line"]), mode=modes[k], threshold=threshold,
-                           expected=expected[k], user=number)
-            await send(ctx, dut.op, **payload)
-            # Now and then a pause, short or long enough for the stages to empty, so that an
-            # op also enters them on every clock of a miss behind (an install, say).
-            if rng.random() < 0.15:
-                await ctx.tick().repeat(int(rng.integers(1, 4) if rng.random() < 0.6
-                                            else rng.integers(4, 30)))
-        for index in range(params.slots):
-            await send(ctx, dut.op, kind=SlotOp.FLUSH, index=index)
-
-    async def collector(ctx):
-        waited = 0
-        for number, op, response in expected_results:
-            ready = rng.random() > 0.3
-            ctx.set(dut.result.ready, ready)
-            while True:
-                _, _, valid, got = await ctx.tick().sample(dut.result.valid,
-                                                           dut.result.payload)
-                waited += 1
-                if valid and ready:
-                    break
-                if waited > WAIT_PER_OP * len(ops):
-                    errors.append(f"seed {seed}: no result for op {number} "
-                                  f"({op['kind'].name} of line {op['k']}) after {waited} "
-                                  f"clocks: the pool stalled")
-                    return
-                ready = rng.random() > 0.3
-                ctx.set(dut.result.ready, ready)
-            ctx.set(dut.result.ready, 0)
-            where = (f"seed {seed}, hints {hints}, {stream} stream, op {number} "
-                     f"({op['kind'].name} of line {op['k']})")
-            if got.user != number:
-                errors.append(f"{where}: result for op {got.user} came instead")
-                return
-            if op["kind"] == SlotOp.READ:
-                want = int.from_bytes(response.line[0].tobytes(), "little")
-                if got.line != want:
-                    errors.append(f"{where}: line {got.line:#x}, golden {want:#x}")
-            else:
-                fields = (got.accepted, got.reason, got.invalid)
-                want = (int(response.accepted[0]), Reason(int(response.reason[0])),
-                        int(response.invalid[0]))
-                if (fields[0], Reason(fields[1]), fields[2]) != want:
-                    errors.append(f"{where}: (accepted, reason, invalid) {fields}, golden {want}")
-
-    async def hinter(ctx):
-        """``ahead``: each whole-line contribution is hinted once, in op order, on a clock
-        while it is at most 8 ops ahead of the one being sent (on 80% of them), as the
-        controller hints ops it has decoded. ``random``: any line on 60% of the clocks, and
-        the prefetch held now and then."""
-        hinted = 0
-        while hints != "none":
-            k = None
-            hinted = max(hinted, sent.horizon)
-            if hints == "random" and rng.random() < 0.6:
-                k = int(rng.integers(0, len(tags)))
-            elif (hints == "ahead" and not sent.evicting and rng.random() < 0.8
-                  and hinted < min(len(ops), sent.op + 8)):
-                op = ops[hinted]
-                hinted += 1
-                if op["kind"] == SlotOp.CONTRIBUTE and op["full_line"]:
-                    k = op["k"]
-            ctx.set(dut.hint.valid, k is not None)
-            if k is not None:
-                ctx.set(dut.hint.payload.tag, tags[k])
-                ctx.set(dut.hint.payload.index, k % params.slots)
-            ctx.set(dut.hold_prefetch, hints == "random" and rng.random() < 0.1)
-            await ctx.tick()
-
-    memory = _random_memory(dut, lines, rng, errors, f"seed {seed}, hints {hints}")
-    simulate(dut, driver, collector, processes=[memory, hinter], clock=CLOCK,
-             until=CLOCK * (WAIT_PER_OP * len(ops) + 200))
-    assert not errors, "\n".join(errors[:10])
-    for k, tag in enumerate(tags):
-        if tag not in lines.state:
-            continue
-        want = lines.image(tag, modes[k], threshold)
-        got = np.concatenate([lines.read(tag + i * p.line_bytes)
-                              for i in range(1 + state_count)])
-        differ = np.flatnonzero(got != want)
-        assert not len(differ), (f"seed {seed}: line {k} ({Mode(modes[k]).name}, tag "
-                                 f"{tag:#x}) after the flush: accumulator bytes "
-                                 f"{differ[:8].tolist()} differ from golden")
+    run = _GoldenRun(params, slice_bits, seed, hints, stream)
+    memory = _random_memory(run.dut, run.lines, run.rng, run.errors, run.where)
+    simulate(run.dut, run.driver, run.collector, processes=[memory, run.hinter], clock=CLOCK,
+             until=CLOCK * (WAIT_PER_OP * len(run.ops) + 200))
+    assert not run.errors, "\n".join(run.errors[:10])
+    run.check_memory()
 
 
 def _random_memory(dut, lines, rng, errors, where):
