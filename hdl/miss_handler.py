@@ -70,14 +70,16 @@ class MissHandler(wiring.Component):
     offers (``prefetch``), under the rule a miss's read starts by at once. The read is
     *live* until a line leaves its slot, a host write is pending or ``hold_prefetch`` is
     high: then memory may have changed under it. When the op of a live prefetch's line
-    reaches T1 and misses, it takes the read as its own. If the read is in, T1's data is in,
-    the slot is empty and P2 is not on it, the op moves into P2 with the filled word on that
-    clock (``fast_install``), and the op behind it into T1, as after a hit: the
+    reaches T1 and misses, it takes the read as its own. Unless T1's data is in and says the
+    slot holds a line, the op waits in T1 without the miss's steps; on the clock the read
+    and T1's data are in, the slot is empty and P2 is not on it, the op moves into P2 with
+    the filled word (``fast_install``), and the op behind it into T1, as after a hit: the
     :class:`hdl.slots.PoolSlice` selects that make P2 take the filled word are registers,
-    so the fast install is foreseen a clock early (``install_due``: T1 holds an op that
-    fast-installs or moves nowhere on this clock). Otherwise the miss takes its steps, with
-    the read started. A prefetch nobody takes is dropped once in (``finish``) when it is
-    not live, a miss is handled, or an op of its line hits.
+    so the fast install is foreseen a clock early, from the reader's next step
+    (``install_due``: T1 holds an op that fast-installs or moves nowhere on this clock).
+    Otherwise the miss takes its steps, with the read started. A prefetch nobody takes is
+    dropped once in (``finish``) when it is not live, a miss is handled, or an op of its line
+    hits.
 
     Parameters
     ----------

@@ -71,10 +71,11 @@ The boxes named in capitals are components of their own, each with its test:
 - *Prefetch.* The controller hints the line of each whole-line contribution as it is decoded
   (``hint``, :class:`hdl.prefetch.FillHints`); while no miss is handled, the miss handler
   reads the oldest hinted line that is not resident, and its op, when it misses in T1, takes
-  that read as its own. If the read is in and the slot empty, the op moves into P2 with the
-  filled word on that clock and TA's op into T1 behind it (``fast_install``, foreseen a clock
-  early: ``installing`` selects P2's word, and ``install_due`` keeps T1's op from moving on as
-  a hit meanwhile); the tag check takes the install as a retag of the slot for the op behind.
+  that read as its own. Into an empty slot, the op waits in T1 for the read and moves into P2
+  with the filled word on the clock it is in, TA's op into T1 behind it (``fast_install``,
+  foreseen a clock early: ``installing`` selects P2's word, and ``install_due`` keeps T1's op
+  from moving on as a hit meanwhile); the tag check takes the install as a retag of the slot
+  for the op behind.
   A prefetch is dropped, unused, when memory may have changed under it (a line left its slot,
   a host write, ``hold_prefetch``) (:class:`hdl.miss_handler.MissHandler`).
 - When a contribution makes ``n`` reach the region's ``EXPECTED``, the line is *complete*: its
