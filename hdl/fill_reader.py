@@ -67,6 +67,12 @@ class FillReader(wiring.Component):
         ``held`` after this clock edge.
     finish : In(1)
         Strobed only while ``done``.
+    cancel : In(1)
+        Drops the read under way, whatever its step, except while a command is offered and
+        not taken: the reader is idle from the next clock, and skips the dropped read's lines
+        still to come (they arrive before those of any later read).
+    skipping : Out(1)
+        Lines of a dropped read are still to come.
     line : Out(lanes.line_bits)
         The result line of a result read (0 after an error).
     image : Out(state_lines * lanes.line_bits)
@@ -90,6 +96,8 @@ class FillReader(wiring.Component):
             "held": Out(1),
             "held_next": Out(1),
             "finish": In(1),
+            "cancel": In(1),
+            "skipping": Out(1),
             "line": Out(lanes.line_bits),
             "image": Out(lanes.state_lines * lanes.line_bits),
             "error": Out(1),
@@ -119,7 +127,10 @@ class FillReader(wiring.Component):
         first = Signal(lanes.line_bits, reset_less=True)    # the result line, or the n line
         fill_n = Signal(width, reset_less=True)             # the n line's count
         beat = self.fill_data.payload
-        arriving = self.fill_data.valid
+        # Lines of dropped reads still to come: they come first, and are not this read's.
+        skip = Signal(range(2 * width + 2))
+        arriving = self.fill_data.valid & (skip == 0)
+        beat_error = beat.error & (skip == 0)
         held = step == _Step.DONE
         idle = step == _Step.IDLE
         # A state read goes on to the planes if its n line came without an error and says
@@ -132,7 +143,8 @@ class FillReader(wiring.Component):
             self.done.eq(held | ((step == _Step.FIRST) & arriving & ~state)),
             self.held.eq(held),
             self.held_next.eq(next_step == _Step.DONE),
-            self.error.eq(Mux(held, error, error | beat.error)),
+            self.error.eq(Mux(held, error, error | beat_error)),
+            self.skipping.eq(skip != 0),
             self.image.eq(Cat(planes, fill_n)),
             self.fill_read.valid.eq((step == _Step.ISSUE_FIRST)
                                     | ((step == _Step.ISSUE_PLANES) & has_planes)
@@ -172,10 +184,30 @@ class FillReader(wiring.Component):
                     m.d.comb += next_beats.eq(beats + 1)
                     with m.If(last_plane):
                         m.d.comb += next_step.eq(_Step.DONE)
-        with m.If(self.finish):
+        with m.If(self.finish | self.cancel):
             m.d.comb += next_step.eq(_Step.IDLE)
+        self._skip(m, step, skip, beats, has_planes)
+        self._capture(m, next_step, next_beats, planes, first, fill_n)
+        return m
 
-        # The lines, by column group, each with its own copies of the step and plane count:
+    def _skip(self, m, step, skip, beats, has_planes):
+        """``skip``: the lines of dropped reads still to come, a line fewer for each that
+        arrives, and a cancelled read's lines on top, as its step says."""
+        width = self._params.datapath.counter_width
+        arriving = self.fill_data.valid & (skip == 0)
+        taken = self.fill_read.valid & self.fill_read.ready
+        # One Mux chain, a continuous assignment (hdl.slots, Icarus).
+        in_flight = Mux(step == _Step.ISSUE_FIRST, taken,
+                        Mux(step == _Step.FIRST, ~arriving,
+                            Mux(step == _Step.ISSUE_PLANES, Mux(taken & has_planes, width, 0),
+                                Mux(step == _Step.PLANES, width - beats - arriving, 0))))
+        m.d.sync += skip.eq(skip - (self.fill_data.valid & (skip != 0))
+                            + Mux(self.cancel, in_flight, 0))
+
+    def _capture(self, m, next_step, next_beats, planes, first, fill_n):
+        """The lines, by column group, each with its own copies of the step and plane count."""
+        lanes, width = self._lanes, self._params.datapath.counter_width
+        beat = self.fill_data.payload
         # ``first`` takes the line of FIRST, plane ``k`` the ``k``-th line of PLANES; the
         # planes are zero while the reader is idle (a read of ``n`` = 0 reads no plane).
         group_bits = lanes.control_copy_bits
@@ -198,4 +230,3 @@ class FillReader(wiring.Component):
                         m.d.sync += bits_of_plane.eq(beat.data[bits])
             line.append(Mux(copy == _Step.DONE, first[bits], beat.data[bits]))
         m.d.comb += self.line.eq(Cat(line))
-        return m

@@ -78,8 +78,9 @@ class MissHandler(wiring.Component):
     so the fast install is foreseen a clock early, from the reader's next step
     (``install_due``: T1 holds an op that fast-installs or moves nowhere on this clock).
     Otherwise the miss takes its steps, with the read started. A prefetch nobody takes is
-    dropped once in (``finish``) when it is not live, a miss is handled, or an op of its line
-    hits.
+    dropped (the reader's ``cancel``: its lines still to come are skipped) when it is not
+    live, an op of its line hits, or another line misses: that miss starts its own read on
+    the next clock.
 
     Parameters
     ----------
@@ -126,7 +127,7 @@ class MissHandler(wiring.Component):
         ``prefetch_tag``, and misses its slot.
     prefetch_tag : Out(address_bits)
     prefetch_busy : Out(1)
-        A prefetch's read is under way.
+        A prefetch's read is under way, or the lines of a dropped one are still to come.
     fill_read : Out(stream.Signature(fill_command_layout(whole)))
     fill_data : In(stream.Signature(fill_line_layout(params.datapath), always_ready=True))
         The reader's (:class:`hdl.fill_reader.FillReader`).
@@ -245,7 +246,7 @@ class MissHandler(wiring.Component):
         pf.passed = Signal()        # an op of its line has hit in T1 since it started
         pf.starting = Signal()
         pf.fast_next = Signal()
-        m.d.comb += [self.prefetch_busy.eq(pf.prefetching & ~reader.held)]
+        m.d.comb += [self.prefetch_busy.eq((pf.prefetching & ~reader.held) | reader.skipping)]
         usable = pf.prefetching & pf.live & reader.held & ~reader.error
         # P2 takes the filled word on this clock (``install_due``, foreseen a clock ago) if
         # the slot's word is in and empty and P2 is not on the slot: then the op needs no
@@ -274,12 +275,15 @@ class MissHandler(wiring.Component):
             # A line leaving its slot on this clock may be the line: its write-back is to come.
             m.d.sync += [pf.prefetching.eq(1), pf.live.eq(~self.departure), pf.passed.eq(0),
                          self.prefetch_tag.eq(self.prefetch.payload.tag)]
-        # (Not on the clock a miss takes it: a miss takes only a live prefetch, of a line
-        # that is not resident.)
+        # A prefetch nobody will take is dropped (``cancel``: its lines still to come are
+        # skipped), unless its command is being offered (it is dropped a clock later). A miss
+        # takes only a live prefetch, of a line that is not resident, so ``taken`` excludes
+        # the clock it does.
+        pf.cancellable = ~reader.fill_read.valid | reader.fill_read.ready
         taken = (step == MissStep.RUN) & self.miss & pf.claim
-        with m.If(pf.prefetching & reader.held & ~taken
+        with m.If(pf.prefetching & pf.cancellable & ~taken
                   & (~pf.live | pf.passed | (step != MissStep.RUN))):
-            m.d.comb += reader.finish.eq(1)         # dropped
+            m.d.comb += reader.cancel.eq(1)
             m.d.sync += pf.prefetching.eq(0)
         with m.If(self.fast_install):
             m.d.comb += [reader.finish.eq(1), self.events.fills.eq(1)]
@@ -324,11 +328,15 @@ class MissHandler(wiring.Component):
                 # ahead drain meanwhile, and a result read takes no slot. No line leaves its
                 # slot in P2 on this clock (the handler evicts in DECIDE, and no op follows a
                 # scan), so ``departed`` says whether one has left.
-                # A live prefetch of the line is taken as the miss's read; any other keeps the
-                # reader until it is dropped, and the miss reads after its writes' wait.
+                # A live prefetch of the line is taken as the miss's read; any other is dropped
+                # and the miss is seen again on the next clock, with the reader idle.
                 may_read_now = ~departed & ~self.host_writes_pending
                 read_now = may_read_now & ~pf.prefetching
-                with m.If(self.miss & ~self.fast_install & ~pf.waiting):
+                with m.If(self.miss & pf.prefetching & ~pf.claim):
+                    with m.If(pf.cancellable):
+                        m.d.comb += reader.cancel.eq(1)
+                        m.d.sync += pf.prefetching.eq(0)
+                with m.Elif(self.miss & ~self.fast_install & ~pf.waiting):
                     m.d.comb += reader.start.valid.eq(read_now)
                     m.d.sync += started.eq(read_now | pf.claim)
                     m.d.comb += self.next_step.eq(Mux(read_now & is_read, MissStep.READ_ANSWER,

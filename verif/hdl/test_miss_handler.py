@@ -51,8 +51,9 @@ def _memory(dut, lines, errors, reads, latency=3):
 
 
 async def _miss(ctx, dut, kind, occupant_valid=True):
-    """T1's op of ``kind`` misses; returns what the handler did, clock by clock, until its op
-    was installed or answered."""
+    """T1's op of ``kind`` misses (on every clock the handler stays in RUN, as the pool's T1
+    does); returns what the handler did, clock by clock, until its op was installed or
+    answered."""
     ctx.set(dut.op, {"kind": kind, "tag": TAG, "mode": Mode.GTERNARY, "threshold": 3,
                      "user": 5, "first": TAG if kind == SlotOp.READ
                      else TAG + P.state_lines * P.line_bytes})
@@ -72,8 +73,9 @@ async def _miss(ctx, dut, kind, occupant_valid=True):
         if answering:
             seen["answer"] = ctx.get(dut.answer)
             assert ctx.get(dut.dropped), "an answered op must leave T1 (dropped)"
+        running = ctx.get(dut.next_step) == MissStep.RUN
         await ctx.tick()
-        ctx.set(dut.miss, 0)
+        ctx.set(dut.miss, running and not (install or answering))
         if install or answering:
             assert ctx.get(dut.next_step) == MissStep.RUN, "the handler must be back in RUN"
             return seen
@@ -169,12 +171,12 @@ def test_fill_waits_for_writes_after_a_departure():
     simulate(dut, testbench, processes=[_memory(dut, {}, set(), reads)])
 
 
-def _state_lines(n, seed):
-    """A random G-Ternary state of count ``n``, and its lines in device memory at ``TAG``."""
+def _state_lines(n, seed, tag=TAG):
+    """A random G-Ternary state of count ``n``, and its lines in device memory at ``tag``."""
     rng = np.random.default_rng(seed)
     state = pack_state(P, Mode.GTERNARY, rng.integers(-n, n + 1, P.gternary_lanes), n)
     image = state_to_memory(P, state)[0].reshape(P.state_lines, P.line_bytes)
-    lines = {TAG + (1 + k) * P.line_bytes: _line_int(image[k]) for k in range(P.state_lines)}
+    lines = {tag + (1 + k) * P.line_bytes: _line_int(image[k]) for k in range(P.state_lines)}
     return int.from_bytes(state[0].tobytes(), "little"), lines
 
 
@@ -254,10 +256,13 @@ def test_prefetch_is_not_used_once_memory_may_have_changed(event, when):
         due, fast, *_ = await _fast_miss(ctx, dut, event=event if when == "foreseen" else None)
         assert (due, fast) == (when == "foreseen", 0), \
             f"{event} {when}: (install_due, fast_install) {(due, fast)}"
+        ctx.set(dut.miss, 1)        # the op is still in T1, missing (the pool's miss_now)
         for _ in range(MISS_CLOCKS):
             if ctx.get(dut.install):
                 break
+            running = ctx.get(dut.next_step) == MissStep.RUN
             await ctx.tick()
+            ctx.set(dut.miss, running)
         assert ctx.get(dut.install), f"{event} {when}: the miss was not installed"
         state = ctx.get(dut.filled.state.as_value())
         assert state == want_state, \
@@ -269,11 +274,16 @@ def test_prefetch_is_not_used_once_memory_may_have_changed(event, when):
     simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
 
 
-def test_miss_of_another_line_drops_the_prefetch():
-    """A miss of a line other than the prefetch's waits for the prefetch's lines, drops them
-    and reads its own line, whose state it installs."""
+@pytest.mark.parametrize("other_n", [0, P.capacity])
+@pytest.mark.parametrize("after", [0, 4, 6, 9, 30])
+def test_miss_of_another_line_drops_the_prefetch(other_n, after):
+    """A miss of a line other than the prefetch's, ``after`` clocks into the prefetch (its
+    ``n`` line, and its planes if ``other_n`` is not 0, on their way or in), drops the
+    prefetch, skips its lines still to come, and reads its own line, whose state it
+    installs."""
     want_state, lines = _state_lines(1, SEED)
     other = TAG + 0x400
+    lines.update(_state_lines(other_n, SEED + 1, other)[1])
     dut = MissHandler(PARAMS, PARAMS, user_width=4, queue_depth=10)
     reads = []
 
@@ -283,10 +293,15 @@ def test_miss_of_another_line_drops_the_prefetch():
         ctx.set(dut.prefetch.valid, 1)
         await ctx.tick().until(dut.prefetch.ready)
         ctx.set(dut.prefetch.valid, 0)
+        for _ in range(after):
+            await ctx.tick()
         seen = await _miss(ctx, dut, SlotOp.CONTRIBUTE, occupant_valid=False)
-        assert (seen["install"], seen["fills"]) == (1, 1), seen
+        where = f"prefetch of n {other_n}, miss {after} clocks into it"
+        assert (seen["install"], seen["fills"]) == (1, 1), f"{where}: {seen}"
         state = seen["filled_state"]
-        assert state == want_state, f"filled state {state:#x}, expected {want_state:#x}"
+        assert state == want_state, \
+            f"{where}: filled state {state:#x}, expected {want_state:#x}"
+        assert not ctx.get(dut.prefetch_busy), f"{where}: lines of the prefetch still to come"
         assert [address for address, _ in reads][:1] == [other + P.state_lines * P.line_bytes], \
             f"reads {reads}: the prefetch's read first"
         assert (TAG + P.state_lines * P.line_bytes, 1) in reads, f"reads {reads}: no own read"
