@@ -276,13 +276,15 @@ class MissHandler(wiring.Component):
             m.d.sync += [pf.prefetching.eq(1), pf.live.eq(~self.departure), pf.passed.eq(0),
                          self.prefetch_tag.eq(self.prefetch.payload.tag)]
         # A prefetch nobody will take is dropped (``cancel``: its lines still to come are
-        # skipped), unless its command is being offered (it is dropped a clock later). A miss
-        # takes only a live prefetch, of a line that is not resident, so ``taken`` excludes
-        # the clock it does.
-        pf.cancellable = ~reader.fill_read.valid | reader.fill_read.ready
+        # skipped), unless its command is being offered (it is dropped a clock later): when
+        # it is not live, an op of its line hit, or a miss does not take it (that miss waits
+        # in RUN until the reader is idle: ``in_the_way``). A miss takes only a live
+        # prefetch, of a line that is not resident.
+        pf.in_the_way = pf.prefetching & ~pf.claim
+        cancellable = ~reader.fill_read.valid | reader.fill_read.ready
         taken = (step == MissStep.RUN) & self.miss & pf.claim
-        with m.If(pf.prefetching & pf.cancellable & ~taken
-                  & (~pf.live | pf.passed | (step != MissStep.RUN))):
+        with m.If(pf.prefetching & cancellable & ~taken
+                  & (~pf.live | pf.passed | self.miss | (step != MissStep.RUN))):
             m.d.comb += reader.cancel.eq(1)
             m.d.sync += pf.prefetching.eq(0)
         with m.If(self.fast_install):
@@ -329,14 +331,10 @@ class MissHandler(wiring.Component):
                 # slot in P2 on this clock (the handler evicts in DECIDE, and no op follows a
                 # scan), so ``departed`` says whether one has left.
                 # A live prefetch of the line is taken as the miss's read; any other is dropped
-                # and the miss is seen again on the next clock, with the reader idle.
+                # (``_prefetch``) and the miss is seen again on the next clock.
                 may_read_now = ~departed & ~self.host_writes_pending
                 read_now = may_read_now & ~pf.prefetching
-                with m.If(self.miss & pf.prefetching & ~pf.claim):
-                    with m.If(pf.cancellable):
-                        m.d.comb += reader.cancel.eq(1)
-                        m.d.sync += pf.prefetching.eq(0)
-                with m.Elif(self.miss & ~self.fast_install & ~pf.waiting):
+                with m.If(self.miss & ~self.fast_install & ~pf.waiting & ~pf.in_the_way):
                     m.d.comb += reader.start.valid.eq(read_now)
                     m.d.sync += started.eq(read_now | pf.claim)
                     m.d.comb += self.next_step.eq(Mux(read_now & is_read, MissStep.READ_ANSWER,
