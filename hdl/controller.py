@@ -332,7 +332,7 @@ class CxlMemController(wiring.Component):
         params = self._params
         window, op = c.window.request.payload, c.pool.op.payload
         is_read = request.operation == Operation.READ
-        index_lsb = params.accumulator_bytes_per_line.bit_length() - 1
+        index_lsb = params.accumulator_line_lsb
         m.d.comb += [
             window.read.eq(is_read),
             window.word.eq(request.address[2:params.window_bytes.bit_length() - 1]),
@@ -435,7 +435,7 @@ class CxlMemController(wiring.Component):
         write is hinted too, and goes elsewhere.) A prefetch may start while no scan task runs
         (``hold_prefetch``: a clear's zero writes change accumulator memory)."""
         pool, ahead = c.pool, c.decoder.ahead
-        index_lsb = self._params.accumulator_bytes_per_line.bit_length() - 1
+        index_lsb = self._params.accumulator_line_lsb
         m.d.sync += [
             pool.hint.valid.eq(valid & aggregates(ahead.mode)
                                & (request.operation == Operation.WRITE) & request.full_line),

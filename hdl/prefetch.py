@@ -9,16 +9,10 @@ from amaranth.lib.wiring import In, Out
 __all__ = ["hint_layout", "prefetch_layout", "same_line", "FillHints"]
 
 
-def _line_lsb(params):
-    """The lowest bit of an accumulator address that tells lines apart: accumulators are
-    aligned to their size."""
-    return params.accumulator_bytes_per_line.bit_length() - 1
-
-
 def same_line(params, tag, other):
     """Whether accumulator addresses ``tag`` and ``other`` are of the same line: accumulators
     are aligned to their size, so only the bits above it are compared."""
-    lsb = _line_lsb(params)
+    lsb = params.accumulator_line_lsb
     return tag[lsb:] == other[lsb:]
 
 
@@ -92,7 +86,7 @@ class FillHints(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         params, hint, candidate = self._params, self.hint, self.candidate
-        lsb = _line_lsb(params)
+        lsb = params.accumulator_line_lsb
         entry = data.StructLayout({"line": hint_layout(params), "resident": 1})
         m.submodules.lines = lines = SyncFIFO(width=entry.size, depth=self.DEPTH)
         head = entry(lines.r_data)

@@ -76,7 +76,7 @@ class TagCheck(wiring.Component):
         self._params = params
         index_bits, address_bits = params.slot_index_bits, params.address_bits
         #: The lowest tag bit compared: bits below are the same for every line of a slot.
-        self.tag_lsb = params.accumulator_bytes_per_line.bit_length() - 1 + index_bits
+        self.tag_lsb = params.accumulator_line_lsb + index_bits
         self.tag_layout = data.StructLayout({
             "valid": 1, "tag": unsigned(max(0, address_bits - self.tag_lsb))})
         super().__init__({

@@ -273,6 +273,12 @@ class ControllerParams:
         return self.datapath.accumulator_lines * self.datapath.line_bytes
 
     @cached_property
+    def accumulator_line_lsb(self):
+        """The lowest bit of an accumulator address that tells lines apart (accumulators are
+        aligned to their size): a line's slot index starts here."""
+        return self.accumulator_bytes_per_line.bit_length() - 1
+
+    @cached_property
     def devload_limits(self):
         """Requests held by the device (taken from the host, not yet answered) up to which
         DevLoad reads Light, Optimal and Moderate; above the last it reads Severe. The limits
