@@ -69,9 +69,9 @@ The boxes named in capitals are components of their own, each with its test:
   resident takes no slot: its read is of the line's result line (one line), and its answer
   leaves after the ops ahead of it.
 - *Prefetch.* The controller hints the line of each whole-line contribution as it is decoded
-  (``hint``, :class:`hdl.prefetch.FillHints`); while no miss is handled, the miss handler
-  reads the oldest hinted line that is not resident, and its op, when it misses in T1, takes
-  that read as its own. Into an empty slot, the op waits in T1 for the read and moves into P2
+  (``hint``, :class:`hdl.prefetch.FillHints`, through a register in each slice); while no
+  miss is handled, the miss handler reads the oldest hinted line that is not resident, and
+  its op, when it misses in T1, takes that read as its own. Into an empty slot, the op waits in T1 for the read and moves into P2
   with the filled word on the clock it is in, TA's op into T1 behind it (``fast_install``,
   foreseen a clock early: ``installing`` selects P2's word, and ``install_due`` keeps T1's op
   from moving on as a hit meanwhile); the tag check takes the install as a retag of the slot
@@ -455,7 +455,10 @@ class PoolSlice(wiring.Component):
             check.t1_on_ta.eq(n.t1.index == n.ta.index),
         ]
         hints = n.hints
-        wiring.connect(m, wiring.flipped(self.hint), hints.hint)
+        # The hint is registered on its way in, in each slice: one register in the controller
+        # cannot reach the look-ups and queues of four slices across the die in one clock.
+        m.d.sync += [hints.hint.valid.eq(self.hint.valid),
+                     hints.hint.payload.eq(self.hint.payload)]
         m.d.comb += [check.probe_index.eq(hints.probe_index), check.probe_tag.eq(hints.probe_tag),
                      hints.probe_resident.eq(check.probe_resident),
                      hints.t1_valid.eq(n.t1_valid), hints.t1_tag.eq(n.t1.tag)]
