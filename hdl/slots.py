@@ -71,11 +71,11 @@ The boxes named in capitals are components of their own, each with its test:
 - *Prefetch.* The controller hints the line of each whole-line contribution as it is decoded
   (``hint``, :class:`hdl.prefetch.FillHints`, through a register in each slice); while no
   miss is handled, the miss handler reads the oldest hinted line that is not resident, and
-  its op, when it misses in T1, takes that read as its own. Into an empty slot, the op waits in T1 for the read and moves into P2
-  with the filled word on the clock it is in, TA's op into T1 behind it (``fast_install``,
-  foreseen a clock early: ``installing`` selects P2's word, and ``install_due`` keeps T1's op
-  from moving on as a hit meanwhile); the tag check takes the install as a retag of the slot
-  for the op behind.
+  its op, when it misses in T1, takes that read as its own. Into an empty slot, the op
+  waits in T1 for the read and moves into P2 with the filled word on the clock it is in,
+  TA's op into T1 behind it (``fast_install``, foreseen a clock early: ``installing``
+  selects P2's word, and ``install_due`` keeps T1's op from moving on as a hit meanwhile);
+  the tag check takes the install as a retag of the slot for the op behind.
   A prefetch is dropped, unused, when memory may have changed under it (a line left its slot,
   a host write, ``hold_prefetch``) (:class:`hdl.miss_handler.MissHandler`).
 - When a contribution makes ``n`` reach the region's ``EXPECTED``, the line is *complete*: its
@@ -693,10 +693,10 @@ class SlotPool(wiring.Component):
     decide alike on every clock: slice 0 speaks for all of them (``op.ready``, the valids, the
     fill reads, ``idle``, the events). The lines of the results and write-backs are the
     slices' columns side by side; a G-Ternary line is invalid if a slice's columns are. The
-    results wait in one queue of ``QUEUE_DEPTH`` (``results``, read without a clock: a head
-    register as wide as a line would be enabled by the taker's ``ready``, rule 1), so that
-    ``result.ready`` steers the pointers of one queue, not a queue in every slice. The ports
-    and their timing are a slice's.
+    results wait in a queue of ``QUEUE_DEPTH`` cut into a piece beside each slice
+    (:meth:`_result_queue`, read without a clock: a head register as wide as a line would
+    be enabled by the taker's ``ready``, rule 1), each piece written by its own slice. The
+    ports and their timing are a slice's.
 
     Parameters
     ----------
@@ -821,13 +821,8 @@ class SlotPool(wiring.Component):
             ]
             slices.append(pool)
         first = slices[0]
-        m.submodules.results = results = EagerFIFO(shape=self.result.payload.shape(),
-                                                   depth=self.QUEUE_DEPTH)
-        wiring.connect(m, results.r_stream, wiring.flipped(self.result))
-        result = results.w_stream.payload
+        self._result_queue(m, slices)
         write_back = self.write_back.payload
-        m.d.comb += [results.w_en.eq(first.result.valid),
-                     *(pool.results_held.eq(results.level) for pool in slices)]
         width = len(self._columns[0])                   # line bits per slice
         invalid = [Signal(name=f"invalid{k}") for k in range(len(slices))]
         m.d.sync += [flag.eq(pool.events.invalid) for flag, pool in zip(invalid, slices)]
@@ -844,10 +839,6 @@ class SlotPool(wiring.Component):
             self.events.invalid.eq(Cat(invalid).any()),
             self.fill_read.valid.eq(first.fill_read.valid),
             self.fill_read.payload.eq(first.fill_read.payload),
-            *(result[name].eq(first.result.payload[name])
-              for name in ("user", "accepted", "reason", "error")),
-            result.line.eq(side_by_side("result", "line", 0)),
-            result.invalid.eq(Cat(pool.result.payload.invalid for pool in slices).any()),
             self.write_back.valid.eq(first.write_back.valid),
             write_back.address.eq(first.write_back.payload.address),
             # The result line and the planes, then the n line, rebuilt from slice 0's count.
@@ -856,3 +847,33 @@ class SlotPool(wiring.Component):
                                     n_line(p, first.write_back.payload.n))),
         ]
         return m
+
+    def _result_queue(self, m, slices):
+        """The result queue, a piece beside each slice (``results<k>``, ``QUEUE_DEPTH``
+        entries): slice ``k``'s columns of the line and its ``invalid`` flag, and in slice 0's
+        piece the other fields. Each slice writes its own piece, by its own ``result.valid``,
+        and steers by that piece's level (``results_held``), so that no slice's decision
+        reaches another's columns; the taker's ``ready`` moves every piece's pointers. The
+        pieces are written and read alike, so they hold the same results."""
+        layout = self.result.payload.shape()
+        others = data.StructLayout({name: layout[name].shape
+                                    for name in ("user", "accepted", "reason", "error")})
+        width = len(self._columns[0])
+        pieces = []
+        for k, pool in enumerate(slices):
+            piece_layout = data.StructLayout({"line": width, "invalid": 1,
+                                              **({"others": others} if k == 0 else {})})
+            m.submodules[f"results{k}"] = piece = EagerFIFO(shape=piece_layout,
+                                                           depth=self.QUEUE_DEPTH)
+            result, entry = pool.result.payload, piece.w_stream.payload
+            m.d.comb += [piece.w_en.eq(pool.result.valid), piece.r_en.eq(self.result.ready),
+                         pool.results_held.eq(piece.level),
+                         entry.line.eq(result.line), entry.invalid.eq(result.invalid)]
+            if k == 0:
+                m.d.comb += [entry.others[name].eq(result[name]) for name in others.members]
+            pieces.append(piece.r_stream.payload)
+        head = pieces[0].others
+        m.d.comb += [self.result.valid.eq(m.submodules["results0"].r_rdy),
+                     *(self.result.payload[name].eq(head[name]) for name in others.members),
+                     self.result.payload.line.eq(Cat(piece.line for piece in pieces)),
+                     self.result.payload.invalid.eq(Cat(piece.invalid for piece in pieces).any())]
