@@ -244,8 +244,16 @@ class CxlMemController(wiring.Component):
             count = Signal(range(1 << 16), name=f"writes_of_id{number}")
             done = response.valid & (response.payload.id == number)
             following = (count + taken - done)[:len(count)]
-            m.d.sync += count.eq(following)
-            writing[number] = register_copies(m, following != 0, 1 + pool.slices,
+            # Whether the count was 0 or 1: a response answers a write taken on an earlier
+            # clock, so the count stays above 0 unless nothing is taken and it equals
+            # ``done``. The copies' inputs are then a gate or two behind the takes, with no
+            # adder or compare of the count.
+            was = {value: Signal(name=f"writes_of_id{number}_were_{value}", init=value == 0)
+                   for value in (0, 1)}
+            m.d.sync += [count.eq(following),
+                         *(flag.eq(following == value) for value, flag in was.items())]
+            pending = (taken != 0) | ~Mux(done, was[1], was[0])
+            writing[number] = register_copies(m, pending, 1 + pool.slices,
                                               f"writing_id{number}", reset=True)
         m.d.comb += [
             pool.writes_pending.eq(Cat(pool_copy | host_copy for pool_copy, host_copy
