@@ -154,7 +154,11 @@ class FillReader(wiring.Component):
                 Mux(idle, self.start.payload.first, first_address))),
             self.fill_read.payload.beats.eq(Mux(step == _Step.ISSUE_PLANES, width, 1)),
         ]
-        m.d.comb += [next_step.eq(step), next_beats.eq(beats)]
+        # ``timed``: the step after this edge as the port and the lines move it, without the
+        # owner's start, finish and cancel, which come late in the clock. The capture's copies
+        # of the step follow it (``_capture``).
+        timed = Signal(_Step)
+        m.d.comb += [timed.eq(step), next_step.eq(timed), next_beats.eq(beats)]
         m.d.sync += [step.eq(next_step), beats.eq(next_beats)]
         live = out_of_reset(m)
         with m.If(live), m.Switch(step):  # see the hdl.slots docstring, Icarus
@@ -168,26 +172,27 @@ class FillReader(wiring.Component):
                                                  _Step.ISSUE_FIRST))
             with m.Case(_Step.ISSUE_FIRST):
                 with m.If(self.fill_read.ready):
-                    m.d.comb += next_step.eq(_Step.FIRST)
+                    m.d.comb += timed.eq(_Step.FIRST)
             with m.Case(_Step.FIRST):
                 with m.If(arriving):
                     m.d.sync += error.eq(beat.error)
-                    m.d.comb += next_step.eq(Mux(state, _Step.ISSUE_PLANES, _Step.DONE))
+                    m.d.comb += timed.eq(Mux(state, _Step.ISSUE_PLANES, _Step.DONE))
             with m.Case(_Step.ISSUE_PLANES):
                 with m.If(~has_planes):
-                    m.d.comb += next_step.eq(_Step.DONE)
+                    m.d.comb += timed.eq(_Step.DONE)
                 with m.Elif(self.fill_read.ready):
-                    m.d.comb += next_step.eq(_Step.PLANES)
+                    m.d.comb += timed.eq(_Step.PLANES)
             with m.Case(_Step.PLANES):
                 with m.If(arriving):
                     m.d.sync += error.eq(self.error)
                     m.d.comb += next_beats.eq(beats + 1)
                     with m.If(last_plane):
-                        m.d.comb += next_step.eq(_Step.DONE)
+                        m.d.comb += timed.eq(_Step.DONE)
         with m.If(self.finish | self.cancel):
             m.d.comb += next_step.eq(_Step.IDLE)
         self._skip(m, step, skip, beats, has_planes)
-        self._capture(m, next_step, next_beats, planes, first, fill_n)
+        self._capture(m, timed, Mux(step == _Step.PLANES, beats + arriving, 0), planes, first,
+                      fill_n)
         return m
 
     def _skip(self, m, step, skip, beats, has_planes):
@@ -204,25 +209,34 @@ class FillReader(wiring.Component):
         m.d.sync += skip.eq(skip - (self.fill_data.valid & (skip != 0))
                             + Mux(self.cancel, in_flight, 0))
 
-    def _capture(self, m, next_step, next_beats, planes, first, fill_n):
-        """The lines, by column group, each with its own copies of the step and plane count."""
+    def _capture(self, m, timed, timed_beats, planes, first, fill_n):
+        """The lines, by column group, each with its own copies of the step and plane count.
+
+        The copies follow ``timed`` and ``timed_beats`` (the plane count in PLANES, else 0):
+        the step as the lines move it. They are the step itself, but for a clock after a
+        start (the copies still IDLE, the step FIRST or ISSUE_FIRST) and after a finish or
+        cancel (the copies still where the read was, the step IDLE). So ``first`` and the
+        count take the line in IDLE as in FIRST, and the planes are zeroed in both; the
+        line of a read being dropped may land in ``first`` or a plane, which the next read
+        clears or overwrites in FIRST before it uses them."""
         lanes, width = self._lanes, self._params.datapath.counter_width
         beat = self.fill_data.payload
         # ``first`` takes the line of FIRST, plane ``k`` the ``k``-th line of PLANES; the
-        # planes are zero while the reader is idle (a read of ``n`` = 0 reads no plane).
+        # planes are zero from FIRST on (a read of ``n`` = 0 reads no plane).
         group_bits = lanes.control_copy_bits
-        steps = register_copies(m, next_step, lanes.control_copies, "reader_step")
-        counts = register_copies(m, next_beats, lanes.control_copies, "reader_beats")
-        with m.If(steps[0] == _Step.FIRST):
+        steps = register_copies(m, timed, lanes.control_copies, "reader_step")
+        counts = register_copies(m, timed_beats, lanes.control_copies, "reader_beats")
+        with m.If((steps[0] == _Step.FIRST) | (steps[0] == _Step.IDLE)):
             m.d.sync += fill_n.eq(beat.n)
         line = []
         for g, (copy, count) in enumerate(zip(steps, counts)):
             bits = slice(g * group_bits, (g + 1) * group_bits)
-            with m.If(copy == _Step.FIRST):
+            starting = (copy == _Step.FIRST) | (copy == _Step.IDLE)
+            with m.If(starting):
                 m.d.sync += first[bits].eq(beat.data[bits])
             plane = [planes[k * lanes.line_bits:(k + 1) * lanes.line_bits][bits]
                      for k in range(width)]
-            with m.If(copy == _Step.IDLE):
+            with m.If(starting):
                 m.d.sync += [bits_of_plane.eq(0) for bits_of_plane in plane]
             with m.Elif(copy == _Step.PLANES):
                 for k, bits_of_plane in enumerate(plane):
