@@ -51,7 +51,7 @@ from amaranth.lib.wiring import In, Out
 from spec.params import CONTROL_COPY_BITS
 
 __all__ = ["PipelineRegister", "SkidBuffer", "EagerFIFO", "register_selected",
-           "column_slices", "register_copies", "out_of_reset"]
+           "column_slices", "register_copies", "register_tree", "out_of_reset"]
 
 
 class PipelineRegister(wiring.Component):
@@ -134,6 +134,14 @@ class EagerFIFO(Elaboratable, FIFOInterface):
     level's next value, so that the logic that steers by them starts from a flip-flop, not
     from a compare.
 
+    With ``lag`` = ``(offset, clocks)``, the bits from ``offset`` on are read ``clocks`` later:
+    ``r_data[offset:]`` is the entry that was the head ``clocks`` clocks before, so the entry
+    a reader takes on clock ``t`` has those bits on ``r_data`` on clock ``t + clocks``. Their
+    column groups are addressed by a tree of copies of the read pointer
+    (:func:`register_tree`), ``clocks`` registers deep, so that no take reaches them within
+    a clock; the memory has ``clocks`` more entries, so that a taken entry is not written
+    again before its late read.
+
     Its memory is written on every clock, at the entry after the last one taken, and read
     without a clock at the oldest: the handshakes move only its pointers and level, and reach
     neither the memory's write enables nor its data (rule 1). The memory has an entry more than
@@ -142,7 +150,7 @@ class EagerFIFO(Elaboratable, FIFOInterface):
     (rule 2): a pointer is the address of every LUT RAM cell of the queue.
     """
 
-    def __init__(self, *, width=None, depth, shape=None):
+    def __init__(self, *, width=None, depth, shape=None, lag=None):
         if not isinstance(depth, int) or depth < 1:
             raise ValueError(f"depth must be a positive integer, not {depth!r}")
         if (width is None) == (shape is None):
@@ -153,6 +161,12 @@ class EagerFIFO(Elaboratable, FIFOInterface):
                              f"the stream views carry the raw bits")
         self._shape = unsigned(width) if shape is None else shape
         super().__init__(width=Shape.cast(self._shape).width, depth=depth)
+        offset, clocks = (self.width, 0) if lag is None else lag
+        if not (isinstance(offset, int) and isinstance(clocks, int)
+                and 0 < offset <= self.width and clocks >= 0):
+            raise ValueError(f"lag must be (offset, clocks) with 0 < offset <= {self.width} "
+                             f"and clocks >= 0, not {lag!r}")
+        self._lag_offset, self._lag = offset, clocks
         # One level: the queue's entries are readable from the clock after their write.
         self.level = self.r_level = self.w_level
 
@@ -176,11 +190,18 @@ class EagerFIFO(Elaboratable, FIFOInterface):
 
     def elaborate(self, platform):
         m = Module()
-        entries = self.depth + 1
+        entries = self.depth + 1 + self._lag
         written = self.w_en & self.w_rdy
         taken = self.r_en & self.r_rdy
-        groups = column_slices(self.width)
-        produce, consume = queue_pointers(m, self, entries, written, taken, copies=len(groups))
+        offset = self._lag_offset
+        lead = column_slices(offset)
+        late = [slice(offset + bits.start, offset + bits.stop)
+                for bits in column_slices(self.width - offset)]
+        groups = lead + late
+        produce, consume = queue_pointers(m, self, entries, written, taken,
+                                          copies=(len(groups), len(lead)))
+        if late:
+            consume = consume + register_tree(m, consume[0], self._lag, len(late), "late_read")
         for g, bits in enumerate(groups):
             m.submodules[f"storage{g}"] = storage = Memory(
                 shape=len(self.w_data[bits]), depth=entries, init=[])
@@ -195,18 +216,20 @@ class EagerFIFO(Elaboratable, FIFOInterface):
 
 
 def queue_pointers(m, queue, entries, written, taken, copies=1):
-    """The pointers of a queue of ``entries`` memory words (one more than ``queue.depth``):
+    """The pointers of a queue of ``entries`` memory words (more than ``queue.depth``):
     ``produce``, moved on by ``written``, and ``consume``, by ``taken``, returned as a pair of
-    lists of ``copies`` equal registers (one per group of the memory's bits, rule 2); and
-    ``queue.level``, a register, and ``queue.w_rdy``, a register's output, kept with them.
+    lists of equal registers, ``copies`` of each or ``copies`` = ``(produce's, consume's)``
+    (one per group of the memory's bits, rule 2); and ``queue.level``, a register, and
+    ``queue.w_rdy``, a register's output, kept with them.
 
     The level's next value and ``w_rdy``'s are computed for each way the level can move,
     from the level register, and the handshakes choose among them last: they come at the end
     of the longest decisions of the design (dispatch's, the pool's)."""
     pointers = []
-    for moves, name in ((written, "produce"), (taken, "consume")):
+    counts = (copies, copies) if isinstance(copies, int) else copies
+    for moves, name, count in ((written, "produce", counts[0]), (taken, "consume", counts[1])):
         following = Signal(range(entries), name=f"{name}_next")
-        pointer = register_copies(m, following, copies, name, reset=True)
+        pointer = register_copies(m, following, max(count, 1), name, reset=True)
         m.d.comb += following.eq(Mux(moves, Mux(pointer[0] == entries - 1, 0, pointer[0] + 1),
                                      pointer[0]))
         pointers.append(pointer)
@@ -268,6 +291,21 @@ def register_copies(m, value, count, name, *, reset=False, init=0):
               for k in range(count)]
     m.d.sync += [copy.eq(value) for copy in copies]
     return copies
+
+
+def register_tree(m, value, levels, count, name):
+    """``count`` copies of ``value`` (a register) through ``levels`` levels of registers, as a
+    list: level ``i`` has about ``count ** ((i + 1) / levels)`` copies, each fed by one of the
+    level before, so that no register drives more than a few others however far apart the
+    last level's loads sit (pipeline rule 2, the tree of copies). Every copy is ``levels``
+    clocks behind ``value``; with ``levels`` = 0 the copies are ``value`` itself."""
+    level = [value]
+    for depth in range(levels):
+        size = count if depth == levels - 1 else max(1, round(count ** ((depth + 1) / levels)))
+        level = [copy for k, source in enumerate(level)
+                 for copy in register_copies(m, source, len(range(k, size, len(level))),
+                                             f"{name}_{depth}_{k}")]
+    return level if levels else [value] * count
 
 
 def out_of_reset(m, name="in_reset"):

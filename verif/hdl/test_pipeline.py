@@ -55,8 +55,8 @@ class _TwoFifos(Elaboratable):
     """An EagerFIFO and a SyncFIFO of the same size, side by side, in a domain whose reset
     the test drives."""
 
-    def __init__(self, width, depth):
-        self.eager = EagerFIFO(width=width, depth=depth)
+    def __init__(self, width, depth, lag=None):
+        self.eager = EagerFIFO(width=width, depth=depth, lag=lag)
         self.reference = SyncFIFO(width=width, depth=depth)
         self.sync = ClockDomain()
 
@@ -105,8 +105,53 @@ def test_eager_fifo_behaves_as_a_sync_fifo(width, depth, seed):
     assert not errors, f"width {width}, depth {depth}, seed {seed}:\n" + "\n".join(errors[:10])
 
 
+@pytest.mark.parametrize("offset, clocks", [(5, 1), (CONTROL_COPY_BITS + 3, 2), (9, 3)])
+@pytest.mark.parametrize("depth", [1, 3])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_eager_fifo_lagged_bits_come_clocks_later(offset, clocks, depth, seed):
+    """With ``lag`` = (offset, clocks), the bits below ``offset`` are a SyncFIFO's head on
+    every clock, and the bits from ``offset`` on, ``clocks`` clocks later, are the head's of
+    then, under random pushes and pops and a reset half way (the late bits are not compared
+    across it)."""
+    width = 3 * CONTROL_COPY_BITS + 1
+    rng = np.random.default_rng(seed)
+    dut = _TwoFifos(width, depth, lag=(offset, clocks))
+    pushes = [bool(x) for x in rng.random(600) < 0.6]
+    pops = [bool(x) for x in rng.random(600) < 0.6]
+    data = [int(x) for x in rng.integers(0, 1 << width, 600, dtype=np.uint64)]
+    resets = {301, 302}
+    heads, errors = {}, []
+
+    async def bench(ctx):
+        for clock, (push, pop, word) in enumerate(zip(pushes, pops, data)):
+            ctx.set(dut.sync.rst, clock in resets)
+            for fifo in (dut.eager, dut.reference):
+                ctx.set(fifo.w_en, push)
+                ctx.set(fifo.w_data, word)
+                ctx.set(fifo.r_en, pop)
+            got = ctx.get(dut.eager.r_data)
+            if ctx.get(dut.reference.r_rdy):
+                heads[clock] = want = ctx.get(dut.reference.r_data)
+                if got % (1 << offset) != want % (1 << offset):
+                    errors.append(f"clock {clock}: bits below {offset} {got:#x}, "
+                                  f"SyncFIFO's head {want:#x}")
+            then = clock - clocks
+            compared = then in heads and not any(then < r <= clock for r in resets)
+            if compared and got >> offset != heads[then] >> offset:
+                errors.append(f"clock {clock}: bits from {offset} {got >> offset:#x}, "
+                              f"the head of clock {then} had {heads[then] >> offset:#x}")
+            await ctx.tick()
+
+    simulate(dut, bench)
+    assert not errors, f"offset {offset}, clocks {clocks}, depth {depth}, seed {seed}:\n" + \
+        "\n".join(errors[:10])
+
+
 @pytest.mark.parametrize("arguments, message", [
     ({"width": 8, "depth": 0}, "depth must be a positive integer"),
+    ({"width": 8, "depth": 2, "lag": (0, 1)}, "lag must be"),
+    ({"width": 8, "depth": 2, "lag": (9, 1)}, "lag must be"),
+    ({"width": 8, "depth": 2, "lag": (4, -1)}, "lag must be"),
     ({"depth": 2}, "exactly one of the entries' width and their shape"),
     ({"width": 8, "shape": unsigned(8), "depth": 2}, "exactly one"),
     ({"shape": signed(8), "depth": 2}, "must be unsigned or a layout"),
