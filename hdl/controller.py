@@ -61,7 +61,7 @@ from .decode import AddressDecoder, decoded_layout
 from .devload import DevLoadMeter
 from .dispatch import DISPATCH_EVENTS, ROUTES, Dispatch, route_of
 from .identity import IdentityPath
-from .ingress import Ingress, Operation, request_layout
+from .ingress import Ingress, Operation, request_fields_layout, request_layout, request_line_layout
 from .pipeline import EagerFIFO, register_copies
 from .responder import Responder
 from .scan_tasks import ScanTasks
@@ -380,9 +380,8 @@ class CxlMemController(wiring.Component):
         latency = AddressDecoder.LATENCY
         p = self._params.datapath
         full = request_layout(self._params)
-        lines = ("byte_enable", "data")
-        narrow = data.StructLayout({name: field.shape for name, field in full
-                                    if name not in lines})
+        narrow = request_fields_layout(self._params)
+        lines = tuple(request_line_layout(self._params).members)
         entry = data.StructLayout({"request": narrow, "decoded": decoded_layout(self._params),
                                    "route": ROUTES})
         # Enough entries for a request on every clock: the credit loop through the decoder's
@@ -404,6 +403,10 @@ class CxlMemController(wiring.Component):
                      decoder.address.eq(request.payload.address),
                      decoder.enable.eq(control.enable), decoder.regions.eq(control.regions)]
         valid, payload = credits.source.valid, credits.source.payload
+        # The line joins its request at step ``Ingress.LINE_LAG``: it leaves the ingress queue
+        # that many clocks after the request.
+        assert latency > Ingress.LINE_LAG
+        line = ingress.line
         for step in range(latency):
             if step == latency - 1:
                 self._fill_hint(m, c, valid, payload)
@@ -411,6 +414,10 @@ class CxlMemController(wiring.Component):
             next_payload = Signal.like(payload, name=f"decoding_{step}", reset_less=True)
             m.d.sync += [next_valid.eq(valid), next_payload.eq(payload)]
             valid, payload = next_valid, next_payload
+            if step >= Ingress.LINE_LAG:
+                next_line = Signal.like(line, name=f"decoding_line_{step}", reset_less=True)
+                m.d.sync += next_line.eq(line)
+                line = next_line
         pop = Signal()
         m.d.sync += credits.source.credit.eq(pop)
         m.d.comb += [queue.w_en.eq(valid),
@@ -419,7 +426,7 @@ class CxlMemController(wiring.Component):
                                          route_of(payload, decoder.decoded))),
                      queue.r_en.eq(pop),
                      line_queue.w_en.eq(valid),
-                     line_queue.w_data.eq(Cat(*(payload[name] for name in lines))),
+                     line_queue.w_data.eq(line),
                      line_queue.r_en.eq(pop)]
         # The head: the narrow queue's register, and the line queue's entry of the same
         # request (the two take and lose entries together, and the line queue's are readable

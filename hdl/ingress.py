@@ -9,7 +9,8 @@ from spec.params import ControllerParams
 
 from .pipeline import EagerFIFO
 
-__all__ = ["Operation", "request_layout", "Ingress"]
+__all__ = ["Operation", "request_layout", "request_fields_layout", "request_line_layout",
+           "Ingress"]
 
 
 class Operation(enum.Enum, shape=3):
@@ -31,9 +32,8 @@ _REQ_OPERATIONS = {
 }
 
 
-def request_layout(params):
-    """A host request as the controller serves it, decoded on its way in."""
-    p = params.datapath
+def request_fields_layout(params):
+    """A host request's fields but its line, decoded on its way in."""
     return data.StructLayout({
         "operation": Operation,
         "tag": TAG_BITS,
@@ -42,18 +42,32 @@ def request_layout(params):
         "out_of_range": 1,                         # the host address is beyond address_bits
         "poison": 1,
         "full_line": 1,                            # a write with every byte enable set
-        # The line fields, last: a write's (byte enables all set for a MemWr); another
-        # request carries the RwD queue's head's, which nothing reads.
-        "byte_enable": unsigned(p.line_bytes),
-        "data": unsigned(p.line_bits),
     })
+
+
+def request_line_layout(params):
+    """A request's line: a write's (byte enables all set for a MemWr); another request
+    carries the RwD queue's head's, which nothing reads."""
+    p = params.datapath
+    return data.StructLayout({"byte_enable": unsigned(p.line_bytes),
+                              "data": unsigned(p.line_bits)})
+
+
+def request_layout(params):
+    """A host request as the controller serves it: its fields, then its line."""
+    fields, line = request_fields_layout(params), request_line_layout(params)
+    return data.StructLayout({**{name: field.shape for name, field in fields},
+                              **{name: field.shape for name, field in line}})
 
 
 class Ingress(wiring.Component):
     """Two ingress queues of ``queue_depth`` entries, M2S Req and M2S RwD, each request decoded
     on its way in (what its opcode asks, its line's byte address, whether that is beyond
     ``address_bits``, whether a write covers its whole line). ``request`` gives one per clock;
-    when both queues hold one it alternates between them.
+    when both queues hold one it alternates between them. Its line comes ``LINE_LAG`` clocks
+    after it, on ``line``: the RwD queue reads its line columns through a tree of copies of
+    its read pointer (:class:`hdl.pipeline.EagerFIFO`'s ``lag``), so that the choice of queue,
+    made in one place, reaches no line column within a clock.
 
     Address fields count lines: CXL's 64-byte lines at ``line_bits = 512`` (a Req's bit 5 is
     ignored), the smaller configurations' own lines otherwise. MemWr writes its whole line
@@ -63,15 +77,23 @@ class Ingress(wiring.Component):
     -------
     m2s_req : In(stream.Signature(m2s_req_layout()))
     m2s_rwd : In(stream.Signature(m2s_rwd_layout(line_bits)))
-    request : Out(stream.Signature(request_layout(params)))
+    request : Out(stream.Signature(request_fields_layout(params)))
+    line : Out(request_line_layout(params))
+        The line of the request taken ``LINE_LAG`` clocks before.
     """
+
+    #: Clocks from a request's take to its line on ``line``: the levels of the tree that
+    #: carries the RwD queue's read pointer to its line columns, two so that no register
+    #: drives more than a few far copies.
+    LINE_LAG = 2
 
     def __init__(self, params=ControllerParams()):
         self._params = params
         super().__init__({
             "m2s_req": In(stream.Signature(m2s_req_layout())),
             "m2s_rwd": In(stream.Signature(m2s_rwd_layout(params.datapath.line_bits))),
-            "request": Out(stream.Signature(request_layout(params))),
+            "request": Out(stream.Signature(request_fields_layout(params))),
+            "line": Out(request_line_layout(params)),
         })
 
     def elaborate(self, platform):
@@ -80,12 +102,13 @@ class Ingress(wiring.Component):
         layout = request_layout(params)
         # A request's fields before its line's: the Req queue holds only these, and the
         # choice of queue reaches only these (the line fields are always the RwD queue's).
-        narrow = layout["byte_enable"].offset
+        narrow = request_fields_layout(params).size
         queues = []
-        for name, channel, entry, width in (
-                ("req_queue", self.m2s_req, self._req_entry, narrow),
-                ("rwd_queue", self.m2s_rwd, self._rwd_entry, layout.size)):
-            queue = EagerFIFO(width=width, depth=params.queue_depth)
+        for name, channel, entry, width, lag in (
+                ("req_queue", self.m2s_req, self._req_entry, narrow, None),
+                ("rwd_queue", self.m2s_rwd, self._rwd_entry, layout.size,
+                 (narrow, self.LINE_LAG))):
+            queue = EagerFIFO(width=width, depth=params.queue_depth, lag=lag)
             m.submodules[name] = queue
             m.d.comb += [queue.w_data.eq(entry(m, channel.payload).as_value()[:width]),
                          queue.w_en.eq(channel.valid), channel.ready.eq(queue.w_rdy)]
@@ -96,9 +119,9 @@ class Ingress(wiring.Component):
         take_rwd = rwd_queue.r_rdy & (prefer_rwd | ~req_queue.r_rdy)
         m.d.comb += [
             self.request.valid.eq(req_queue.r_rdy | rwd_queue.r_rdy),
-            self.request.payload.eq(Cat(Mux(take_rwd, rwd_queue.r_data[:narrow],
-                                            req_queue.r_data),
-                                        rwd_queue.r_data[narrow:])),
+            self.request.payload.eq(Mux(take_rwd, rwd_queue.r_data[:narrow],
+                                        req_queue.r_data)),
+            self.line.eq(rwd_queue.r_data[narrow:]),
             req_queue.r_en.eq(self.request.ready & ~take_rwd),
             rwd_queue.r_en.eq(self.request.ready & take_rwd),
         ]
