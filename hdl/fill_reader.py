@@ -64,7 +64,8 @@ class FillReader(wiring.Component):
     done : Out(1)
     held : Out(1)
     held_next : Out(1)
-        ``held`` after this clock edge.
+        ``held`` after this clock edge, unless the owner strobes ``finish`` or ``cancel`` on
+        this clock (from the reader's registers, the port and the lines alone).
     finish : In(1)
         Strobed only while ``done``.
     cancel : In(1)
@@ -116,6 +117,10 @@ class FillReader(wiring.Component):
         width = p.counter_width
         step = Signal(_Step)
         next_step = Signal(_Step)
+        # ``timed``: the step after this edge as the port and the lines move it, without the
+        # owner's start, finish and cancel, which come late in the clock. ``held_next`` and
+        # the capture's copies of the step follow it (``_capture``).
+        timed = Signal(_Step)
         # The planes' read address, a register (no adder in front of the port's command mux).
         planes_address = Signal.like(self.start.payload.tag)
         first_address = Signal.like(self.start.payload.first)
@@ -142,7 +147,7 @@ class FillReader(wiring.Component):
             self.start.ready.eq(idle),
             self.done.eq(held | ((step == _Step.FIRST) & arriving & ~state)),
             self.held.eq(held),
-            self.held_next.eq(next_step == _Step.DONE),
+            self.held_next.eq(timed == _Step.DONE),
             self.error.eq(Mux(held, error, error | beat_error)),
             self.skipping.eq(skip != 0),
             self.image.eq(Cat(planes, fill_n)),
@@ -154,10 +159,6 @@ class FillReader(wiring.Component):
                 Mux(idle, self.start.payload.first, first_address))),
             self.fill_read.payload.beats.eq(Mux(step == _Step.ISSUE_PLANES, width, 1)),
         ]
-        # ``timed``: the step after this edge as the port and the lines move it, without the
-        # owner's start, finish and cancel, which come late in the clock. The capture's copies
-        # of the step follow it (``_capture``).
-        timed = Signal(_Step)
         m.d.comb += [timed.eq(step), next_step.eq(timed), next_beats.eq(beats)]
         m.d.sync += [step.eq(next_step), beats.eq(next_beats)]
         live = out_of_reset(m)

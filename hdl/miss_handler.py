@@ -123,8 +123,9 @@ class MissHandler(wiring.Component):
     hold_prefetch : In(1)
         No prefetch may start, and one under way is not live (a scan task may write memory).
     next_prefetched : In(1)
-        T1's op after this edge is a whole-line contribution in an aggregating mode, of line
-        ``prefetch_tag``, and misses its slot.
+        T1's op after this edge may be a whole-line contribution in an aggregating mode, of
+        line ``prefetch_tag``, that misses its slot (a guess that may be high when it is not:
+        a fast install is then foreseen for nothing, and T1's op waits a clock).
     prefetch_tag : Out(address_bits)
     prefetch_busy : Out(1)
         A prefetch's read is under way, or the lines of a dropped one are still to come.
@@ -262,7 +263,13 @@ class MissHandler(wiring.Component):
         m.d.comb += pf.waiting.eq(self.miss & pf.claim & ~reader.error & ~self.fast_install
                                   & ~(self.data_ok & self.occupant_valid))
         # Foreseen from the reader's next step: the read may be in on the clock it is used.
-        m.d.comb += pf.fast_next.eq((step == MissStep.RUN) & (~self.miss | pf.waiting)
+        # From registers and the reader's lines only, as it steers P2's word in every column
+        # group: not from T1's miss or slot word, nor on a clock a fast install may take
+        # place (it finishes the read). It may then be high before a clock on which P2 takes
+        # nothing: T1's op misses (it waits for the fill, or takes the miss's steps: DRAIN
+        # next), or the fast install fails (an occupant: the miss's steps; the slot's word
+        # not in: it is foreseen again a clock later).
+        m.d.comb += pf.fast_next.eq((step == MissStep.RUN) & ~self.install_due
                                     & pf.prefetching & pf.live & reader.held_next
                                     & ~reader.error & self.next_prefetched)
         m.d.sync += self.install_due.eq(live & pf.fast_next)

@@ -431,12 +431,14 @@ class PoolSlice(wiring.Component):
                                                                   ta.kind != SlotOp.READ)),
                          n.t1_before_last.eq(ta.expected - 1), n.t1_two_before.eq(ta.expected - 2)]
         m.d.comb += self.events.hits.eq(n.advance & t1_needs_slot)
-        # Whether T1's op after this edge is one a prefetch may fast-install.
-        next_t1 = n.stage_layout(Mux(n.ta_moves, ta, t1))
-        m.d.comb += miss.next_prefetched.eq(
-            n.choosers["t1_valid"][1] & (next_t1.kind == SlotOp.CONTRIBUTE)
-            & aggregates(next_t1.mode) & next_t1.full_line & ~n.tag_check.hit_next
-            & same_line(whole, next_t1.tag, miss.prefetch_tag))
+        # Whether T1's op after this edge may be one a prefetch fast-installs: TA's op or
+        # T1's is a whole-line contribution of the prefetch's line, from the stages'
+        # registers alone (it steers P2's word in every column group, through the miss
+        # handler's ``fill_next``); whether T1 takes TA's op, and hits, comes later.
+        m.d.comb += miss.next_prefetched.eq(Cat(
+            valid & (op.kind == SlotOp.CONTRIBUTE) & aggregates(op.mode) & op.full_line
+            & same_line(whole, op.tag, miss.prefetch_tag)
+            for valid, op in ((n.ta_valid, ta), (n.t1_valid, t1))).any())
         self._tag_check(m, n)
 
     def _tag_check(self, m, n):
