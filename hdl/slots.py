@@ -269,7 +269,7 @@ class PoolSlice(wiring.Component):
         n.unit_input_valid = unit_input.sink.valid
         m.submodules.update = n.update = SlotUpdate(params, u)
         wiring.connect(m, n.update.request, unit_input.sink)
-        m.submodules.tag_check = n.tag_check = TagCheck(whole)
+        m.submodules.tag_check = n.tag_check = TagCheck(whole, primitives=self._primitives)
         m.submodules.miss_handler = n.miss = MissHandler(params, whole, user_width=u,
                                                          queue_depth=self.QUEUE_DEPTH)
         m.submodules.output_credit = n.credit = OutputCredit(self.QUEUE_DEPTH)
@@ -445,7 +445,7 @@ class PoolSlice(wiring.Component):
         """The tag check's ports (:class:`hdl.tag_check.TagCheck`)."""
         check = n.tag_check
         m.d.comb += [
-            check.t0_index.eq(n.t0.index), check.t0_tag.eq(n.t0.tag),
+            check.t0_tag.eq(n.t0.tag),
             check.t0_next_index.eq(n.choosers["t0_slot"][1]),
             check.ta_tag.eq(n.ta.tag), check.t1_tag.eq(n.t1.tag),
             check.ta_loads.eq(~n.ta_valid | n.ta_moves), check.ta_moves.eq(n.ta_moves),

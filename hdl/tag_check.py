@@ -5,6 +5,8 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory
+
 __all__ = ["TagCheck"]
 
 
@@ -12,14 +14,18 @@ class TagCheck(wiring.Component):
     """The slots' valid bits and tags, and the hit check of the op that moves from T0 through
     TA into T1, kept exact by every change P2 makes to a slot's line since.
 
-    The tags are in a memory read without a clock (LUT RAM: Yosys would otherwise take it,
-    with TA's register, as a block RAM without an output register), read at T0's slot into a
-    register as the op enters TA. P2's changes to it (a *retag*: an install gives a slot a
-    line, an eviction, drop or covering clear takes it out) are written a clock late, from
-    registers, so that the memory's write enables have no logic in front of them; the op
-    entering TA on that clock takes the late write as a retag of its slot. T1's ``hit`` is a
-    register, so that the pool's decision to move on or to miss has no logic in front of it
-    (pipeline rule 3).
+    The tags are in block RAM (:class:`hdl.bram.RegisteredMemory`, read two clocks after its
+    address), read at T0's slot of after the edge (``t0_next_index``), so that the word of
+    an op's slot is out on the clock it enters TA, and kept in a register from then while
+    the op stays. P2's changes to it (a *retag*: an install gives a slot a line, an
+    eviction, drop or covering clear takes it out) are written a clock late, from registers,
+    so that the memory's write enables have no logic in front of them. The read misses the
+    writes of the two edges before the op enters TA and of that edge: the op entering TA
+    takes the retags those writes carry (P2's of the three clocks before) as retags of its
+    slot, the newest first. T1's ``hit`` is a register, so that the pool's decision to move
+    on or to miss has no logic in front of it (pipeline rule 3). (The tags were LUT RAM, a
+    copy in each slice of 96 of the device's RAM cells, when the controller's LUT RAM used
+    92% of the cells that can hold it.)
 
     A tag is compared above the slot index only: a slot only holds lines whose index is its
     own, and accumulators are aligned to their size, so the bits below are the same for every
@@ -29,11 +35,13 @@ class TagCheck(wiring.Component):
     ----------
     params : ControllerParams
         ``slots``, ``address_bits``, and the accumulator's size.
+    primitives : None or "ecp5"
+        How the tags' block RAM is made (:class:`hdl.bram.RegisteredMemory`).
 
     Members
     -------
-    t0_index, t0_tag : In(slot_index_bits), In(address_bits)
-        T0's op's slot and line.
+    t0_tag : In(address_bits)
+        T0's op's line.
     t0_next_index : In(slot_index_bits)
         T0's slot after this clock edge.
     ta_tag, t1_tag : In(address_bits)
@@ -63,8 +71,9 @@ class TagCheck(wiring.Component):
         A line to look up for a prefetch (:class:`hdl.prefetch.FillHints`).
     probe_resident : Out(1)
         The tags, as the memory holds them (a clock or two behind P2's retags), put line
-        ``probe_tag`` in slot ``probe_index``, by its lowest ``PROBE_BITS`` tag bits. A second
-        read port: a copy of the LUT RAM, of those bits.
+        ``probe_tag`` in slot ``probe_index``, by its lowest ``PROBE_BITS`` tag bits: a
+        memory of those bits and the valid bit, read without a clock (LUT RAM), written as
+        the block RAM is.
     """
 
     #: Tag bits (the lowest) that a look-up for a prefetch compares: a line that shares them
@@ -72,15 +81,18 @@ class TagCheck(wiring.Component):
     #: these bits of the look-up's copy of the LUT RAM.
     PROBE_BITS = 7
 
-    def __init__(self, params):
+    def __init__(self, params, *, primitives=None):
+        if primitives not in PRIMITIVES:
+            raise ValueError(f"primitives must be one of {PRIMITIVES}, not {primitives!r}")
         self._params = params
+        self._primitives = primitives
         index_bits, address_bits = params.slot_index_bits, params.address_bits
         #: The lowest tag bit compared: bits below are the same for every line of a slot.
         self.tag_lsb = params.accumulator_line_lsb + index_bits
         self.tag_layout = data.StructLayout({
             "valid": 1, "tag": unsigned(max(0, address_bits - self.tag_lsb))})
         super().__init__({
-            "t0_index": In(index_bits), "t0_tag": In(address_bits),
+            "t0_tag": In(address_bits),
             "t0_next_index": In(index_bits),
             "ta_tag": In(address_bits), "t1_tag": In(address_bits),
             "ta_loads": In(1), "ta_moves": In(1),
@@ -96,21 +108,17 @@ class TagCheck(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         lsb, retag = self.tag_lsb, self.retag
-        m.submodules.tags = tags = Memory(shape=self.tag_layout, depth=self._params.slots,
-                                          init=[], attrs={"ram_style": "distributed"})
-        tag_read, tag_write = tags.read_port(domain="comb"), tags.write_port()
-        probe = tags.read_port(domain="comb")
-        probe_bits = min(self.PROBE_BITS, len(probe.data.tag))
-        m.d.comb += [probe.addr.eq(self.probe_index),
-                     self.probe_resident.eq(probe.data.valid & (
-                         probe.data.tag[:probe_bits] == self.probe_tag[lsb:][:probe_bits]))]
+        assert READ_LATENCY == 2        # the retags the read misses, below
+        m.submodules.tags = tags = RegisteredMemory(
+            width=self.tag_layout.size, depth=self._params.slots, primitives=self._primitives)
         # The write the memory takes on the next clock edge: P2's retag of the last.
         late = Signal(data.StructLayout({"en": 1, "addr": len(self.p2_index),
                                          "data": self.tag_layout}))
         m.d.sync += [late.en.eq(retag), late.addr.eq(self.p2_index),
                      late.data.valid.eq(self.p2_install), late.data.tag.eq(self.p2_tag[lsb:])]
-        m.d.comb += [tag_write.en.eq(late.en), tag_write.addr.eq(late.addr),
-                     tag_write.data.eq(late.data), tag_read.addr.eq(self.t0_index)]
+        m.d.comb += [tags.write_en.eq(late.en), tags.write_addr[0].eq(late.addr),
+                     tags.write_data.eq(late.data), tags.read_addr[0].eq(self.t0_next_index)]
+        self._probe(m, late)
 
         def installs(tag):
             """Whether P2's op installs line ``tag`` in its slot."""
@@ -121,25 +129,40 @@ class TagCheck(wiring.Component):
             (``before``) until it, and whether P2's op is on it (``on_slot``)."""
             return Mux(retag & on_slot, installs(tag), before)
 
-        # TA's check, from registers: its slot's tag as the memory stood when the op entered
-        # TA (``ta_tag``), unless P2 has given the slot another line or none since, on that
-        # edge included, or the memory's late write on that edge was to the slot
-        # (``ta_retagged``; then ``ta_retag_hit`` says whether the slot's line is the op's).
-        ta_tag = Signal(self.tag_layout)
+        # TA's check: its slot's tag as the memory stood two edges before the op entered TA
+        # (the block RAM's word on TA's first clock, ``fresh``, and a register of it after),
+        # unless P2 has given the slot another line or none since, on the edge the op
+        # entered TA included (``ta_retagged``; then ``ta_retag_hit`` says whether the
+        # slot's line is the op's).
+        fresh = Signal()
+        kept = Signal(self.tag_layout)
+        m.d.sync += fresh.eq(self.ta_loads)
+        with m.If(fresh):
+            m.d.sync += kept.eq(tags.read_data)
+        ta_tag = self.tag_layout(Mux(fresh, tags.read_data, kept))
         ta_retagged = Signal()
         ta_retag_hit = Signal()
         ta_hit = Mux(ta_retagged, ta_retag_hit,
                      ta_tag.valid & (ta_tag.tag == self.ta_tag[lsb:]))
-        # Whether the late write (on the next edge) is to T0's slot: a register made from
-        # P2's slot and T0's next.
-        late_on_t0 = Signal()
-        m.d.sync += late_on_t0.eq(retag & (self.p2_index == self.t0_next_index))
-        late_hit = late.data.valid & (late.data.tag == self.t0_tag[lsb:])
+        # The memory's writes on the next edge (``late``, P2's retag of the last clock) and
+        # on the one after it (``late_after``, this clock's), made registers of whether they
+        # are to T0's slot a clock before: from P2's slot (or ``late``'s) and T0's next.
+        late_on_t0, earlier_on_t0 = Signal(), Signal()
+        earlier = Signal.like(late.data)
+        m.d.sync += [late_on_t0.eq(retag & (self.p2_index == self.t0_next_index)),
+                     earlier_on_t0.eq(late.en & (late.addr == self.t0_next_index)),
+                     earlier.eq(late.data)]
+
+        def holds(word, tag):
+            """Whether the tag memory's ``word`` puts line ``tag`` in its slot."""
+            return word.valid & (word.tag == tag[lsb:])
+
+        newest_hit = Mux(late_on_t0, holds(late.data, self.t0_tag),
+                         holds(earlier, self.t0_tag))
         with m.If(self.ta_loads):
-            m.d.sync += [ta_tag.eq(tag_read.data),
-                         ta_retagged.eq((retag & self.p2_on_t0) | late_on_t0),
+            m.d.sync += [ta_retagged.eq((retag & self.p2_on_t0) | late_on_t0 | earlier_on_t0),
                          ta_retag_hit.eq(Mux(retag & self.p2_on_t0, installs(self.t0_tag),
-                                             late_hit))]
+                                             newest_hit))]
         with m.Elif(retag & self.p2_on_ta):
             m.d.sync += [ta_retagged.eq(1), ta_retag_hit.eq(installs(self.ta_tag))]
         # An op that moves into T1 behind a fast install of its slot: the slot holds T1's line
@@ -152,3 +175,19 @@ class TagCheck(wiring.Component):
             hit_after_edge(self.p2_on_t1, self.t1_tag, self.hit)))
         m.d.sync += self.hit.eq(self.hit_next)
         return m
+
+    def _probe(self, m, late):
+        """``probe_resident``: a memory of the valid bits and the lowest ``PROBE_BITS`` tag
+        bits, read without a clock, written with the block RAM's writes."""
+        lsb = self.tag_lsb
+        probe_bits = min(self.PROBE_BITS, len(late.data.tag))
+        layout = data.StructLayout({"valid": 1, "tag": unsigned(probe_bits)})
+        m.submodules.probe_tags = tags = Memory(shape=layout, depth=self._params.slots,
+                                                init=[], attrs={"ram_style": "distributed"})
+        write, read = tags.write_port(), tags.read_port(domain="comb")
+        m.d.comb += [write.en.eq(late.en), write.addr.eq(late.addr),
+                     write.data.valid.eq(late.data.valid),
+                     write.data.tag.eq(late.data.tag[:probe_bits]),
+                     read.addr.eq(self.probe_index),
+                     self.probe_resident.eq(read.data.valid & (
+                         read.data.tag == self.probe_tag[lsb:][:probe_bits]))]
