@@ -24,10 +24,10 @@ The boxes named in capitals are components of their own, each with its test:
 - The slots are block RAM whose data comes two clocks after its address, from the RAM's
   output register (:class:`hdl.bram.RegisteredMemory`: a block RAM's data straight from its
   array would use most of a clock period). The slots' valid bits and tags are kept again in a
-  small memory read without a clock (``TagCheck``), for the hit check: it is read as an op
-  enters TA, into a register. P2's changes to it are written a clock late, from registers,
-  so that its write enables have no logic in front of them; the op entering TA on that clock
-  takes the late write as a change of its slot's line.
+  small block RAM (``TagCheck``), for the hit check: it is read a clock ahead of the slots,
+  so that its word is out as an op enters TA. P2's changes to it are written a clock late,
+  from registers, so that its write enables have no logic in front of them; the op entering
+  TA takes the writes its read missed as changes of its slot's line.
 - Ops enter through ``intake``, a skid buffer (:class:`hdl.pipeline.SkidBuffer`), so that
   ``op.ready`` is a register, and wait in **T0**, a register, so that the pool's logic
   starts from registers, not from its caller's. An op's line of data does not travel with
