@@ -3,7 +3,6 @@
 
 from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["hint_layout", "prefetch_layout", "same_line", "FillHints"]
@@ -38,9 +37,10 @@ class FillHints(wiring.Component):
     The controller hints every whole-line contribution to an aggregating region as it leaves
     the address decoder, clocks before it reaches the pool. A line's contributions come in
     runs, and only a run's first can miss, so a hint of the line hinted last is dropped, as
-    is a hint that finds the queue full (``DEPTH`` lines). Each line is looked up in the tags
-    (``probe_*``, one look-up a clock) as it enters, and the head again on every clock no line
-    enters; the candidate is offered (``candidate.valid``, from registers) from the clock after
+    is a hint that finds the queue full (``DEPTH`` lines, in registers). Each line is looked up
+    in the tags (``probe_*``, one look-up a clock) as it enters, and the head again on every
+    clock no hint comes (a repeat's look-up takes the clock, so that the choice is a
+    register's); the candidate is offered (``candidate.valid``, from registers) from the clock after
     its hint while its last look-up says it is not resident, and leaves the queue when the
     miss handler takes it, or a look-up finds it resident or its op in T1 (a clock before).
     The tags are a clock or two behind P2's changes, so a line may be offered a clock after it
@@ -88,24 +88,22 @@ class FillHints(wiring.Component):
         params, hint, candidate = self._params, self.hint, self.candidate
         lsb = params.accumulator_line_lsb
         entry = data.StructLayout({"line": hint_layout(params), "resident": 1})
-        m.submodules.lines = lines = SyncFIFO(width=entry.size, depth=self.DEPTH)
-        head = entry(lines.r_data)
         last = Signal(params.address_bits)      # the line hinted last
         last_valid = Signal()
         fresh = hint.valid & ~(last_valid & same_line(params, hint.payload.tag, last))
         with m.If(hint.valid):
             m.d.sync += [last.eq(hint.payload.tag), last_valid.eq(1)]
-        # One look-up a clock: of a fresh hint, kept with it, else of the head.
-        looked_at = hint_layout(params)(Mux(fresh, hint.payload, head.line))
-        m.d.comb += [self.probe_index.eq(looked_at.index), self.probe_tag.eq(looked_at.tag),
-                     lines.w_en.eq(fresh),
-                     lines.w_data.eq(Cat(hint.payload, self.probe_resident))]
+        # One look-up a clock: of a hint, kept with it if it is fresh, else of the head (the
+        # choice by the hint's valid, a register, not by the compare that makes ``fresh``).
         pop = Signal()
+        head, held = self._queue(m, entry, fresh, Cat(hint.payload, self.probe_resident), pop)
+        looked_at = hint_layout(params)(Mux(hint.valid, hint.payload, head.line))
+        m.d.comb += [self.probe_index.eq(looked_at.index), self.probe_tag.eq(looked_at.tag)]
         kept = Signal()             # the head is the one of a clock ago
         looked_up = Signal()        # and ``resident`` is of it
         resident = Signal()         # the tags put the head in its slot, a clock ago
         arrived = Signal()          # its op was in T1, a clock ago
-        m.d.sync += [kept.eq(lines.r_rdy & ~pop), looked_up.eq(~fresh),
+        m.d.sync += [kept.eq(held & ~pop), looked_up.eq(~hint.valid),
                      resident.eq(self.probe_resident),
                      arrived.eq(self.t1_valid & same_line(params, self.t1_tag, head.line.tag))]
         # A new head (or one whose look-up gave way to a hint) goes by its look-up on entry.
@@ -116,8 +114,27 @@ class FillHints(wiring.Component):
         first = Cat(Const(self._n_line_offset, lsb), head.line.tag[lsb:])
         m.d.comb += [candidate.payload.tag.eq(head.line.tag),
                      candidate.payload.first.eq(first),
-                     candidate.valid.eq(lines.r_rdy & ~seen_resident & ~gone),
+                     candidate.valid.eq(held & ~seen_resident & ~gone),
                      pop.eq((candidate.valid & candidate.ready)
-                            | (lines.r_rdy & (seen_resident | gone))),
-                     lines.r_en.eq(pop)]
+                            | (held & (seen_resident | gone)))]
         return m
+
+    def _queue(self, m, entry, push, value, pop):
+        """The lines, oldest first, in ``DEPTH`` registers (``value`` of ``entry``'s layout
+        taken while ``push`` and there is room, the head dropped while ``pop``): the head
+        and whether there is one, both registers."""
+        entries = [Signal(entry, name=f"line{k}") for k in range(self.DEPTH)]
+        count = Signal(range(self.DEPTH + 1))
+        room = count != self.DEPTH
+        taken = push & room
+        after_pop = count - pop             # where a pushed line goes
+        for k, current in enumerate(entries):
+            behind = entries[k + 1] if k + 1 < self.DEPTH else current
+            with m.If(taken & (after_pop == k)):
+                m.d.sync += current.eq(value)
+            with m.Elif(pop):
+                m.d.sync += current.eq(behind)
+        held = Signal()
+        following = count - pop + taken
+        m.d.sync += [count.eq(following), held.eq(following != 0)]
+        return entries[0], held
