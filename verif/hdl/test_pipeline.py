@@ -55,7 +55,11 @@ class _TwoFifos(Elaboratable):
     """An EagerFIFO and a SyncFIFO of the same size, side by side, in a domain whose reset
     the test drives."""
 
+    #: Clocks of random traffic, and the clocks the reset is high on (half way).
+    CLOCKS, RESETS = 600, {301, 302}
+
     def __init__(self, width, depth, lag=None):
+        self.width = width
         self.eager = EagerFIFO(width=width, depth=depth, lag=lag)
         self.reference = SyncFIFO(width=width, depth=depth)
         self.sync = ClockDomain()
@@ -66,6 +70,23 @@ class _TwoFifos(Elaboratable):
         m.submodules.eager, m.submodules.reference = self.eager, self.reference
         return m
 
+    def traffic(self, seed, push_rate, pop_rate):
+        """``CLOCKS`` random (push, pop, word) triples of ``seed``, pushes and pops at the
+        given rates (also while full or empty)."""
+        rng = np.random.default_rng(seed)
+        pushes = [bool(x) for x in rng.random(self.CLOCKS) < push_rate]
+        pops = [bool(x) for x in rng.random(self.CLOCKS) < pop_rate]
+        data = [int(x) for x in rng.integers(0, 1 << self.width, self.CLOCKS, dtype=np.uint64)]
+        return list(zip(pushes, pops, data))
+
+    def drive(self, ctx, clock, push, pop, word):
+        """Offer clock ``clock``'s push, pop and word to both queues, and the reset."""
+        ctx.set(self.sync.rst, clock in self.RESETS)
+        for fifo in (self.eager, self.reference):
+            ctx.set(fifo.w_en, push)
+            ctx.set(fifo.w_data, word)
+            ctx.set(fifo.r_en, pop)
+
 
 # A queue within one column group of its memory, and one over two groups and a part.
 @pytest.mark.parametrize("width", [12, 2 * CONTROL_COPY_BITS + 5])
@@ -75,21 +96,12 @@ def test_eager_fifo_behaves_as_a_sync_fifo(width, depth, seed):
     """Random pushes (also while full) and pops (also while empty), and a reset of two clocks
     half way: ``w_rdy``, ``r_rdy``, ``level`` and, while ``r_rdy``, ``r_data`` equal the
     SyncFIFO's on every clock (every column group's pointers restart together)."""
-    rng = np.random.default_rng(seed)
     dut = _TwoFifos(width, depth)
-    pushes = [bool(x) for x in rng.random(600) < 0.55]
-    pops = [bool(x) for x in rng.random(600) < 0.5]
-    data = [int(x) for x in rng.integers(0, 1 << width, 600, dtype=np.uint64)]
-    resets = {301, 302}
     errors = []
 
     async def bench(ctx):
-        for clock, (push, pop, word) in enumerate(zip(pushes, pops, data)):
-            ctx.set(dut.sync.rst, clock in resets)
-            for fifo in (dut.eager, dut.reference):
-                ctx.set(fifo.w_en, push)
-                ctx.set(fifo.w_data, word)
-                ctx.set(fifo.r_en, pop)
+        for clock, (push, pop, word) in enumerate(dut.traffic(seed, 0.55, 0.5)):
+            dut.drive(ctx, clock, push, pop, word)
             for port in ("w_rdy", "r_rdy", "level"):
                 got = ctx.get(getattr(dut.eager, port))
                 want = ctx.get(getattr(dut.reference, port))
@@ -113,22 +125,12 @@ def test_eager_fifo_lagged_bits_come_clocks_later(offset, clocks, depth, seed):
     every clock, and the bits from ``offset`` on, ``clocks`` clocks later, are the head's of
     then, under random pushes and pops and a reset half way (the late bits are not compared
     across it)."""
-    width = 3 * CONTROL_COPY_BITS + 1
-    rng = np.random.default_rng(seed)
-    dut = _TwoFifos(width, depth, lag=(offset, clocks))
-    pushes = [bool(x) for x in rng.random(600) < 0.6]
-    pops = [bool(x) for x in rng.random(600) < 0.6]
-    data = [int(x) for x in rng.integers(0, 1 << width, 600, dtype=np.uint64)]
-    resets = {301, 302}
+    dut = _TwoFifos(3 * CONTROL_COPY_BITS + 1, depth, lag=(offset, clocks))
     heads, errors = {}, []
 
     async def bench(ctx):
-        for clock, (push, pop, word) in enumerate(zip(pushes, pops, data)):
-            ctx.set(dut.sync.rst, clock in resets)
-            for fifo in (dut.eager, dut.reference):
-                ctx.set(fifo.w_en, push)
-                ctx.set(fifo.w_data, word)
-                ctx.set(fifo.r_en, pop)
+        for clock, (push, pop, word) in enumerate(dut.traffic(seed, 0.6, 0.6)):
+            dut.drive(ctx, clock, push, pop, word)
             got = ctx.get(dut.eager.r_data)
             if ctx.get(dut.reference.r_rdy):
                 heads[clock] = want = ctx.get(dut.reference.r_data)
@@ -136,7 +138,7 @@ def test_eager_fifo_lagged_bits_come_clocks_later(offset, clocks, depth, seed):
                     errors.append(f"clock {clock}: bits below {offset} {got:#x}, "
                                   f"SyncFIFO's head {want:#x}")
             then = clock - clocks
-            compared = then in heads and not any(then < r <= clock for r in resets)
+            compared = then in heads and not any(then < r <= clock for r in dut.RESETS)
             if compared and got >> offset != heads[then] >> offset:
                 errors.append(f"clock {clock}: bits from {offset} {got >> offset:#x}, "
                               f"the head of clock {then} had {heads[then] >> offset:#x}")
