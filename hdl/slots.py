@@ -861,7 +861,7 @@ class SlotPool(wiring.Component):
         others = data.StructLayout({name: layout[name].shape
                                     for name in ("user", "accepted", "reason", "error")})
         width = len(self._columns[0])
-        pieces = []
+        pieces, heads = [], []
         for k, pool in enumerate(slices):
             piece_layout = data.StructLayout({"line": width, "invalid": 1,
                                               **({"others": others} if k == 0 else {})})
@@ -873,9 +873,10 @@ class SlotPool(wiring.Component):
                          entry.line.eq(result.line), entry.invalid.eq(result.invalid)]
             if k == 0:
                 m.d.comb += [entry.others[name].eq(result[name]) for name in others.members]
-            pieces.append(piece.r_stream.payload)
-        head = pieces[0].others
-        m.d.comb += [self.result.valid.eq(m.submodules["results0"].r_rdy),
-                     *(self.result.payload[name].eq(head[name]) for name in others.members),
-                     self.result.payload.line.eq(Cat(piece.line for piece in pieces)),
-                     self.result.payload.invalid.eq(Cat(piece.invalid for piece in pieces).any())]
+            pieces.append(piece)
+            heads.append(piece.r_stream.payload)
+        m.d.comb += [self.result.valid.eq(pieces[0].r_rdy),
+                     *(self.result.payload[name].eq(heads[0].others[name])
+                       for name in others.members),
+                     self.result.payload.line.eq(Cat(head.line for head in heads)),
+                     self.result.payload.invalid.eq(Cat(head.invalid for head in heads).any())]
