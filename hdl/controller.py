@@ -378,10 +378,9 @@ class CxlMemController(wiring.Component):
         its last step (:meth:`_fill_hint`)."""
         ingress, decoder, control = c.ingress, c.decoder, c.control
         latency = AddressDecoder.LATENCY
-        p = self._params.datapath
         full = request_layout(self._params)
         narrow = request_fields_layout(self._params)
-        lines = tuple(request_line_layout(self._params).members)
+        line_layout = request_line_layout(self._params)
         entry = data.StructLayout({"request": narrow, "decoded": decoded_layout(self._params),
                                    "route": ROUTES})
         # Enough entries for a request on every clock: the credit loop through the decoder's
@@ -391,7 +390,7 @@ class CxlMemController(wiring.Component):
         m.submodules.decoded = queue = fifo.SyncFIFOBuffered(
             width=entry.size, depth=credit_loop(latency, back=0, queue=2))
         m.submodules.decoded_lines = line_queue = EagerFIFO(
-            width=p.line_bytes + p.line_bits, depth=queue.depth)
+            width=line_layout.size, depth=queue.depth)
         request = ingress.request
         m.submodules.decode_credits = credits = CreditSender(request.payload.shape(),
                                                              credits=queue.depth)
@@ -434,11 +433,11 @@ class CxlMemController(wiring.Component):
         narrow_head = entry(queue.r_data)
         head = Signal(data.StructLayout({"request": full, "decoded": entry["decoded"].shape,
                                          "route": ROUTES}))
-        line_head = Signal(data.StructLayout({name: full[name].shape for name in lines}))
+        line_head = Signal(line_layout)
         m.d.comb += [*(head.request[name].eq(narrow_head.request[name])
                        for name in narrow.members),
                      line_head.eq(line_queue.r_data),
-                     *(head.request[name].eq(line_head[name]) for name in lines),
+                     *(head.request[name].eq(line_head[name]) for name in line_layout.members),
                      head.decoded.eq(narrow_head.decoded), head.route.eq(narrow_head.route)]
         return head, queue.r_rdy, pop
 

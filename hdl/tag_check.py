@@ -23,9 +23,9 @@ class TagCheck(wiring.Component):
     writes of the two edges before the op enters TA and of that edge: the op entering TA
     takes the retags those writes carry (P2's of the three clocks before) as retags of its
     slot, the newest first. T1's ``hit`` is a register, so that the pool's decision to move
-    on or to miss has no logic in front of it (pipeline rule 3). (The tags were LUT RAM, a
-    copy in each slice of 96 of the device's RAM cells, when the controller's LUT RAM used
-    92% of the cells that can hold it.)
+    on or to miss has no logic in front of it (pipeline rule 3). Block RAM rather than LUT
+    RAM: the cells that can hold LUT RAM are few on the die, and the controller's queues
+    need most of them (``make report``'s placement logs count them).
 
     A tag is compared above the slot index only: a slot only holds lines whose index is its
     own, and accumulators are aligned to their size, so the bits below are the same for every
