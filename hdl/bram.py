@@ -16,7 +16,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["PRIMITIVES", "READ_LATENCY", "ECP5_DEPTH", "ECP5_WIDTH", "BLOCKS_PER_COPY",
-           "address_copies", "RegisteredMemory"]
+           "address_copies", "ecp5_blocks", "RegisteredMemory"]
 
 #: The vendor primitive forms a design can be generated with (``None``: inferred memories).
 PRIMITIVES = (None, "ecp5")
@@ -41,6 +41,12 @@ def address_copies(width):
     """How many copies of its addresses a :class:`RegisteredMemory` of ``width`` bits takes:
     one per :data:`BLOCKS_PER_COPY` block columns."""
     return -(-width // (ECP5_WIDTH * BLOCKS_PER_COPY))
+
+
+def ecp5_blocks(width, depth):
+    """How many DP16KD blocks the ECP5 form of a :class:`RegisteredMemory` of ``depth`` words
+    of ``width`` bits takes: its block columns times its banks."""
+    return -(-width // ECP5_WIDTH) * -(-depth // ECP5_DEPTH)
 
 
 class RegisteredMemory(wiring.Component):

@@ -7,9 +7,10 @@ from collections import defaultdict
 
 import pytest
 
-from hdl.bram import ECP5_WIDTH
+from hdl.bram import ecp5_blocks
 from hdl.controller import CxlMemController
 from hdl.slot_ops import slot_entry_layout
+from hdl.tag_check import TagCheck
 from spec.params import POOL_SLICE_BITS, ControllerParams, DatapathParams
 from synth import flow
 from synth.flow import (
@@ -155,9 +156,9 @@ def _flip_flops_by_register(folder, top):
 def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
     """Synthesis of the controller as the flow makes it keeps the decoder's copy of the address
     for each region (``address_copy_<r>``, hdl.pipeline.register_copies) as flip-flops of its
-    own, and puts the slot pool's memory in block RAMs with their output registers on, as
-    many as a slot's width needs (and nothing else: write-backs wait in the memory port's LUT
-    RAM), rather than in flip-flops or LUT RAM."""
+    own, and puts the slot pool's memory and its tags in block RAMs with their output registers
+    on, as many as their widths need (and nothing else: write-backs wait in the memory port's
+    LUT RAM), rather than in flip-flops or LUT RAM."""
     params = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=2),
                               regions=2, slots=256)
     assert params.datapath.line_bits <= POOL_SLICE_BITS, "the pool is no longer one slice"
@@ -167,9 +168,11 @@ def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
     netlist = json.loads((folder / "nf_controller.ecp5.json").read_text())
     blocks = [cell for module in netlist["modules"].values()
               for cell in module["cells"].values() if cell["type"] == "DP16KD"]
-    columns = -(-slot_entry_layout(params).size // ECP5_WIDTH)
-    assert len(blocks) == columns, \
-        f"{len(blocks)} DP16KD blocks, {columns} expected (a slot's width)"
+    slot_blocks = ecp5_blocks(slot_entry_layout(params).size, params.slots)
+    tag_blocks = ecp5_blocks(TagCheck(params).tag_layout.size, params.slots)
+    assert len(blocks) == slot_blocks + tag_blocks, \
+        f"{len(blocks)} DP16KD blocks, {slot_blocks} for the slots and {tag_blocks} for the " \
+        f"tags expected"
     for block in blocks:
         modes = {block["parameters"][f"REGMODE_{port}"] for port in "AB"}
         assert modes == {"OUTREG"}, f"a block RAM with output register modes {modes}"
