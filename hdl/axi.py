@@ -76,7 +76,8 @@ class AxiMemoryPort(wiring.Component):
       nowhere else.
     - ``write_line`` (one line, with its byte enables) is taken while ``ready``, a register
       that falls once ``LINE_WRITES`` one-line writes are held, on the same clock as a burst
-      or not.
+      or not. Its ``line`` and ``strobe`` come ``LINE_LAG`` clocks after the take, its ``id``
+      and ``address`` on the take's clock.
     - Every write waits in the *W buffer* until its AW and its W beats have gone, each
       channel in the order the writes were taken (a clock's burst first, then its line): W
       may go ahead of AW (AXI4 allows it), so one-line writes go at one per clock even to a
@@ -113,6 +114,11 @@ class AxiMemoryPort(wiring.Component):
     read_command : In(stream.Signature(read_command_layout(...)))
     read_data : Out(stream.Signature({"id", "data", "error"}, always_ready=True))
     write_burst : In(stream.Signature(write_burst_layout(...), always_ready=True))
+    write_burst_copies : In(len(groups))
+        ``write_burst.valid`` again, a copy for each column group of the W banks
+        (:attr:`groups`), which the owner keeps equal to it: group ``g``'s banks take a burst
+        by copy ``g`` alone, so that an owner whose lines come from several places can make
+        each group's copy beside that group's lines (pipeline rule 2).
     bursts_held : Out(range(bursts + 1))
     write_line : In(stream.Signature(write_line_layout(...)))
     write_response : Out(stream.Signature({"id", "error"}, always_ready=True))
@@ -121,6 +127,12 @@ class AxiMemoryPort(wiring.Component):
     #: One-line writes the W buffer holds: enough to send one per clock while each waits a
     #: clock or two for its AW to go.
     LINE_WRITES = 4
+
+    #: Clocks from a one-line write's take to its line and byte enables: they go straight to
+    #: the W banks' column groups, and an owner may read them from a queue through a register
+    #: tree of its read pointer (:class:`hdl.pipeline.EagerFIFO`'s ``lag``), so that no take
+    #: reaches a column group within its clock.
+    LINE_LAG = 1
 
     def __init__(self, *, line_bits, address_bits, id_bits, burst_beats, bursts):
         for name, value, low in (("line_bits", line_bits, 8), ("address_bits", address_bits, 8),
@@ -153,12 +165,19 @@ class AxiMemoryPort(wiring.Component):
             "write_burst": In(stream.Signature(write_burst_layout(
                 address_bits=address_bits, id_bits=id_bits, line_bits=line_bits,
                 beats=burst_beats), always_ready=True)),
+            "write_burst_copies": In(len(self.groups)),
             "bursts_held": Out(range(bursts + 1)),
             "write_line": In(stream.Signature(write_line_layout(
                 address_bits=address_bits, id_bits=id_bits, line_bits=line_bits))),
             "write_response": Out(stream.Signature(data.StructLayout({
                 "id": unsigned(id_bits), "error": 1}), always_ready=True)),
         })
+
+    @property
+    def groups(self):
+        """The column groups of the W banks: slices of a line's bits, ``CONTROL_COPY_BITS``
+        each (:func:`hdl.pipeline.column_slices`)."""
+        return column_slices(self._line_bits)
 
     def elaborate(self, platform):
         m = Module()
@@ -178,7 +197,7 @@ class AxiMemoryPort(wiring.Component):
         # copy of the error of its own (rule 2), so that no taker masks a line by one net.
         r_error = axi.rresp != RESP_OKAY
         rdata = Signal.like(axi.rdata, reset_less=True)
-        groups = column_slices(line_bits)
+        groups = self.groups
         r_errors = register_copies(m, r_error, len(groups), "r_error")
         m.d.comb += self.read_data.payload.data.eq(Cat(
             Mux(error, 0, rdata[bits]) for error, bits in zip(r_errors, groups)))
@@ -206,8 +225,8 @@ class AxiMemoryPort(wiring.Component):
 
     def _write_rings(self, m, w, groups):
         """The order of the writes and each kind's ring pointer (``w.is_line``,
-        ``w.produce``), and the one-line write's line, staged (``w.staged_line``)."""
-        line, taken = self.write_line, w.taken
+        ``w.produce``), and where a one-line write's byte enables go (``w.strobe_at``)."""
+        taken = w.taken
         # The order of the writes, a bit per write (1: a one-line write), in a ring of its
         # own: a clock's burst first, then its line. Only these narrow flags depend on both
         # takes; each kind's banks and memories are written at its own pointer.
@@ -222,22 +241,24 @@ class AxiMemoryPort(wiring.Component):
             m.d.sync += is_line.bit_select(line_order, 1).eq(1)
         # Each kind's ring: written on every clock at the next free entry, ``produce``, in
         # copies of its own for each column group of its banks (rule 2) and one for the rest.
-        # A one-line write's line reaches its banks a clock after its take, from a register
-        # (``staged_line``) at copies of the entry it was taken at: W reads it from the second
-        # clock after the take (below), and the owner's valid, which comes late in the clock,
-        # moves one pointer, not a copy in every group. (A burst's lines come from registers
-        # of the pool, a burst's worth of them: they are not staged again.)
+        # A one-line write's line and byte enables come a clock after its take (``LINE_LAG``)
+        # and go to their banks at copies of the entry it was taken at: W reads them from the
+        # second clock after the take (below), and the owner's valid, which comes late in the
+        # clock, moves one pointer, not a copy in every group. (A burst's lines come from registers
+        # of the pool, a burst's worth of them: they are not staged again. Each group's copy
+        # of its pointer counts the group's copy of the burst's valid.)
         w.produce = produce = {}
-        next_produce = Signal(range(self._entries["burst"]), name="burst_produce_next")
-        produce["burst"] = register_copies(m, next_produce, len(groups) + 1, "burst_produce",
-                                           reset=True)
-        m.d.comb += next_produce.eq(produce["burst"][-1] + taken["burst"])
+        produce["burst"] = []
+        copies = [*self.write_burst_copies, taken["burst"]]
+        for g, burst_taken in enumerate(copies):
+            pointer = Signal(range(self._entries["burst"]), name=f"burst_produce_{g}")
+            m.d.sync += pointer.eq(pointer + burst_taken)
+            produce["burst"].append(pointer)
         line_produce = Signal(range(self._entries["line"]))
         m.d.sync += line_produce.eq(line_produce + taken["line"])
-        produce["line"] = [*register_copies(m, line_produce, len(groups), "line_staged_at"),
-                           line_produce]
-        w.staged_line = Signal.like(line.payload.line, reset_less=True)
-        m.d.sync += w.staged_line.eq(line.payload.line)
+        *staged, w.strobe_at = register_copies(m, line_produce, len(groups) + 1,
+                                               "line_staged_at")
+        produce["line"] = [*staged, line_produce]
 
     def _write_waiting(self, m, w):
         """What each kind of write has waiting, for AW and for W (taken, not yet sent: a
@@ -335,7 +356,7 @@ class AxiMemoryPort(wiring.Component):
         m.submodules.strobes = strobes = Memory(shape=len(line.payload.strobe),
                                                 depth=self._entries["line"], init=[])
         strobe_write, strobe_read = strobes.write_port(), strobes.read_port(domain="comb")
-        m.d.comb += [strobe_write.en.eq(1), strobe_write.addr.eq(w.produce["line"][-1]),
+        m.d.comb += [strobe_write.en.eq(1), strobe_write.addr.eq(w.strobe_at),
                      strobe_write.data.eq(line.payload.strobe),
                      strobe_read.addr.eq(w_entry["line"]),
                      axi.wstrb.eq(Mux(w.w_line, strobe_read.data, -1))]
@@ -361,7 +382,7 @@ class AxiMemoryPort(wiring.Component):
             sources = [(f"w_bank{b}", "burst",
                         self.write_burst.payload.lines[b * self._line_bits:][:self._line_bits])
                        for b in range(beats)]
-            sources.append(("w_line", "line", w.staged_line))
+            sources.append(("w_line", "line", self.write_line.payload.line))
             for name, kind, source in sources:
                 m.submodules[f"{name}_group{g}"] = bank = Memory(
                     shape=bits.stop - bits.start, depth=self._entries[kind], init=[])

@@ -218,7 +218,10 @@ class CxlMemController(wiring.Component):
                 reset=True))),
             pool.fill_data.error.eq(Cat(register_copies(
                 m, axi.rresp != RESP_OKAY, pool.slices, "pool_line_error")))]
+        # Each W bank group takes a write-back by the valid of the slice that makes its lines.
         m.d.comb += [memory.write_burst.valid.eq(pool.write_back.valid),
+                     *(copy.eq(pool.write_back_copies[pool.slice_of(bits.start)])
+                       for copy, bits in zip(memory.write_burst_copies, memory.groups)),
                      memory.write_burst.payload.id.eq(_POOL_ID),
                      memory.write_burst.payload.address.eq(pool.write_back.payload.address),
                      memory.write_burst.payload.lines.eq(pool.write_back.payload.lines),

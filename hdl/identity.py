@@ -5,7 +5,7 @@ from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axi import read_command_layout, write_line_layout
+from .axi import AxiMemoryPort, read_command_layout, write_line_layout
 from .pipeline import EagerFIFO, register_copies
 
 __all__ = ["host_write_layout", "IdentityPath"]
@@ -34,7 +34,10 @@ class IdentityPath(wiring.Component):
     the last clock, so that the line's mux (the port's W buffer input, spread over the die) is
     steered by registers, one copy per column group of the line (pipeline rule 2) and one for
     the other fields and the handshakes. The zero writes start a clock into the phase, and the
-    port stays without a write for a clock after it.
+    port stays without a write for a clock after it. A write's line and byte enables go to the
+    port ``AxiMemoryPort.LINE_LAG`` clocks after its take, as the port reads them: the write
+    queue gives them that much later, through a register tree of its read pointer (its
+    ``lag``), and each column group's mux is steered by its copy of the phase that much later.
 
     Parameters
     ----------
@@ -60,7 +63,8 @@ class IdentityPath(wiring.Component):
         A clear's zero writes own the write port (from the next clock on).
     zero_write : In(stream.Signature(write_line_layout(...)))
     write_line : Out(stream.Signature(write_line_layout(...)))
-        To the memory port.
+        To the memory port. On both, ``line`` and ``strobe`` come ``AxiMemoryPort.LINE_LAG``
+        clocks after the take.
     """
 
     #: Identity reads (and writes) dispatched and not yet taken by the memory port.
@@ -120,21 +124,31 @@ class IdentityPath(wiring.Component):
     def _writes(self, m):
         p = self._params.datapath
         layout = host_write_layout(self._params)
-        m.submodules.write_queue = queue = EagerFIFO(shape=layout, depth=self.QUEUE)
+        lag = AxiMemoryPort.LINE_LAG
+        m.submodules.write_queue = queue = EagerFIFO(
+            shape=layout, depth=self.QUEUE, lag=(layout["line"].offset, lag))
         wiring.connect(m, wiring.flipped(self.write), queue.w_stream)
         head = queue.r_stream.payload
         zero, write = self.zero_write.payload, self.write_line
         groups = p.control_copies
         zeroing = register_copies(m, self.zero_phase, groups + 1, "write_zeroing")
+        # Each copy ``lag`` clocks later, from its own copy: the phase of the line's take.
+        late = []
+        for g, copy in enumerate(zeroing):
+            for k in range(lag):
+                later = Signal(name=f"write_zeroing_{g}_late{k}", reset_less=True)
+                m.d.sync += later.eq(copy)
+                copy = later
+            late.append(copy)
         m.d.comb += [
             write.payload.id.eq(Mux(zeroing[-1], zero.id, self._host_id)),
             write.payload.address.eq(Mux(zeroing[-1], zero.address, head.address)),
-            write.payload.strobe.eq(Mux(zeroing[-1], zero.strobe, head.strobe)),
+            write.payload.strobe.eq(Mux(late[-1], zero.strobe, head.strobe)),
         ]
         bits = p.control_copy_bits
         m.d.comb += write.payload.line.eq(Cat(
             Mux(zero_copy, zero.line[g * bits:(g + 1) * bits], head.line[g * bits:(g + 1) * bits])
-            for g, zero_copy in enumerate(zeroing[:groups])))
+            for g, zero_copy in enumerate(late[:groups])))
         m.d.comb += [write.valid.eq(Mux(zeroing[-1], self.zero_write.valid, queue.r_rdy)),
                      queue.r_en.eq(write.ready & ~zeroing[-1]),
                      self.zero_write.ready.eq(write.ready & zeroing[-1])]

@@ -88,7 +88,8 @@ class ScanTasks(wiring.Component):
     scan : Out(scan_layout(params))
     zero_phase : Out(1)
     zero_write : Out(stream.Signature(write_line_layout(...)))
-        A clear's zero writes, one line each.
+        A clear's zero writes, one line each: a line of zeros, every byte enabled, on every
+        clock (as late after a take as :class:`hdl.axi.AxiMemoryPort` reads them).
     """
 
     def __init__(self, params, *, region_bits, id_bits, zero_id):
@@ -220,10 +221,12 @@ class ScanTasks(wiring.Component):
                     m.d.sync += [zero_address.eq(steps.low), zero_left.eq(steps.low < steps.high)]
                 with m.Else():
                     steps.finish()
+        # The line and its byte enables are the same on every clock, so they are there
+        # ``AxiMemoryPort.LINE_LAG`` clocks after any take.
+        m.d.comb += [zero.payload.strobe.eq(-1), zero.payload.line.eq(0)]
         with m.If(phase.zero):
             m.d.comb += [zero.valid.eq(zero_left), zero.payload.id.eq(self._zero_id),
-                         zero.payload.address.eq(zero_address), zero.payload.strobe.eq(-1),
-                         zero.payload.line.eq(0)]
+                         zero.payload.address.eq(zero_address)]
             following = zero_address + params.datapath.line_bytes
             with m.If(zero.valid & zero.ready):
                 m.d.sync += [zero_address.eq(following), zero_left.eq(following < steps.high)]

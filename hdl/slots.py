@@ -723,6 +723,10 @@ class SlotPool(wiring.Component):
     write_back : Out(stream.Signature(write_back_layout(params), always_ready=True))
         Taken on every clock it is valid: into the memory port's W buffer
         (:class:`hdl.axi.AxiMemoryPort`).
+    write_back_copies : Out(slices)
+        ``write_back.valid`` again, as each slice makes it: copy ``k`` beside slice ``k``'s
+        columns of the lines (:meth:`slice_of`), for a taker that steers those columns by a
+        copy of its own (pipeline rule 2).
     write_backs_held : In(range(QUEUE_DEPTH + 1))
         Write-backs the memory port holds, as of the last clock edge: the pool makes one only
         while it has room for it there, ``QUEUE_DEPTH`` in all.
@@ -779,6 +783,7 @@ class SlotPool(wiring.Component):
             "op": In(stream.Signature(slot_op_layout(params, user_width))),
             "result": Out(stream.Signature(slot_result_layout(params, user_width))),
             "write_back": Out(stream.Signature(write_back_layout(params), always_ready=True)),
+            "write_back_copies": Out(self.slices),
             "write_backs_held": In(range(self.QUEUE_DEPTH + 1)),
             "fill_read": Out(stream.Signature(fill_command_layout(params))),
             "fill_data": In(pool_fill_layout(params, self.slices)),
@@ -794,6 +799,14 @@ class SlotPool(wiring.Component):
     def slices(self):
         """How many :class:`PoolSlice` the line is cut into."""
         return len(self._columns)
+
+    def slice_of(self, bit):
+        """The slice whose columns hold bit ``bit`` of a line (of the result line, of each
+        plane, and of each line of an op's data)."""
+        if not isinstance(bit, int) or not 0 <= bit < self._params.datapath.line_bits:
+            raise ValueError(f"bit must be a line bit, from 0 to "
+                             f"{self._params.datapath.line_bits - 1}, not {bit!r}")
+        return bit // len(self._columns[0])
 
     def elaborate(self, platform):
         m = Module()
@@ -842,6 +855,7 @@ class SlotPool(wiring.Component):
             self.fill_read.valid.eq(first.fill_read.valid),
             self.fill_read.payload.eq(first.fill_read.payload),
             self.write_back.valid.eq(first.write_back.valid),
+            self.write_back_copies.eq(Cat(pool.write_back.valid for pool in slices)),
             write_back.address.eq(first.write_back.payload.address),
             # The result line and the planes, then the n line, rebuilt from slice 0's count.
             write_back.lines.eq(Cat(*(side_by_side("write_back", "lines", line)

@@ -26,6 +26,24 @@ def _port(held=BURSTS, beats=BURST_BEATS):
                          burst_beats=beats, bursts=held)
 
 
+def _set_burst_valid(ctx, port, valid):
+    """Offer a write burst (or not), its valid's copies alike, as the port's owner keeps them."""
+    ctx.set(port.write_burst.valid, valid)
+    ctx.set(port.write_burst_copies, (1 << len(port.groups)) - 1 if valid else 0)
+
+
+async def _tick_lagging(ctx, port, taken, rng):
+    """A clock edge, then ``write_line``'s line and byte enables for the clock after it: those
+    of ``taken``, the one-line write taken on the clock before the edge (``LINE_LAG`` = 1),
+    else random bits, which the port must take for no write."""
+    assert AxiMemoryPort.LINE_LAG == 1, "the test drives lines a clock after their take"
+    await ctx.tick()
+    if taken is None:
+        taken = {"line": rng.getrandbits(LINE_BITS), "strobe": rng.getrandbits(LINE_BITS // 8)}
+    ctx.set(port.write_line.payload.line, taken["line"])
+    ctx.set(port.write_line.payload.strobe, taken["strobe"])
+
+
 def _run(seed, bursts, lines, reads, *, burst_rate, line_rate, held=BURSTS, beats=BURST_BEATS):
     """Send write ``bursts`` and ``lines`` and read commands ``reads`` through a port of
     ``beats`` lines a burst and ``held`` bursts; returns what the memory saw and what the port
@@ -88,21 +106,21 @@ def _run(seed, bursts, lines, reads, *, burst_rate, line_rate, held=BURSTS, beat
                 burst = bursts_left.pop(0)
                 for name, value in burst.items():
                     ctx.set(getattr(port.write_burst.payload, name), value)
-            ctx.set(port.write_burst.valid, burst is not None)
+            _set_burst_valid(ctx, port, burst is not None)
             if offered is None and lines_left and rng.random() < line_rate:
                 offered = lines_left.pop(0)
-                for name, value in offered.items():
-                    ctx.set(getattr(port.write_line.payload, name), value)
+                ctx.set(port.write_line.payload.id, offered["id"])
+                ctx.set(port.write_line.payload.address, offered["address"])
             ctx.set(port.write_line.valid, offered is not None)
             line_ready = ctx.get(port.write_line.ready)
             seen["held"].append(ctx.get(port.bursts_held))
-            await ctx.tick()
+            await _tick_lagging(ctx, port, offered if line_ready else None, rng)
             if burst is not None:
                 seen["taken"].append(("burst", burst))
             if offered is not None and line_ready:
                 seen["taken"].append(("line", offered))
                 offered = None
-        ctx.set(port.write_burst.valid, 0)
+        _set_burst_valid(ctx, port, 0)
         ctx.set(port.write_line.valid, 0)
         await ctx.tick().repeat(100)
 
@@ -199,9 +217,9 @@ def test_bursts_held_counts_until_aw_and_w_have_gone():
     async def writer(ctx):
         for k in range(count):
             ctx.set(port.write_burst.payload.address, 0x100 * k)
-            ctx.set(port.write_burst.valid, 1)
+            _set_burst_valid(ctx, port, 1)
             await ctx.tick()
-        ctx.set(port.write_burst.valid, 0)
+        _set_burst_valid(ctx, port, 0)
         await ctx.tick().repeat(80)
 
     simulate(port, writer, processes=[memory])
@@ -233,13 +251,14 @@ def test_one_line_writes_stop_at_line_writes_held():
 
     async def writer(ctx):
         clock = 0
+        rng = random.Random(1)
         for k in range(12):
-            ctx.set(port.write_line.payload.line, k)
             ctx.set(port.write_line.valid, 1)
             while True:
                 clock += 1
                 ready = ctx.get(port.write_line.ready)
-                await ctx.tick()
+                await _tick_lagging(ctx, port, {"line": k, "strobe": FULL_STROBE} if ready
+                                    else None, rng)
                 if ready:
                     taken.append((clock, k))
                     break
@@ -279,8 +298,14 @@ def test_one_line_writes_go_at_one_per_clock_to_a_memory_that_wants_aw_first():
             ctx.set(axi.wready, addressed > 0)
 
     async def writer(ctx):
+        rng = random.Random(2)
         for k in range(count):
-            await send(ctx, port.write_line, id=0, address=0x100 + 4 * k, line=k, strobe=-1)
+            ctx.set(port.write_line.payload.address, 0x100 + 4 * k)
+            ctx.set(port.write_line.valid, 1)
+            while not ctx.get(port.write_line.ready):
+                await _tick_lagging(ctx, port, None, rng)
+            await _tick_lagging(ctx, port, {"line": k, "strobe": FULL_STROBE}, rng)
+        ctx.set(port.write_line.valid, 0)
         await ctx.tick().repeat(8)
 
     simulate(port, writer, processes=[memory])

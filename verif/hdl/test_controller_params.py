@@ -45,6 +45,18 @@ def test_controller_refuses_other_params():
             SlotPool(ControllerParams(), slice_bits=bad)
 
 
+def test_pool_slice_of_a_line_bit():
+    """A line bit's slice is its column range's; a bit outside the line is refused."""
+    pool = SlotPool(ControllerParams(), slice_bits=128)
+    line_bits = ControllerParams().datapath.line_bits
+    got = [pool.slice_of(bit) for bit in (0, 127, 128, line_bits - 1)]
+    assert got == [0, 0, 1, line_bits // 128 - 1], f"slices of bits 0, 127, 128, last: {got}"
+    for bad in (-1, line_bits, "0"):
+        with pytest.raises(ValueError, match=f"bit must be a line bit, from 0 to "
+                                             f"{line_bits - 1}, not"):
+            pool.slice_of(bad)
+
+
 def test_accumulators_are_powers_of_two_lines():
     """One line's accumulator (result line, then the state) is rounded up to a power of two
     lines, at most 4 KiB, so one burst writes it."""

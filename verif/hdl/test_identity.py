@@ -7,6 +7,7 @@ never exceed ``READS_IN_FLIGHT``."""
 import numpy as np
 
 from bench.sim import simulate
+from hdl.axi import AxiMemoryPort
 from hdl.identity import IdentityPath
 from spec.params import ControllerParams, DatapathParams
 
@@ -65,6 +66,9 @@ def test_reads_come_back_in_order_and_bounded():
 
 
 def test_writes_in_order_with_zero_writes_between():
+    """Host writes come out in order, unchanged, each line and its byte enables a clock after
+    the take (the memory port's ``LINE_LAG``); zero writes only in the zero phase."""
+    assert AxiMemoryPort.LINE_LAG == 1, "the test reads a write's line a clock after its take"
     dut = IdentityPath(PARAMS, host_id=HOST)
     rng = np.random.default_rng(SEED)
     offered, written = [], []
@@ -86,17 +90,25 @@ def test_writes_in_order_with_zero_writes_between():
             ctx.set(dut.zero_write.valid, zeroing)
             ctx.set(dut.zero_write.payload, zero)
             ctx.set(dut.write_line.ready, bool(rng.random() < 0.5))
+            taken = None
             if ctx.get(dut.write_line.valid) and ctx.get(dut.write_line.ready):
                 got = ctx.get(dut.write_line.payload)
                 source = "zero" if got.id == POOL else "host"
                 assert source == ("zero" if zeroing else "host"), \
                     f"seed {SEED}, clock {clock}: a {source} write while zeroing is {zeroing}"
-                if source == "host":
-                    written.append((source, got.address, got.line, got.strobe))
-                else:
+                taken = (source, got.address)
+                if source == "zero":
                     assert ctx.get(dut.zero_write.ready), f"clock {clock}: zero write not taken"
             await ctx.tick()
             zeroing = zero_phase
+            if taken is not None:       # the line and its byte enables, LINE_LAG clocks late
+                late = ctx.get(dut.write_line.payload)
+                if taken[0] == "host":
+                    written.append((*taken, late.line, late.strobe))
+                else:
+                    assert (late.line, late.strobe) == (0, 0xFF), \
+                        f"seed {SEED}, clock {clock}: zero write's line {late.line:#x}, " \
+                        f"strobe {late.strobe:#x}"
 
     simulate(dut, testbench)
     assert written == offered[:len(written)], f"seed {SEED}: host writes differ or reordered"

@@ -265,10 +265,13 @@ def _random_memory(dut, lines, rng, errors, where):
         clock = 0
         sending = False
         ctx.set(dut.fill_read.ready, 1)
-        async for _, _, wb_valid, wb, fr_valid, fr in ctx.tick().sample(
-                dut.write_back.valid, dut.write_back.payload,
+        async for _, _, wb_valid, wb, wb_copies, fr_valid, fr in ctx.tick().sample(
+                dut.write_back.valid, dut.write_back.payload, dut.write_back_copies,
                 dut.fill_read.valid, dut.fill_read.payload):
             clock += 1
+            if wb_copies != (every_slice if wb_valid else 0):
+                errors.append(f"{where}, clock {clock}: write_back_copies {wb_copies:#b} with "
+                              f"write_back.valid {wb_valid}: a slice's copy differs")
             if held and sending:
                 # Now and then a write lands late: a fill must not overtake it. Writes land
                 # in the order they were made, as AXI lands writes of one ID.
