@@ -38,11 +38,11 @@ class FillHints(wiring.Component):
     the address decoder, clocks before it reaches the pool. A line's contributions come in
     runs, and only a run's first can miss, so a hint of the line hinted last is dropped, as
     is a hint that finds the queue full (``DEPTH`` lines, in registers). Each line is looked up
-    in the tags (``probe_*``, one look-up a clock) as it enters, and the head again on every
-    clock no hint comes (a repeat's look-up takes the clock, so that the choice is a
-    register's); the candidate is offered (``candidate.valid``, from registers) from the clock after
-    its hint while its last look-up says it is not resident, and leaves the queue when the
-    miss handler takes it, or a look-up finds it resident or its op in T1 (a clock before).
+    in the tags (``probe_*``) as it enters, and the head again on every clock, each look-up
+    on a port of its own (``LOOK_UPS``) addressed straight from a register; the candidate is
+    offered (``candidate.valid``, from registers) from the clock after its hint while its
+    last look-up says it is not resident, and leaves the queue when the miss handler takes
+    it, or a look-up finds it resident or its op in T1 (a clock before).
     The tags are a clock or two behind P2's changes, so a line may be offered a clock after it
     became resident: a prefetch is a guess, which the miss handler checks before it uses one.
 
@@ -54,10 +54,11 @@ class FillHints(wiring.Component):
     Members
     -------
     hint : In(stream.Signature(hint_layout(params), always_ready=True))
-    probe_index, probe_tag : Out(slot_index_bits), Out(address_bits)
-        The candidate, to look up in the tags (:class:`hdl.tag_check.TagCheck`).
-    probe_resident : In(1)
-        The tags put ``probe_tag`` in slot ``probe_index``.
+    probe_index, probe_tag : Out(ArrayLayout(slot_index_bits, LOOK_UPS)), Out(ArrayLayout(...))
+        The lines to look up in the tags (:class:`hdl.tag_check.TagCheck`): the hint's
+        (look-up 0) and the head's (look-up 1).
+    probe_resident : In(LOOK_UPS)
+        Bit ``k``: the tags put ``probe_tag[k]`` in slot ``probe_index[k]``.
     t1_valid, t1_tag : In(1), In(address_bits)
         T1's op, and its line.
     candidate : Out(stream.Signature(prefetch_layout(params)))
@@ -68,6 +69,9 @@ class FillHints(wiring.Component):
     #: T1 at once, in runs of a few contributions each.
     DEPTH = 2
 
+    #: Look-ups in the tags on every clock: a hint's, and the head's.
+    LOOK_UPS = 2
+
     def __init__(self, params):
         self._params = params
         p = params.datapath
@@ -75,9 +79,9 @@ class FillHints(wiring.Component):
         assert self._n_line_offset < params.accumulator_bytes_per_line
         super().__init__({
             "hint": In(stream.Signature(hint_layout(params), always_ready=True)),
-            "probe_index": Out(params.slot_index_bits),
-            "probe_tag": Out(params.address_bits),
-            "probe_resident": In(1),
+            "probe_index": Out(data.ArrayLayout(params.slot_index_bits, self.LOOK_UPS)),
+            "probe_tag": Out(data.ArrayLayout(params.address_bits, self.LOOK_UPS)),
+            "probe_resident": In(self.LOOK_UPS),
             "t1_valid": In(1),
             "t1_tag": In(params.address_bits),
             "candidate": Out(stream.Signature(prefetch_layout(params))),
@@ -93,21 +97,19 @@ class FillHints(wiring.Component):
         fresh = hint.valid & ~(last_valid & same_line(params, hint.payload.tag, last))
         with m.If(hint.valid):
             m.d.sync += [last.eq(hint.payload.tag), last_valid.eq(1)]
-        # One look-up a clock: of a hint, kept with it if it is fresh, else of the head (the
-        # choice by the hint's valid, a register, not by the compare that makes ``fresh``).
+        # Two look-ups a clock: of the hint, kept with it if it is fresh, and of the head.
         pop = Signal()
-        head, held = self._queue(m, entry, fresh, Cat(hint.payload, self.probe_resident), pop)
-        looked_at = hint_layout(params)(Mux(hint.valid, hint.payload, head.line))
-        m.d.comb += [self.probe_index.eq(looked_at.index), self.probe_tag.eq(looked_at.tag)]
+        head, held = self._queue(m, entry, fresh, Cat(hint.payload, self.probe_resident[0]),
+                                 pop)
+        for k, line in enumerate((hint.payload, head.line)):
+            m.d.comb += [self.probe_index[k].eq(line.index), self.probe_tag[k].eq(line.tag)]
         kept = Signal()             # the head is the one of a clock ago
-        looked_up = Signal()        # and ``resident`` is of it
         resident = Signal()         # the tags put the head in its slot, a clock ago
         arrived = Signal()          # its op was in T1, a clock ago
-        m.d.sync += [kept.eq(held & ~pop), looked_up.eq(~hint.valid),
-                     resident.eq(self.probe_resident),
+        m.d.sync += [kept.eq(held & ~pop), resident.eq(self.probe_resident[1]),
                      arrived.eq(self.t1_valid & same_line(params, self.t1_tag, head.line.tag))]
-        # A new head (or one whose look-up gave way to a hint) goes by its look-up on entry.
-        seen_resident = Mux(kept & looked_up, resident, head.resident)
+        # A new head goes by its look-up on entry.
+        seen_resident = Mux(kept, resident, head.resident)
         gone = kept & arrived
         # The read starts at the state's n line: the tag's low bits are 0, so its offset is
         # put there, with no adder (FillReader.first_line).

@@ -269,7 +269,8 @@ class PoolSlice(wiring.Component):
         n.unit_input_valid = unit_input.sink.valid
         m.submodules.update = n.update = SlotUpdate(params, u)
         wiring.connect(m, n.update.request, unit_input.sink)
-        m.submodules.tag_check = n.tag_check = TagCheck(whole, primitives=self._primitives)
+        m.submodules.tag_check = n.tag_check = TagCheck(whole, primitives=self._primitives,
+                                                        probes=FillHints.LOOK_UPS)
         m.submodules.miss_handler = n.miss = MissHandler(params, whole, user_width=u,
                                                          queue_depth=self.QUEUE_DEPTH)
         m.submodules.output_credit = n.credit = OutputCredit(self.QUEUE_DEPTH)

@@ -37,6 +37,8 @@ class TagCheck(wiring.Component):
         ``slots``, ``address_bits``, and the accumulator's size.
     primitives : None or "ecp5"
         How the tags' block RAM is made (:class:`hdl.bram.RegisteredMemory`).
+    probes : int
+        Look-ups for a prefetch (``probe_*``) on every clock.
 
     Members
     -------
@@ -67,13 +69,14 @@ class TagCheck(wiring.Component):
         T1's op's line is in its slot (a register).
     hit_next : Out(1)
         ``hit`` after this edge.
-    probe_index, probe_tag : In(slot_index_bits), In(address_bits)
-        A line to look up for a prefetch (:class:`hdl.prefetch.FillHints`).
-    probe_resident : Out(1)
-        The tags, as the memory holds them (a clock or two behind P2's retags), put line
-        ``probe_tag`` in slot ``probe_index``, by its lowest ``PROBE_BITS`` tag bits: a
-        memory of those bits and the valid bit, read without a clock (LUT RAM), written as
-        the block RAM is.
+    probe_index, probe_tag : In(ArrayLayout(slot_index_bits, probes)), In(ArrayLayout(...))
+        Lines to look up for a prefetch (:class:`hdl.prefetch.FillHints`), each on a read
+        port of its own.
+    probe_resident : Out(probes)
+        Bit ``k``: the tags, as the memory holds them (a clock or two behind P2's retags), put
+        line ``probe_tag[k]`` in slot ``probe_index[k]``, by its lowest ``PROBE_BITS`` tag
+        bits: a memory of those bits and the valid bit, read without a clock (LUT RAM, a
+        copy per look-up), written as the block RAM is.
     """
 
     #: Tag bits (the lowest) that a look-up for a prefetch compares: a line that shares them
@@ -81,9 +84,11 @@ class TagCheck(wiring.Component):
     #: these bits of the look-up's copy of the LUT RAM.
     PROBE_BITS = 7
 
-    def __init__(self, params, *, primitives=None):
+    def __init__(self, params, *, primitives=None, probes=1):
         if primitives not in PRIMITIVES:
             raise ValueError(f"primitives must be one of {PRIMITIVES}, not {primitives!r}")
+        if not isinstance(probes, int) or probes < 1:
+            raise ValueError(f"probes must be a positive integer, not {probes!r}")
         self._params = params
         self._primitives = primitives
         index_bits, address_bits = params.slot_index_bits, params.address_bits
@@ -101,8 +106,9 @@ class TagCheck(wiring.Component):
             "p2_on_t0": In(1), "p2_on_ta": In(1), "p2_on_t1": In(1),
             "t1_installs": In(1), "t1_on_ta": In(1),
             "hit": Out(1), "hit_next": Out(1),
-            "probe_index": In(index_bits), "probe_tag": In(address_bits),
-            "probe_resident": Out(1),
+            "probe_index": In(data.ArrayLayout(index_bits, probes)),
+            "probe_tag": In(data.ArrayLayout(address_bits, probes)),
+            "probe_resident": Out(probes),
         })
 
     def elaborate(self, platform):
@@ -184,10 +190,11 @@ class TagCheck(wiring.Component):
         layout = data.StructLayout({"valid": 1, "tag": unsigned(probe_bits)})
         m.submodules.probe_tags = tags = Memory(shape=layout, depth=self._params.slots,
                                                 init=[], attrs={"ram_style": "distributed"})
-        write, read = tags.write_port(), tags.read_port(domain="comb")
+        write = tags.write_port()
         m.d.comb += [write.en.eq(late.en), write.addr.eq(late.addr),
                      write.data.valid.eq(late.data.valid),
-                     write.data.tag.eq(late.data.tag[:probe_bits]),
-                     read.addr.eq(self.probe_index),
-                     self.probe_resident.eq(read.data.valid & (
-                         read.data.tag == self.probe_tag[lsb:][:probe_bits]))]
+                     write.data.tag.eq(late.data.tag[:probe_bits])]
+        for k, (index, tag) in enumerate(zip(self.probe_index, self.probe_tag)):
+            read = tags.read_port(domain="comb")
+            m.d.comb += [read.addr.eq(index), self.probe_resident[k].eq(
+                read.data.valid & (read.data.tag == tag[lsb:][:probe_bits]))]

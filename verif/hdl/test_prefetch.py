@@ -32,7 +32,8 @@ def _run(hints, *, resident=(), arrive=None, take_every=1):
             if arrive is not None:
                 ctx.set(dut.t1_valid, 1)
                 ctx.set(dut.t1_tag, arrive * STRIDE)
-            ctx.set(dut.probe_resident, ctx.get(dut.probe_tag) // STRIDE in resident)
+            ctx.set(dut.probe_resident, sum(
+                (tag // STRIDE in resident) << k for k, tag in enumerate(ctx.get(dut.probe_tag))))
             take = False
             if ctx.get(dut.candidate.valid):
                 offered += 1

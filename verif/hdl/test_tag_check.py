@@ -1,7 +1,8 @@
 """The pool's tag check alone (:class:`hdl.tag_check.TagCheck`): ops move from T0 through TA
 into T1 at random while P2 gives slots other lines or none, on the ops' own slots most of
 the time; after every clock edge T1's ``hit`` must say whether T1's line is in its slot as the
-slots then stand (a model of the slots that changes on the edge of each retag)."""
+slots then stand (a model of the slots that changes on the edge of each retag), and each
+prefetch look-up whether its line is in its slot as the slots stood two clocks before."""
 
 import numpy as np
 import pytest
@@ -25,14 +26,25 @@ def _op(rng, check):
 
 
 def test_hit_follows_every_retag():
-    dut = TagCheck(PARAMS)
+    dut = TagCheck(PARAMS, probes=2)
     rng = np.random.default_rng(SEED)
 
     async def testbench(ctx):
         slots = [None] * PARAMS.slots          # the line each slot holds (reset: none)
         t0, ta, t1 = _op(rng, dut), _op(rng, dut), _op(rng, dut)
         p2 = _op(rng, dut)
+        a_clock_ago = list(slots)
         for clock in range(CLOCKS):
+            for k in range(2):
+                index, line, tag = _op(rng, dut)
+                ctx.set(dut.probe_index[k], index)
+                ctx.set(dut.probe_tag[k], tag)
+                got, want = ctx.get(dut.probe_resident[k]), a_clock_ago[index] == line
+                assert got == want, (
+                    f"seed {SEED}, clock {clock}: look-up {k} of line {line} in slot {index} "
+                    f"says {'not ' * (not got)}resident; two clocks ago the slot held "
+                    f"{a_clock_ago[index]}")
+            a_clock_ago = list(slots)
             ta_moves = bool(rng.random() < 0.6)
             ta_loads = ta_moves or bool(rng.random() < 0.2)    # TA empty: loads, T1 stays
             t0_loads = ta_loads or bool(rng.random() < 0.2)    # T0 empty: loads, TA stays
