@@ -228,8 +228,9 @@ class PoolSlice(wiring.Component):
     #: line per clock: the memory port's bandwidth, not these entries, bounds them.
     SPARE = 4
 
-    #: Entries of ``op_data``, where an op's line waits until P2 (a power of two, so that
-    #: ``data_slot`` wraps): the intake's, T0's, TA's, T1's, and the one being written.
+    #: Entries of ``op_data``, where an op's line waits until P2 reads it (a power of two, so
+    #: that ``data_slot`` wraps): the intake's two, T0's, TA's, T1's, P2's, and the one being
+    #: written.
     DATA_SLOTS = 8
 
     #: Pipeline registers of the result unit (at most the datapath's ``latency``): it only
@@ -301,7 +302,6 @@ class PoolSlice(wiring.Component):
         n.t0_next = Signal(n.stage_layout)
         n.t1_data_ok = Signal()
         n.t1_read_landing = Signal()
-        n.t1_data_slot = Signal(range(self.DATA_SLOTS))    # T1's data_slot after the edge
         # ``state == RUN``, a register of its own: it steers the slot read's address.
         n.running = Signal(init=1)
         n.ta_moves, n.t0_loads, n.advance = Signal(), Signal(), Signal()
@@ -314,8 +314,11 @@ class PoolSlice(wiring.Component):
         n.ra_index = Signal(index_bits)
         n.ra_valid = Signal()
         n.w1 = Signal(n.entry_layout, reset_less=True)
-        # P2 (``_p2``): its op, and whether it writes a fill to its slot in any case.
-        n.p2 = Signal(n.op_layout, reset_less=True)
+        # P2 (``_p2``): its op (its line read from ``op_data``, ``_op_intake``), and whether
+        # it writes a fill to its slot in any case.
+        n.p2 = Signal(n.op_layout)
+        n.p2_fields = Signal(data.StructLayout({name: n.op_layout.members[name]
+                                                for name in n.stage_fields}), reset_less=True)
         n.p2_valid = Signal()
         n.p2_install = Signal()
         n.retag = Signal()          # P2's op gives its slot another line, or none
@@ -330,9 +333,11 @@ class PoolSlice(wiring.Component):
         """The op's way in. An op's line of data does not travel with it (pipeline rule 1): it
         is written to ``op_data`` on every clock at ``arrival_slot``, which moves on when an op
         enters, and the op carries its ``data_slot`` instead, through the stages to P2, which
-        reads the line there (``n.op_line``) at T1's. The op enters through a skid buffer
-        (``op.ready`` is a register, ``n.intake``). ``op_data`` is cut into the column groups
-        of rule 2, each written and read at copies of the two slots of its own."""
+        reads the line there (``n.p2.data``), at copies of T1's data slot a clock late: P2
+        takes T1's op on every edge, so no decision reaches the copies. The op enters through
+        a skid buffer (``op.ready`` is a register, ``n.intake``). ``op_data`` is cut into the
+        column groups of rule 2, each written and read at copies of the two slots of its
+        own."""
         p = self._slice.datapath
         data_groups = column_slices(p.line_bits)
         arrival_slot = Signal(range(self.DATA_SLOTS))
@@ -341,17 +346,16 @@ class PoolSlice(wiring.Component):
         m.d.sync += arrival_slot.eq(next_arrival)
         arrival_copies = register_copies(m, next_arrival, len(data_groups), "arrival_slot",
                                          reset=True)
-        t1_data_copies = register_copies(m, n.t1_data_slot, len(data_groups), "t1_data_slot")
-        n.op_line = Signal(p.line_bits)
+        p2_data_copies = register_copies(m, n.t1.data_slot, len(data_groups), "p2_data_slot")
         for g, bits in enumerate(data_groups):
             m.submodules[f"op_data{g}"] = op_data = Memory(
-                shape=len(n.op_line[bits]), depth=self.DATA_SLOTS, init=[])
+                shape=bits.stop - bits.start, depth=self.DATA_SLOTS, init=[])
             data_write = op_data.write_port()
             data_read = op_data.read_port(domain="comb")
             m.d.comb += [data_write.en.eq(1), data_write.addr.eq(arrival_copies[g]),
                          data_write.data.eq(self.op.payload.data[bits]),
-                         data_read.addr.eq(t1_data_copies[g]),
-                         n.op_line[bits].eq(data_read.data)]
+                         data_read.addr.eq(p2_data_copies[g]),
+                         n.p2.data[bits].eq(data_read.data)]
         m.submodules.intake = n.intake = SkidBuffer(n.stage_layout)
         m.d.comb += [n.intake.sink.valid.eq(self.op.valid),
                      self.op.ready.eq(n.intake.sink.ready),
@@ -552,14 +556,13 @@ class PoolSlice(wiring.Component):
                 register_copies(m, n.p2.index, ram_copies, "slot_write_addr")))]
         m.d.sync += [
             n.p2_valid.eq(n.advance | miss.evict | miss.install | miss.fast_install),
-            *(n.p2[name].eq(t1[name]) for name in n.stage_fields),
-            n.p2.data.eq(n.op_line),
-            n.p2.kind.eq(Mux(miss.evict, SlotOp.EVICT, t1.kind)),
+            *(n.p2_fields[name].eq(t1[name]) for name in n.stage_fields),
+            n.p2_fields.kind.eq(Mux(miss.evict, SlotOp.EVICT, t1.kind)),
             p2_word.eq(n.next_word), n.p2_install.eq(miss.install | miss.fast_install),
             covered_read.eq(in_clear_range(n.next_word)), covered_w1.eq(in_clear_range(n.word)),
             n.last_taken.eq(n.next_word.state.n == n.t1_before_last),
         ]
-        m.d.comb += n.t1_data_slot.eq(Mux(n.ta_moves, n.ta.data_slot, t1.data_slot))
+        m.d.comb += [n.p2[name].eq(n.p2_fields[name]) for name in n.stage_fields]
         # P2 gives its slot another line (an install) or none (an eviction, a drop, a clear
         # of a line in its range: a slot already empty stays so).
         n.covered = Signal()
