@@ -239,6 +239,13 @@ class AxiMemoryPort(wiring.Component):
             m.d.sync += is_line.bit_select(order_produce, 1).eq(0)
         with m.If(taken["line"]):
             m.d.sync += is_line.bit_select(line_order, 1).eq(1)
+
+        def after_takes(entry):
+            """The ring's bit at ``entry`` after this clock's takes."""
+            return Mux(taken["line"] & (line_order == entry), 1,
+                       Mux(taken["burst"] & (order_produce == entry), 0,
+                           is_line.bit_select(entry, 1)))
+        w.after_takes = after_takes
         # Each kind's ring: written on every clock at the next free entry, ``produce``, in
         # copies of its own for each column group of its banks (rule 2) and one for the rest.
         # A one-line write's line and byte enables come a clock after its take (``LINE_LAG``)
@@ -328,12 +335,14 @@ class AxiMemoryPort(wiring.Component):
 
     def _w_channel(self, m, w, groups):
         """W: the write at ``w_order``, its beat ``beat``; each kind's banks are read at that
-        kind's own W pointer. Whether the write is a one-line write (``w.w_line``) is a
-        register, so that the order ring's read is not in front of W's moves."""
+        kind's own W pointer. Whether the write is a one-line write (``w.w_line``), and the
+        one after it, are registers, so that the order ring's read is not in front of W's
+        moves."""
         axi, line = self.axi, self.write_line
         beats = self._burst_beats
         w_order = Signal(range(self._orders))
         w_order_ahead = Signal(range(self._orders), init=1)      # ``w_order + 1``
+        w_order_ahead2 = Signal(range(self._orders), init=2)     # ``w_order + 2``
         beat = Signal(range(max(beats, 2)))
         w_moves = axi.wvalid & axi.wready
         next_w_order = Signal.like(w_order)
@@ -344,7 +353,7 @@ class AxiMemoryPort(wiring.Component):
                      next_w_order.eq(w_order + w.last_moves),
                      next_beat.eq(Mux(w_moves, Mux(axi.wlast, 0, beat + 1), beat))]
         m.d.sync += [w_order.eq(next_w_order), w_order_ahead.eq(next_w_order + 1),
-                     beat.eq(next_beat)]
+                     w_order_ahead2.eq(next_w_order + 2), beat.eq(next_beat)]
         w_entry, w_entry_copies = {}, {}     # each kind's W pointer, and its copies per group
         for kind, is_kind in (("burst", ~w.w_line), ("line", w.w_line)):
             entry = Signal(range(self._entries[kind]), name=f"{kind}_w_entry")
@@ -360,14 +369,18 @@ class AxiMemoryPort(wiring.Component):
                      strobe_write.data.eq(line.payload.strobe),
                      strobe_read.addr.eq(w_entry["line"]),
                      axi.wstrb.eq(Mux(w.w_line, strobe_read.data, -1))]
+        # The kinds of the writes at ``w_order`` and after it, as the ring stands after the
+        # last clock's takes (registers, read from the ring at the entries W may be at after
+        # the edge): a write W reads was taken two clocks before or earlier (``waiting``).
+        line_ahead = Signal()
+        m.d.sync += [
+            w.w_line.eq(Mux(w.last_moves, w.after_takes(w_order_ahead),
+                            w.after_takes(w_order))),
+            line_ahead.eq(Mux(w.last_moves, w.after_takes(w_order_ahead2),
+                              w.after_takes(w_order_ahead)))]
         # The bank W reads after this edge: the line bank (number ``beats``) for a one-line
-        # write, else the beat's; the write's kind is in the order ring by then (``waiting``).
-        # The ring is read at both entries W may be at after the edge, and the last W beat
-        # chooses between them: no adder in front of the ring's read.
-        next_is_line = Signal()
-        m.d.comb += next_is_line.eq(Mux(w.last_moves, w.is_line.bit_select(w_order_ahead, 1),
-                                        w.is_line.bit_select(w_order, 1)))
-        m.d.sync += w.w_line.eq(next_is_line)
+        # write, else the beat's; the last W beat chooses between the two registers.
+        next_is_line = Mux(w.last_moves, line_ahead, w.w_line)
         bank_copies = register_copies(m, Mux(next_is_line, beats, next_beat), len(groups),
                                       "w_bank")
         self._w_banks(m, w, groups, w_entry_copies, bank_copies)
