@@ -33,18 +33,20 @@ def test_hit_follows_every_retag():
         slots = [None] * PARAMS.slots          # the line each slot holds (reset: none)
         t0, ta, t1 = _op(rng, dut), _op(rng, dut), _op(rng, dut)
         p2 = _op(rng, dut)
-        a_clock_ago = list(slots)
+        # The slots at the start of the last clock: as the retags up to two clocks ago left
+        # them, which is what the look-ups see (the tag memory is written a clock late).
+        two_clocks_ago = list(slots)
         for clock in range(CLOCKS):
             for k in range(2):
                 index, line, tag = _op(rng, dut)
                 ctx.set(dut.probe_index[k], index)
                 ctx.set(dut.probe_tag[k], tag)
-                got, want = ctx.get(dut.probe_resident[k]), a_clock_ago[index] == line
+                got, want = ctx.get(dut.probe_resident[k]), two_clocks_ago[index] == line
                 assert got == want, (
                     f"seed {SEED}, clock {clock}: look-up {k} of line {line} in slot {index} "
                     f"says {'not ' * (not got)}resident; two clocks ago the slot held "
-                    f"{a_clock_ago[index]}")
-            a_clock_ago = list(slots)
+                    f"{two_clocks_ago[index]}")
+            two_clocks_ago = list(slots)
             ta_moves = bool(rng.random() < 0.6)
             ta_loads = ta_moves or bool(rng.random() < 0.2)    # TA empty: loads, T1 stays
             t0_loads = ta_loads or bool(rng.random() < 0.2)    # T0 empty: loads, TA stays
