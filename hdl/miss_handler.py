@@ -248,7 +248,10 @@ class MissHandler(wiring.Component):
         pf.starting = Signal()
         pf.fast_next = Signal()
         m.d.comb += [self.prefetch_busy.eq((pf.prefetching & ~reader.held) | reader.skipping)]
-        usable = pf.prefetching & pf.live & reader.held & ~reader.error
+        # A prefetch of a line an op has hit since it started is of no use (``passed``); nor
+        # is it T1's op's: the fast install was foreseen from a hit of its line in T1, and
+        # the op behind it, of another line, is in T1 now.
+        usable = pf.prefetching & pf.live & ~pf.passed & reader.held & ~reader.error
         # P2 takes the filled word on this clock (``install_due``, foreseen a clock ago) if
         # the slot's word is in and empty and P2 is not on the slot: then the op needs no
         # eviction, and its word comes from ``filled``, not from W1.

@@ -307,3 +307,40 @@ def test_miss_of_another_line_drops_the_prefetch(other_n, after):
         assert (TAG + P.state_lines * P.line_bytes, 1) in reads, f"reads {reads}: no own read"
 
     simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
+
+
+def test_a_prefetch_whose_line_hit_is_not_installed_for_the_next_op():
+    """The fast install is foreseen (``next_prefetched``) on a clock T1 holds a hit of the
+    prefetch's line (the tags put it in its slot after its prefetch started); the op behind
+    it, of another line, misses into an empty slot on the next clock. It must not take the
+    prefetch's filled word: it reads its own line and installs its own state."""
+    want_state, lines = _state_lines(1, SEED)
+    other = TAG + 0x400
+    lines.update(_state_lines(2, SEED + 1, other)[1])
+    dut = MissHandler(PARAMS, PARAMS, user_width=4, queue_depth=10)
+    reads = []
+
+    async def testbench(ctx):
+        await _prefetch(ctx, dut, other)
+        ctx.set(dut.op, {"kind": SlotOp.CONTRIBUTE, "tag": other, "mode": Mode.GTERNARY,
+                         "threshold": 3, "user": 5,
+                         "first": other + P.state_lines * P.line_bytes})
+        for port in (dut.data_ok, dut.unit_empty, dut.room, dut.next_prefetched, dut.t1_hit):
+            ctx.set(port, 1)
+        await ctx.tick()
+        ctx.set(dut.next_prefetched, 0)
+        ctx.set(dut.t1_hit, 0)
+        ctx.set(dut.op, {"kind": SlotOp.CONTRIBUTE, "tag": TAG, "mode": Mode.GTERNARY,
+                         "threshold": 3, "user": 5,
+                         "first": TAG + P.state_lines * P.line_bytes})
+        ctx.set(dut.occupant_valid, 0)
+        ctx.set(dut.miss, 1)
+        assert not ctx.get(dut.fast_install), \
+            f"line {TAG:#x}'s op fast-installed the prefetch of line {other:#x}"
+        seen = await _miss(ctx, dut, SlotOp.CONTRIBUTE, occupant_valid=False)
+        assert (seen["install"], seen["fills"]) == (1, 1), f"line {TAG:#x}'s miss: {seen}"
+        assert seen["filled_state"] == want_state, \
+            f"filled state {seen['filled_state']:#x}, expected {want_state:#x}"
+        assert (TAG + P.state_lines * P.line_bytes, 1) in reads, f"reads {reads}: no own read"
+
+    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
