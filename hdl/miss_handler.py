@@ -124,8 +124,9 @@ class MissHandler(wiring.Component):
         No prefetch may start, and one under way is not live (a scan task may write memory).
     next_prefetched : In(1)
         T1's op after this edge may be a whole-line contribution in an aggregating mode, of
-        line ``prefetch_tag``, that misses its slot (a guess that may be high when it is not:
-        a fast install is then foreseen for nothing, and T1's op waits a clock).
+        line ``prefetch_tag`` as it stood a clock before, that misses its slot (a guess that
+        may be high when it is not: a fast install is then foreseen for nothing, and T1's op
+        waits a clock).
     prefetch_tag : Out(address_bits)
     prefetch_busy : Out(1)
         A prefetch's read is under way, or the lines of a dropped one are still to come.
@@ -268,10 +269,12 @@ class MissHandler(wiring.Component):
         # Foreseen from the reader's next step: the read may be in on the clock it is used.
         # From registers and the reader's lines only, as it steers P2's word in every column
         # group: not from T1's miss or slot word, nor on a clock a fast install may take
-        # place (it finishes the read). It may then be high before a clock on which P2 takes
-        # nothing: T1's op misses (it waits for the fill, or takes the miss's steps: DRAIN
-        # next), or the fast install fails (an occupant: the miss's steps; the slot's word
-        # not in: it is foreseen again a clock later).
+        # place (it finishes the read). It may then be high before a clock on which P2
+        # takes nothing: T1's op misses (it waits for the fill, or takes the miss's steps:
+        # DRAIN next), or the fast install fails (an occupant: the miss's steps; the slot's
+        # word not in: it is foreseen again a clock later). On the clock after a prefetch
+        # starts, ``next_prefetched`` is of the line before; the reader is then in its
+        # state read's first line, and ``held_next`` low.
         m.d.comb += pf.fast_next.eq((step == MissStep.RUN) & ~self.install_due
                                     & pf.prefetching & pf.live & reader.held_next
                                     & ~reader.error & self.next_prefetched)

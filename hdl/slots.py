@@ -437,13 +437,21 @@ class PoolSlice(wiring.Component):
                          n.t1_before_last.eq(ta.expected - 1), n.t1_two_before.eq(ta.expected - 2)]
         m.d.comb += self.events.hits.eq(n.advance & t1_needs_slot)
         # Whether T1's op after this edge may be one a prefetch fast-installs: TA's op or
-        # T1's is a whole-line contribution of the prefetch's line, from the stages'
-        # registers alone (it steers P2's word in every column group, through the miss
-        # handler's ``fill_next``); whether T1 takes TA's op, and hits, comes later.
-        m.d.comb += miss.next_prefetched.eq(Cat(
-            valid & (op.kind == SlotOp.CONTRIBUTE) & aggregates(op.mode) & op.full_line
-            & same_line(whole, op.tag, miss.prefetch_tag)
-            for valid, op in ((n.ta_valid, ta), (n.t1_valid, t1))).any())
+        # T1's is a whole-line contribution of the prefetch's line. It steers P2's word in
+        # every column group (through the miss handler's ``fill_next``), so it is made of
+        # flags that move with the ops, each set from a compare of the op with the line as it
+        # stood a clock before (T0's as TA takes it); whether T1 takes TA's op, and hits,
+        # comes later.
+        def of_prefetch(op):
+            return ((op.kind == SlotOp.CONTRIBUTE) & aggregates(op.mode) & op.full_line
+                    & same_line(whole, op.tag, miss.prefetch_tag))
+
+        ta_of_prefetch, t1_of_prefetch = Signal(), Signal()
+        m.d.sync += [ta_of_prefetch.eq(Mux(~n.ta_valid | n.ta_moves, of_prefetch(t0),
+                                           of_prefetch(ta))),
+                     t1_of_prefetch.eq(Mux(n.ta_moves, of_prefetch(ta), of_prefetch(t1)))]
+        m.d.comb += miss.next_prefetched.eq((n.ta_valid & ta_of_prefetch)
+                                            | (n.t1_valid & t1_of_prefetch))
         self._tag_check(m, n)
 
     def _tag_check(self, m, n):
