@@ -30,8 +30,9 @@ class RegisterWindow(wiring.Component):
     once the last write has reached its register (``WRITE_LATENCY``), so that whatever the
     host does after the completion sees it.
 
-    The bus is shared with the controller's ``csr`` port, which goes first: a word waits while
-    ``bus_free`` is low.
+    A word goes to the bus on every other clock at most, so that the line's shift is enabled
+    from registers. The bus is shared with the controller's ``csr`` port, which goes first: a
+    word waits while ``bus_free`` is low.
 
     Members
     -------
@@ -83,20 +84,25 @@ class RegisterWindow(wiring.Component):
         offered = self.request.payload
         with m.If(taking[0]):
             m.d.sync += [current.read.eq(offered.read), current.word.eq(offered.word)]
-        fire = busy & (issued != words) & self.bus_free
         # The word issued is always the first of ``current``'s data and byte enables, which
-        # shift down a word as it goes: each word of the line comes from its neighbour, not
-        # through a mux that gathers the line's words from across the die.
+        # shift down a word on the clock after it goes: each word of the line comes from its
+        # neighbour, not through a mux that gathers the line's words from across the die;
+        # and each word's shift is enabled by a register of its own (rule 2), a copy of the
+        # bus's decision, which is made in one place within its clock. So a word goes on
+        # every other clock at most (``shifting``: the line is shifting on this one).
+        fire = Signal()
+        *shifts, shifting = register_copies(m, fire, words + 1, "shift")
+        m.d.comb += fire.eq(busy & (issued != words) & self.bus_free & ~shifting)
         later_data = Cat(current.data[REGISTER_BITS:], Const(0, REGISTER_BITS))
         later_enables = Cat(current.byte_enable[REGISTER_BYTES:], Const(0, REGISTER_BYTES))
-        for k, copy in enumerate(taking):
+        for k, (copy, shift) in enumerate(zip(taking, shifts)):
             with m.If(copy):
                 m.d.sync += [
                     current.data.word_select(k, REGISTER_BITS).eq(
                         offered.data.word_select(k, REGISTER_BITS)),
                     current.byte_enable.word_select(k, REGISTER_BYTES).eq(
                         offered.byte_enable.word_select(k, REGISTER_BYTES))]
-            with m.Elif(fire):
+            with m.Elif(shift):
                 m.d.sync += [
                     current.data.word_select(k, REGISTER_BITS).eq(
                         later_data.word_select(k, REGISTER_BITS)),
@@ -119,10 +125,10 @@ class RegisterWindow(wiring.Component):
             m.d.sync += captured.eq(captured + 1)
         # The line shifts a word in as a read's data returns, each word of it enabled by a
         # copy of ``capture``'s last stage of its own (rule 2).
-        shifts = register_copies(m, Cat(reading, capture)[READ_LATENCY - 1], words,
-                                 "capture_last")
+        captures = register_copies(m, Cat(reading, capture)[READ_LATENCY - 1], words,
+                                   "capture_last")
         following = Cat(line[REGISTER_BITS:], self.bus.r_data)
-        for k, shift in enumerate(shifts):
+        for k, shift in enumerate(captures):
             with m.If(shift):
                 m.d.sync += line.word_select(k, REGISTER_BITS).eq(
                     following.word_select(k, REGISTER_BITS))
