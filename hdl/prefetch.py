@@ -37,11 +37,10 @@ class FillHints(wiring.Component):
     The controller hints every whole-line contribution to an aggregating region as it leaves
     the address decoder, clocks before it reaches the pool. A line's contributions come in
     runs, and only a run's first can miss, so a hint of the line hinted last is dropped, as
-    is a hint that finds the queue full (``DEPTH`` lines, in registers). A hint enters the
-    queue a clock after it comes. Each line is looked up in the tags
-    (``probe_*``) as it enters, and the head again on every clock, each look-up on a port of
-    its own (``LOOK_UPS``) addressed straight from a register; the candidate is offered
-    (``candidate.valid``, from registers) from the clock after it entered while its
+    is a hint that finds the queue full (``DEPTH`` lines, in registers). Each line is looked up
+    in the tags (``probe_*``) as it enters, and the head again on every clock, each look-up
+    on a port of its own (``LOOK_UPS``) addressed straight from a register; the candidate is
+    offered (``candidate.valid``, from registers) from the clock after its hint while its
     last look-up says it is not resident, and leaves the queue when the miss handler takes
     it, or a look-up finds it resident or its op in T1 (a clock before).
     The tags are a clock or two behind P2's changes, so a line may be offered a clock after it
@@ -56,8 +55,8 @@ class FillHints(wiring.Component):
     -------
     hint : In(stream.Signature(hint_layout(params), always_ready=True))
     probe_index, probe_tag : Out(ArrayLayout(slot_index_bits, LOOK_UPS)), Out(ArrayLayout(...))
-        The lines to look up in the tags (:class:`hdl.tag_check.TagCheck`): the entering
-        hint's (look-up 0) and the head's (look-up 1).
+        The lines to look up in the tags (:class:`hdl.tag_check.TagCheck`): the hint's
+        (look-up 0) and the head's (look-up 1).
     probe_resident : In(LOOK_UPS)
         Bit ``k``: the tags put ``probe_tag[k]`` in slot ``probe_index[k]``.
     t1_valid, t1_tag : In(1), In(address_bits)
@@ -93,23 +92,16 @@ class FillHints(wiring.Component):
         params, hint, candidate = self._params, self.hint, self.candidate
         lsb = params.accumulator_line_lsb
         entry = data.StructLayout({"line": hint_layout(params), "resident": 1})
-        # The hint waits a clock in ``staged``, beside whether it repeats the line hinted
-        # before it (``repeat``): the compare of two addresses ends at a flip-flop, not at
-        # the enables of every entry of the queue.
         last = Signal(params.address_bits)      # the line hinted last
         last_valid = Signal()
-        staged = Signal(hint_layout(params))
-        staged_valid, repeat = Signal(), Signal()
-        m.d.sync += [staged.eq(hint.payload), staged_valid.eq(hint.valid),
-                     repeat.eq(last_valid & same_line(params, hint.payload.tag, last))]
+        fresh = hint.valid & ~(last_valid & same_line(params, hint.payload.tag, last))
         with m.If(hint.valid):
             m.d.sync += [last.eq(hint.payload.tag), last_valid.eq(1)]
-        # Two look-ups a clock: of the staged hint, kept with it if it is fresh, and of the
-        # head.
+        # Two look-ups a clock: of the hint, kept with it if it is fresh, and of the head.
         pop = Signal()
-        head, held = self._queue(m, entry, staged_valid & ~repeat,
-                                 Cat(staged, self.probe_resident[0]), pop)
-        for k, line in enumerate((staged, head.line)):
+        head, held = self._queue(m, entry, fresh, Cat(hint.payload, self.probe_resident[0]),
+                                 pop)
+        for k, line in enumerate((hint.payload, head.line)):
             m.d.comb += [self.probe_index[k].eq(line.index), self.probe_tag[k].eq(line.tag)]
         kept = Signal()             # the head is the one of a clock ago
         resident = Signal()         # the tags put the head in its slot, a clock ago

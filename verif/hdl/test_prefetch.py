@@ -76,22 +76,3 @@ def test_a_line_whose_op_reached_t1_is_not_offered():
     assert [line for line, _ in taken] == [2], (
         f"taken {taken}: line 1's op is in T1 (only its first offer, before the T1 check, "
         f"could be taken), line 2 must follow")
-
-
-def test_a_hint_is_offered_from_the_second_clock_after_it():
-    """The hint enters the queue a clock after it comes (its compare with the line hinted
-    before it ends at a flip-flop), and is offered from the clock after that."""
-    dut = FillHints(PARAMS)
-    offered = []
-
-    async def testbench(ctx):
-        for clock in range(6):
-            ctx.set(dut.hint.valid, clock == 0)
-            ctx.set(dut.hint.payload, {"tag": 3 * STRIDE, "index": 3 % PARAMS.slots})
-            ctx.set(dut.probe_resident, 0)
-            offered.append(ctx.get(dut.candidate.valid))
-            await ctx.tick()
-
-    simulate(dut, testbench)
-    assert offered == [0, 0, 1, 1, 1, 1], \
-        f"candidate.valid on clocks 0-5 after a hint on clock 0: {offered}, want from clock 2"
