@@ -8,8 +8,8 @@ them up (the same diagram is in the README and ``docs/controller.md``)::
            v                                                                     |
     +---------+   +----------------+   +----------+      completions    +------------------+
     | Ingress |-->| AddressDecoder |-->| Dispatch |-------------------->| Responder        |
-    +---------+   +----------------+   +----------+                     | + DevLoadMeter   |
-                                         |   |   |                      +------------------+
+    +---------+   | + HintSource   |   +----------+                     | + DevLoadMeter   |
+                  +----------------+     |   |   |                      +------------------+
           contributions, result reads    |   |   |  identity reads,       ^ the answers of the
                 +------------------------+   |   +----------+ writes      | SlotPool, the
                 |                   register |              |              | RegisterWindow and
@@ -63,6 +63,7 @@ from .dispatch import DISPATCH_EVENTS, ROUTES, Dispatch, route_of
 from .identity import IdentityPath
 from .ingress import Ingress, Operation, request_fields_layout, request_layout, request_line_layout
 from .pipeline import EagerFIFO, register_copies
+from .prefetch import HintSource
 from .responder import Responder
 from .scan_tasks import ScanTasks
 from .slot_ops import SlotOp
@@ -452,11 +453,10 @@ class CxlMemController(wiring.Component):
         write is hinted too, and goes elsewhere.) A prefetch may start while no scan task runs
         (``hold_prefetch``: a clear's zero writes change accumulator memory)."""
         pool, ahead = c.pool, c.decoder.ahead
-        index_lsb = self._params.accumulator_line_lsb
-        m.d.sync += [
-            pool.hint.valid.eq(valid & aggregates(ahead.mode)
-                               & (request.operation == Operation.WRITE) & request.full_line),
-            pool.hint.payload.tag.eq(ahead.state_address),
-            pool.hint.payload.index.eq(ahead.state_address[index_lsb:]),
-        ]
+        m.submodules.hints = hints = HintSource(self._params)
+        m.d.comb += [hints.line.valid.eq(valid & aggregates(ahead.mode)
+                                         & (request.operation == Operation.WRITE)
+                                         & request.full_line),
+                     hints.line.payload.eq(ahead.state_address)]
+        wiring.connect(m, hints.hint, pool.hint)
         m.d.comb += pool.hold_prefetch.eq(c.tasks.blocked)

@@ -5,7 +5,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["hint_layout", "prefetch_layout", "same_line", "FillHints"]
+__all__ = ["hint_layout", "prefetch_layout", "same_line", "HintSource", "FillHints"]
 
 
 def same_line(params, tag, other):
@@ -17,9 +17,10 @@ def same_line(params, tag, other):
 
 def hint_layout(params):
     """A hint: a whole-line contribution to the line whose accumulator is at ``tag`` (its first
-    byte), in slot ``index``, is on its way to the pool."""
+    byte), in slot ``index``, is on its way to the pool; ``repeat``: the hint before it was of
+    the same line."""
     return data.StructLayout({"tag": unsigned(params.address_bits),
-                              "index": unsigned(params.slot_index_bits)})
+                              "index": unsigned(params.slot_index_bits), "repeat": 1})
 
 
 def prefetch_layout(params):
@@ -29,6 +30,40 @@ def prefetch_layout(params):
                               "first": unsigned(params.address_bits)})
 
 
+class HintSource(wiring.Component):
+    """The controller's hints to the slot pool (:class:`FillHints`), from registers: a hint of
+    the line whose accumulator is at ``line.payload`` on the clock after ``line.valid`` (a
+    whole-line contribution to it left the address decoder), flagged ``repeat`` when the line
+    hinted before it was the same. The lines are compared here, beside the hint's register,
+    so that the pool's queues of hints steer by a flip-flop.
+
+    Members
+    -------
+    line : In(stream.Signature(address_bits, always_ready=True))
+    hint : Out(stream.Signature(hint_layout(params), always_ready=True))
+    """
+
+    def __init__(self, params):
+        self._params = params
+        super().__init__({
+            "line": In(stream.Signature(params.address_bits, always_ready=True)),
+            "hint": Out(stream.Signature(hint_layout(params), always_ready=True)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        params, line, hint = self._params, self.line, self.hint
+        last = Signal(params.address_bits)      # the line hinted last
+        last_valid = Signal()
+        with m.If(line.valid):
+            m.d.sync += [last.eq(line.payload), last_valid.eq(1)]
+        m.d.sync += [hint.valid.eq(line.valid),
+                     hint.payload.tag.eq(line.payload),
+                     hint.payload.index.eq(line.payload[params.accumulator_line_lsb:]),
+                     hint.payload.repeat.eq(last_valid & same_line(params, line.payload, last))]
+        return m
+
+
 class FillHints(wiring.Component):
     """Keeps the hinted lines, oldest first, and offers the oldest, the *candidate*, to the
     miss handler for a prefetch while it seems worth reading: the tags do not put it in its
@@ -36,8 +71,10 @@ class FillHints(wiring.Component):
 
     The controller hints every whole-line contribution to an aggregating region as it leaves
     the address decoder, clocks before it reaches the pool. A line's contributions come in
-    runs, and only a run's first can miss, so a hint of the line hinted last is dropped, as
-    is a hint that finds the queue full (``DEPTH`` lines, in registers). Each line is looked up
+    runs, and only a run's first can miss, so a hint that repeats the line hinted before it
+    (``repeat``: the controller compares the lines beside its hint's register, so that no
+    compare is in front of the queue's enables) is dropped, as is a hint that finds the queue
+    full (``DEPTH`` lines, in registers). Each line is looked up
     in the tags (``probe_*``) as it enters, and the head again on every clock, each look-up
     on a port of its own (``LOOK_UPS``) addressed straight from a register; the candidate is
     offered (``candidate.valid``, from registers) from the clock after its hint while its
@@ -92,15 +129,10 @@ class FillHints(wiring.Component):
         params, hint, candidate = self._params, self.hint, self.candidate
         lsb = params.accumulator_line_lsb
         entry = data.StructLayout({"line": hint_layout(params), "resident": 1})
-        last = Signal(params.address_bits)      # the line hinted last
-        last_valid = Signal()
-        fresh = hint.valid & ~(last_valid & same_line(params, hint.payload.tag, last))
-        with m.If(hint.valid):
-            m.d.sync += [last.eq(hint.payload.tag), last_valid.eq(1)]
         # Two look-ups a clock: of the hint, kept with it if it is fresh, and of the head.
         pop = Signal()
-        head, held = self._queue(m, entry, fresh, Cat(hint.payload, self.probe_resident[0]),
-                                 pop)
+        head, held = self._queue(m, entry, hint.valid & ~hint.payload.repeat,
+                                 Cat(hint.payload, self.probe_resident[0]), pop)
         for k, line in enumerate((hint.payload, head.line)):
             m.d.comb += [self.probe_index[k].eq(line.index), self.probe_tag[k].eq(line.tag)]
         kept = Signal()             # the head is the one of a clock ago

@@ -2,7 +2,7 @@
 for a prefetch, in which order, and which it drops."""
 
 from bench.sim import simulate
-from hdl.prefetch import FillHints
+from hdl.prefetch import FillHints, HintSource
 from spec.params import ControllerParams, DatapathParams
 
 PARAMS = ControllerParams(DatapathParams(line_bits=64, counter_width=3), regions=2,
@@ -13,7 +13,8 @@ CLOCKS = 12
 
 
 def _run(hints, *, resident=(), arrive=None, take_every=1):
-    """Hints the lines ``hints`` (accumulator numbers), one per clock, then runs ``CLOCKS``
+    """Hints the lines ``hints`` (accumulator numbers), one per clock, each flagged ``repeat``
+    when it is of the line hinted before it (as the controller does), then runs ``CLOCKS``
     clocks; the tags say the lines in ``resident`` are in their slots; line ``arrive`` is in
     T1 throughout. The candidate is taken on every ``take_every``-th clock
     it is offered. Returns the lines taken, in order, and the first byte of each read."""
@@ -26,7 +27,9 @@ def _run(hints, *, resident=(), arrive=None, take_every=1):
             if clock < len(hints):
                 tag = hints[clock] * STRIDE
                 ctx.set(dut.hint.valid, 1)
-                ctx.set(dut.hint.payload, {"tag": tag, "index": hints[clock] % PARAMS.slots})
+                ctx.set(dut.hint.payload, {
+                    "tag": tag, "index": hints[clock] % PARAMS.slots,
+                    "repeat": clock > 0 and hints[clock] == hints[clock - 1]})
             else:
                 ctx.set(dut.hint.valid, 0)
             if arrive is not None:
@@ -54,9 +57,9 @@ def _first(line):
 
 
 def test_lines_are_offered_oldest_first_each_once():
-    taken = _run([1, 1, 2])
-    assert taken == [(1, _first(1)), (2, _first(2))], \
-        f"taken {taken}: want line 1 then line 2, each once, from its n line"
+    taken = _run([1, 1, 2, 1])
+    assert taken == [(1, _first(1)), (2, _first(2)), (1, _first(1))], \
+        f"taken {taken}: want lines 1, 2, 1 (the repeat of line 1 dropped), from the n line"
 
 
 def test_a_full_queue_drops_the_newest_hint():
@@ -76,3 +79,30 @@ def test_a_line_whose_op_reached_t1_is_not_offered():
     assert [line for line, _ in taken] == [2], (
         f"taken {taken}: line 1's op is in T1 (only its first offer, before the T1 check, "
         f"could be taken), line 2 must follow")
+
+
+def test_hint_source_flags_a_repeat_of_the_line_hinted_before():
+    """:class:`HintSource`: a hint a clock after each line, flagged ``repeat`` when the line
+    hinted before it (however long ago) is the same accumulator line; an address inside a
+    line's accumulator is of that line."""
+    dut = HintSource(PARAMS)
+    lines = [1, 1, None, 1, 2, None, None, 1, 1]
+    want = [(1, 0), (1, 1), None, (1, 1), (2, 0), None, None, (1, 0), (1, 1)]
+    got = []
+
+    async def testbench(ctx):
+        for clock, line in enumerate([*lines, None]):
+            ctx.set(dut.line.valid, line is not None)
+            # Each line's address at a different byte of its accumulator.
+            ctx.set(dut.line.payload, (line or 0) * STRIDE + clock % STRIDE)
+            await ctx.tick()
+            if ctx.get(dut.hint.valid):
+                hint = ctx.get(dut.hint.payload)
+                assert hint.index == (hint.tag // STRIDE) % PARAMS.slots, \
+                    f"clock {clock}: hint tag {hint.tag:#x} in slot {hint.index}"
+                got.append((hint.tag // STRIDE, hint.repeat))
+            else:
+                got.append(None)
+
+    simulate(dut, testbench)
+    assert got[:len(want)] == want, f"hints (line, repeat) {got}, want {want}"

@@ -188,10 +188,12 @@ class _GoldenRun:
     async def hinter(self, ctx):
         """``ahead``: each whole-line contribution is hinted once, in op order, on a clock
         while it is at most 8 ops ahead of the one being sent (on 80% of them), as the
-        controller hints ops it has decoded. ``random``: any line on 60% of the clocks, and
-        the prefetch held now and then."""
+        controller hints ops it has decoded, each flagged ``repeat`` if it is of the line
+        hinted before it. ``random``: any line on 60% of the clocks, flagged ``repeat`` at
+        random, and the prefetch held now and then."""
         dut, rng, sent, ops = self.dut, self.rng, self.sent, self.ops
         hinted = 0
+        last = None         # the line hinted last
         while self.hints != "none":
             k = None
             hinted = max(hinted, sent.horizon)
@@ -205,8 +207,10 @@ class _GoldenRun:
                     k = op["k"]
             ctx.set(dut.hint.valid, k is not None)
             if k is not None:
-                ctx.set(dut.hint.payload.tag, self.tags[k])
-                ctx.set(dut.hint.payload.index, k % self.params.slots)
+                repeat = k == last if self.hints == "ahead" else rng.random() < 0.3
+                ctx.set(dut.hint.payload, {"tag": self.tags[k], "index": k % self.params.slots,
+                                           "repeat": repeat})
+                last = k
             ctx.set(dut.hold_prefetch, self.hints == "random" and rng.random() < 0.1)
             await ctx.tick()
 
@@ -471,8 +475,9 @@ def test_prefetched_lines_are_taken_one_per_clock():
                 hint = hinted < min(len(ops), k + ahead)     # one op hinted per clock
                 ctx.set(dut.hint.valid, hint)
                 if hint:
-                    ctx.set(dut.hint.payload, {"tag": ACC_BASE + ops[hinted] * ACC_STRIDE,
-                                               "index": ops[hinted]})
+                    ctx.set(dut.hint.payload, {
+                        "tag": ACC_BASE + ops[hinted] * ACC_STRIDE, "index": ops[hinted],
+                        "repeat": hinted > 0 and ops[hinted] == ops[hinted - 1]})
                     hinted += 1
                 ready = ctx.get(dut.op.ready)
                 await ctx.tick()
