@@ -249,10 +249,11 @@ class MissHandler(wiring.Component):
         pf.starting = Signal()
         pf.fast_next = Signal()
         m.d.comb += [self.prefetch_busy.eq((pf.prefetching & ~reader.held) | reader.skipping)]
-        # A prefetch of a line an op has hit since it started is of no use (``passed``); nor
-        # is it T1's op's: the fast install was foreseen from a hit of its line in T1, and
-        # the op behind it, of another line, is in T1 now.
-        usable = pf.prefetching & pf.live & ~pf.passed & reader.held & ~reader.error
+        # A prefetch of a line an op has hit since it started (``passed``) is of no use: no
+        # miss takes it, and it is installed for no op. (A fast install foreseen from that
+        # hit in T1 would find the op behind it, of another line, in T1.)
+        pf.fresh = pf.prefetching & pf.live & ~pf.passed
+        usable = pf.fresh & reader.held & ~reader.error
         # P2 takes the filled word on this clock (``install_due``, foreseen a clock ago) if
         # the slot's word is in and empty and P2 is not on the slot: then the op needs no
         # eviction, and its word comes from ``filled``, not from W1.
@@ -260,7 +261,7 @@ class MissHandler(wiring.Component):
                                          & ~self.occupant_valid
                                          & ~(self.p2_valid & self.p2_on_t1))
         of_t1 = same_line(self._whole, self.prefetch_tag, self.op.tag)
-        pf.claim = pf.prefetching & pf.live & of_t1 & (self.op.kind != SlotOp.READ)
+        pf.claim = pf.fresh & of_t1 & (self.op.kind != SlotOp.READ)
         # T1's op missed, its prefetch is under way, and its slot may be empty: it waits in
         # T1, without the miss's steps, for the fast install.
         pf.waiting = Signal()

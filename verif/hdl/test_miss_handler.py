@@ -344,3 +344,30 @@ def test_a_prefetch_whose_line_hit_is_not_installed_for_the_next_op():
         assert (TAG + P.state_lines * P.line_bytes, 1) in reads, f"reads {reads}: no own read"
 
     simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
+
+
+def test_a_miss_after_a_hit_of_the_prefetched_line_reads_the_line_again():
+    """An op of the prefetch's line hits in T1 (its slot held the line after the prefetch
+    started); an op of the same line then misses into an empty slot. The prefetch is of no
+    use: the miss does not wait for it, but reads the line itself and installs its state."""
+    want_state, lines = _state_lines(2, SEED)
+    dut = MissHandler(PARAMS, PARAMS, user_width=4, queue_depth=10)
+    reads = []
+
+    async def testbench(ctx):
+        await _prefetch(ctx, dut)
+        ctx.set(dut.op, {"kind": SlotOp.CONTRIBUTE, "tag": TAG, "mode": Mode.GTERNARY,
+                         "threshold": 3, "user": 5,
+                         "first": TAG + P.state_lines * P.line_bytes})
+        ctx.set(dut.t1_hit, 1)
+        await ctx.tick()
+        ctx.set(dut.t1_hit, 0)
+        seen = await _miss(ctx, dut, SlotOp.CONTRIBUTE, occupant_valid=False)
+        assert (seen["install"], seen["fills"]) == (1, 1), f"the miss after the hit: {seen}"
+        assert seen["filled_state"] == want_state, \
+            f"filled state {seen['filled_state']:#x}, expected {want_state:#x}"
+        n_line = TAG + P.state_lines * P.line_bytes
+        assert [address for address, _ in reads].count(n_line) == 2, \
+            f"reads {reads}: the n line must be read again"
+
+    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
