@@ -70,7 +70,8 @@ class MissHandler(wiring.Component):
     offers (``prefetch``), under the rule a miss's read starts by at once. The read is
     *live* until a line leaves its slot, a host write is pending or ``hold_prefetch`` is
     high: then memory may have changed under it. When the op of a live prefetch's line
-    reaches T1 and misses, it takes the read as its own. Unless T1's data is in and says the
+    reaches T1 and misses, and no op of the line has hit since the read started, it takes the
+    read as its own. Unless T1's data is in and says the
     slot holds a line, the op waits in T1 without the miss's steps; on the clock the read
     and T1's data are in, the slot is empty and P2 is not on it, the op moves into P2 with
     the filled word (``fast_install``), and the op behind it into T1, as after a hit: the
@@ -127,6 +128,9 @@ class MissHandler(wiring.Component):
         line ``prefetch_tag`` as it stood a clock before, that misses its slot (a guess that
         may be high when it is not: a fast install is then foreseen for nothing, and T1's op
         waits a clock).
+    t1_prefetched : In(1)
+        T1 holds a whole-line contribution in an aggregating mode, of line ``prefetch_tag`` as
+        it stood a clock before: the only op a fast install may take.
     prefetch_tag : Out(address_bits)
     prefetch_busy : Out(1)
         A prefetch's read is under way, or the lines of a dropped one are still to come.
@@ -176,6 +180,7 @@ class MissHandler(wiring.Component):
             "prefetch": In(stream.Signature(prefetch_layout(whole))),
             "hold_prefetch": In(1),
             "next_prefetched": In(1),
+            "t1_prefetched": In(1),
             "prefetch_tag": Out(whole.address_bits),
             "prefetch_busy": Out(1),
             "fill_read": Out(stream.Signature(fill_command_layout(whole))),
@@ -255,10 +260,12 @@ class MissHandler(wiring.Component):
         pf.fresh = pf.prefetching & pf.live & ~pf.passed
         usable = pf.fresh & reader.held & ~reader.error
         # P2 takes the filled word on this clock (``install_due``, foreseen a clock ago) if
-        # the slot's word is in and empty and P2 is not on the slot: then the op needs no
-        # eviction, and its word comes from ``filled``, not from W1.
-        m.d.comb += self.fast_install.eq(live & self.install_due & usable & self.data_ok
-                                         & ~self.occupant_valid
+        # T1's op is of the prefetch's line (the guess that foresaw it may have been of
+        # another op, which moved on or stayed in T1), the slot's word is in and empty and P2
+        # is not on the slot: then the op needs no eviction, and its word comes from
+        # ``filled``, not from W1.
+        m.d.comb += self.fast_install.eq(live & self.install_due & usable & self.t1_prefetched
+                                         & self.data_ok & ~self.occupant_valid
                                          & ~(self.p2_valid & self.p2_on_t1))
         of_t1 = same_line(self._whole, self.prefetch_tag, self.op.tag)
         pf.claim = pf.fresh & of_t1 & (self.op.kind != SlotOp.READ)
@@ -277,7 +284,7 @@ class MissHandler(wiring.Component):
         # starts, ``next_prefetched`` is of the line before; the reader is then in its
         # state read's first line, and ``held_next`` low.
         m.d.comb += pf.fast_next.eq((step == MissStep.RUN) & ~self.install_due
-                                    & pf.prefetching & pf.live & reader.held_next
+                                    & pf.fresh & reader.held_next
                                     & ~reader.error & self.next_prefetched)
         m.d.sync += self.install_due.eq(live & pf.fast_next)
         with m.If(self.departure | self.host_writes_pending | self.hold_prefetch):

@@ -69,7 +69,8 @@ The boxes named in capitals are components of their own, each with its test:
   resident takes no slot: its read is of the line's result line (one line), and its answer
   leaves after the ops ahead of it.
 - *Prefetch.* The controller hints the line of each whole-line contribution as it is decoded
-  (``hint``, :class:`hdl.prefetch.FillHints`, through a register in each slice); while no
+  (``hint``, from :class:`hdl.prefetch.HintSource` to :class:`hdl.prefetch.FillHints`,
+  through a register in each slice); while no
   miss is handled, the miss handler reads the oldest hinted line that is not resident, and
   its op, when it misses in T1, takes that read as its own. Into an empty slot, the op
   waits in T1 for the read and moves into P2 with the filled word on the clock it is in,
@@ -77,7 +78,8 @@ The boxes named in capitals are components of their own, each with its test:
   selects P2's word, and ``install_due`` keeps T1's op from moving on as a hit meanwhile);
   the tag check takes the install as a retag of the slot for the op behind.
   A prefetch is dropped, unused, when memory may have changed under it (a line left its slot,
-  a host write, ``hold_prefetch``) (:class:`hdl.miss_handler.MissHandler`).
+  a host write, ``hold_prefetch``) or an op of its line hits
+  (:class:`hdl.miss_handler.MissHandler`).
 - When a contribution makes ``n`` reach the region's ``EXPECTED``, the line is *complete*: its
   state and result line are written back at once and it stays resident, clean.
 - Scan ops (``FLUSH``, ``EVICT``, ``CLEAR``) name a slot rather than a line. They may follow
@@ -441,7 +443,8 @@ class PoolSlice(wiring.Component):
         # every column group (through the miss handler's ``fill_next``), so it is made of
         # flags that move with the ops, each set from a compare of the op with the line as it
         # stood a clock before (T0's as TA takes it); whether T1 takes TA's op, and hits,
-        # comes later.
+        # comes later. T1's flag also says whether T1's op is one (``t1_prefetched``): a
+        # fast install takes no other.
         def of_prefetch(op):
             return ((op.kind == SlotOp.CONTRIBUTE) & aggregates(op.mode) & op.full_line
                     & same_line(whole, op.tag, miss.prefetch_tag))
@@ -450,8 +453,9 @@ class PoolSlice(wiring.Component):
         m.d.sync += [ta_of_prefetch.eq(Mux(~n.ta_valid | n.ta_moves, of_prefetch(t0),
                                            of_prefetch(ta))),
                      t1_of_prefetch.eq(Mux(n.ta_moves, of_prefetch(ta), of_prefetch(t1)))]
-        m.d.comb += miss.next_prefetched.eq((n.ta_valid & ta_of_prefetch)
-                                            | (n.t1_valid & t1_of_prefetch))
+        m.d.comb += [miss.next_prefetched.eq((n.ta_valid & ta_of_prefetch)
+                                             | (n.t1_valid & t1_of_prefetch)),
+                     miss.t1_prefetched.eq(n.t1_valid & t1_of_prefetch)]
         self._tag_check(m, n)
 
     def _tag_check(self, m, n):

@@ -207,10 +207,12 @@ async def _fast_miss(ctx, dut, tag=TAG, event=None):
     if event:
         ctx.set(getattr(dut, event), 0)
     ctx.set(dut.miss, 1)
+    ctx.set(dut.t1_prefetched, 1)
     seen = tuple(ctx.get(port) for port in (dut.install_due, dut.fast_install, dut.install,
                                             dut.events.fills, dut.filled.state.as_value()))
     await ctx.tick()
     ctx.set(dut.miss, 0)
+    ctx.set(dut.t1_prefetched, 0)
     return seen
 
 
@@ -362,6 +364,9 @@ def test_a_miss_after_a_hit_of_the_prefetched_line_reads_the_line_again():
         ctx.set(dut.t1_hit, 1)
         await ctx.tick()
         ctx.set(dut.t1_hit, 0)
+        # T1 holds an op of the prefetch's line throughout, as the pool would say.
+        ctx.set(dut.next_prefetched, 1)
+        ctx.set(dut.t1_prefetched, 1)
         seen = await _miss(ctx, dut, SlotOp.CONTRIBUTE, occupant_valid=False)
         assert (seen["install"], seen["fills"]) == (1, 1), f"the miss after the hit: {seen}"
         assert seen["filled_state"] == want_state, \
@@ -369,5 +374,33 @@ def test_a_miss_after_a_hit_of_the_prefetched_line_reads_the_line_again():
         n_line = TAG + P.state_lines * P.line_bytes
         assert [address for address, _ in reads].count(n_line) == 2, \
             f"reads {reads}: the n line must be read again"
+
+    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
+
+
+def test_a_fast_install_takes_only_an_op_of_the_prefetched_line():
+    """The fast install is foreseen from TA's op, a whole-line contribution of the prefetch's
+    line, while T1 holds a partial-line contribution to another line (it needs no slot, and
+    waits for its slot's word); on the next clock that op is still in T1, its slot's word in
+    and empty. It must not take the prefetch's filled word."""
+    _, lines = _state_lines(2, SEED)
+    dut = MissHandler(PARAMS, PARAMS, user_width=4, queue_depth=10)
+    reads = []
+
+    async def testbench(ctx):
+        await _prefetch(ctx, dut)
+        other = TAG + 0x400
+        ctx.set(dut.op, {"kind": SlotOp.CONTRIBUTE, "tag": other, "mode": Mode.GTERNARY,
+                         "threshold": 3, "user": 5,
+                         "first": other + P.state_lines * P.line_bytes})
+        for port in (dut.unit_empty, dut.room, dut.next_prefetched):
+            ctx.set(port, 1)
+        await ctx.tick()
+        assert ctx.get(dut.install_due), "the fast install was not foreseen"
+        ctx.set(dut.next_prefetched, 0)
+        ctx.set(dut.data_ok, 1)
+        ctx.set(dut.occupant_valid, 0)
+        assert not ctx.get(dut.fast_install), \
+            f"T1's op of line {other:#x} fast-installed the prefetch of line {TAG:#x}"
 
     simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])

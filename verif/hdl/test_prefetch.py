@@ -1,5 +1,6 @@
-"""The pool's fill hints alone (:class:`hdl.prefetch.FillHints`): which hinted lines it offers
-for a prefetch, in which order, and which it drops."""
+"""The hints alone: the pool's fill hints (:class:`hdl.prefetch.FillHints`), which hinted
+lines they offer for a prefetch, in which order, and which they drop; and the controller's
+hint source (:class:`hdl.prefetch.HintSource`), which flags a repeated line."""
 
 from bench.sim import simulate
 from hdl.prefetch import FillHints, HintSource
