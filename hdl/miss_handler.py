@@ -255,8 +255,7 @@ class MissHandler(wiring.Component):
         pf.fast_next = Signal()
         m.d.comb += [self.prefetch_busy.eq((pf.prefetching & ~reader.held) | reader.skipping)]
         # A prefetch of a line an op has hit since it started (``passed``) is of no use: no
-        # miss takes it, and it is installed for no op. (A fast install foreseen from that
-        # hit in T1 would find the op behind it, of another line, in T1.)
+        # miss takes it, and no op is installed from it.
         pf.fresh = pf.prefetching & pf.live & ~pf.passed
         usable = pf.fresh & reader.held & ~reader.error
         # P2 takes the filled word on this clock (``install_due``, foreseen a clock ago) if

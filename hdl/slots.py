@@ -453,9 +453,9 @@ class PoolSlice(wiring.Component):
         m.d.sync += [ta_of_prefetch.eq(Mux(~n.ta_valid | n.ta_moves, of_prefetch(t0),
                                            of_prefetch(ta))),
                      t1_of_prefetch.eq(Mux(n.ta_moves, of_prefetch(ta), of_prefetch(t1)))]
-        m.d.comb += [miss.next_prefetched.eq((n.ta_valid & ta_of_prefetch)
-                                             | (n.t1_valid & t1_of_prefetch)),
-                     miss.t1_prefetched.eq(n.t1_valid & t1_of_prefetch)]
+        m.d.comb += [miss.t1_prefetched.eq(n.t1_valid & t1_of_prefetch),
+                     miss.next_prefetched.eq((n.ta_valid & ta_of_prefetch)
+                                             | miss.t1_prefetched)]
         self._tag_check(m, n)
 
     def _tag_check(self, m, n):
