@@ -224,6 +224,6 @@ MUTANTS = [
         'An op whose line was read ahead is installed at once even when its slot holds '
         'another line, which is lost without its write-back.',
         'hdl/miss_handler.py',
-        'usable & self.data_ok\n                                         & ~self.occupant_valid',
-        'usable & self.data_ok\n                                         & 1'),
+        '& self.data_ok & ~self.occupant_valid',
+        '& self.data_ok & 1'),
 ]
