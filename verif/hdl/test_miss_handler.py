@@ -50,13 +50,18 @@ def _memory(dut, lines, errors, reads, latency=3):
     return memory
 
 
+def _op(kind=SlotOp.CONTRIBUTE, tag=TAG):
+    """T1's op of ``kind`` on line ``tag``, G-Ternary, threshold 3: its read starts at the
+    line's result line for a result read, else at its ``n`` line."""
+    return {"kind": kind, "tag": tag, "mode": Mode.GTERNARY, "threshold": 3, "user": 5,
+            "first": tag if kind == SlotOp.READ else tag + P.state_lines * P.line_bytes}
+
+
 async def _miss(ctx, dut, kind, occupant_valid=True):
     """T1's op of ``kind`` misses (on every clock the handler stays in RUN, as the pool's T1
     does); returns what the handler did, clock by clock, until its op was installed or
     answered."""
-    ctx.set(dut.op, {"kind": kind, "tag": TAG, "mode": Mode.GTERNARY, "threshold": 3,
-                     "user": 5, "first": TAG if kind == SlotOp.READ
-                     else TAG + P.state_lines * P.line_bytes})
+    ctx.set(dut.op, _op(kind))
     for port, value in ((dut.data_ok, 1), (dut.occupant_valid, occupant_valid),
                         (dut.unit_empty, 1), (dut.room, 1), (dut.miss, 1)):
         ctx.set(port, value)
@@ -195,9 +200,7 @@ async def _fast_miss(ctx, dut, tag=TAG, event=None):
     """T1's op on line ``tag`` is foreseen (``next_prefetched``, with port ``event`` high on
     that clock if given), then misses into an empty slot with its data in; returns
     (install_due, fast_install, install, fills, filled state) on the clock it misses."""
-    ctx.set(dut.op, {"kind": SlotOp.CONTRIBUTE, "tag": tag, "mode": Mode.GTERNARY,
-                     "threshold": 3, "user": 5,
-                     "first": tag + P.state_lines * P.line_bytes})
+    ctx.set(dut.op, _op(tag=tag))
     for port in (dut.data_ok, dut.unit_empty, dut.room, dut.next_prefetched):
         ctx.set(port, 1)
     if event:
@@ -324,17 +327,13 @@ def test_a_prefetch_whose_line_hit_is_not_installed_for_the_next_op():
 
     async def testbench(ctx):
         await _prefetch(ctx, dut, other)
-        ctx.set(dut.op, {"kind": SlotOp.CONTRIBUTE, "tag": other, "mode": Mode.GTERNARY,
-                         "threshold": 3, "user": 5,
-                         "first": other + P.state_lines * P.line_bytes})
+        ctx.set(dut.op, _op(tag=other))
         for port in (dut.data_ok, dut.unit_empty, dut.room, dut.next_prefetched, dut.t1_hit):
             ctx.set(port, 1)
         await ctx.tick()
         ctx.set(dut.next_prefetched, 0)
         ctx.set(dut.t1_hit, 0)
-        ctx.set(dut.op, {"kind": SlotOp.CONTRIBUTE, "tag": TAG, "mode": Mode.GTERNARY,
-                         "threshold": 3, "user": 5,
-                         "first": TAG + P.state_lines * P.line_bytes})
+        ctx.set(dut.op, _op(tag=TAG))
         ctx.set(dut.occupant_valid, 0)
         ctx.set(dut.miss, 1)
         assert not ctx.get(dut.fast_install), \
@@ -358,9 +357,7 @@ def test_a_miss_after_a_hit_of_the_prefetched_line_reads_the_line_again():
 
     async def testbench(ctx):
         await _prefetch(ctx, dut)
-        ctx.set(dut.op, {"kind": SlotOp.CONTRIBUTE, "tag": TAG, "mode": Mode.GTERNARY,
-                         "threshold": 3, "user": 5,
-                         "first": TAG + P.state_lines * P.line_bytes})
+        ctx.set(dut.op, _op(tag=TAG))
         ctx.set(dut.t1_hit, 1)
         await ctx.tick()
         ctx.set(dut.t1_hit, 0)
@@ -390,9 +387,7 @@ def test_a_fast_install_takes_only_an_op_of_the_prefetched_line():
     async def testbench(ctx):
         await _prefetch(ctx, dut)
         other = TAG + 0x400
-        ctx.set(dut.op, {"kind": SlotOp.CONTRIBUTE, "tag": other, "mode": Mode.GTERNARY,
-                         "threshold": 3, "user": 5,
-                         "first": other + P.state_lines * P.line_bytes})
+        ctx.set(dut.op, _op(tag=other))
         for port in (dut.unit_empty, dut.room, dut.next_prefetched):
             ctx.set(port, 1)
         await ctx.tick()
