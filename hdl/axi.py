@@ -11,7 +11,9 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .pipeline import SkidBuffer, column_slices, register_copies
+from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory, address_copies, copy_slices
+from .credit import CreditReceiver, CreditSender, credit_loop
+from .pipeline import PipelineRegister, SkidBuffer, column_slices, register_copies, register_tree
 
 __all__ = ["axi4_signature", "read_command_layout", "write_burst_layout",
            "write_line_layout", "AxiMemoryPort"]
@@ -52,6 +54,17 @@ def write_burst_layout(*, address_bits, id_bits, line_bits, beats):
                               "lines": unsigned(beats * line_bits)})
 
 
+#: What a W beat read from the banks carries to the W queue beside its line: whether it is
+#: its write's last (``WLAST``) and of a one-line write.
+_BEAT_FLAGS = data.StructLayout({"last": 1, "line": 1})
+
+
+def _w_beat_layout(line_bits):
+    """A W beat in the W queue: its line and byte enables, and :data:`_BEAT_FLAGS`."""
+    return data.StructLayout({"data": unsigned(line_bits), "strobe": unsigned(line_bits // 8),
+                              **_BEAT_FLAGS.members})
+
+
 def write_line_layout(*, address_bits, id_bits, line_bits):
     """A write of one line at line-aligned byte ``address``, its byte enables ``strobe``."""
     return data.StructLayout({"id": unsigned(id_bits), "address": unsigned(address_bits),
@@ -82,20 +95,24 @@ class AxiMemoryPort(wiring.Component):
       channel in the order the writes were taken (a clock's burst first, then its line): W
       may go ahead of AW (AXI4 allows it), so one-line writes go at one per clock even to a
       memory that takes a burst's W only after its AW. Each kind of write has a ring of its
-      own, a burst's line ``b`` in bank ``b``, a one-line write's line in the line bank, and
-      a ring of one bit per write keeps their order. A take moves only pointers: each bank
-      is written on every clock at its ring's next free entry, taken or not (the line bank a
-      clock late, from a register of the line), so that no bank's address depends on the
-      other kind's take; and it is cut into the column groups
-      of pipeline rule 2 (``CONTROL_COPY_BITS`` line bits each), with copies of its own of
-      the entry it writes, the entry W reads and the bank W reads. ``WDATA`` is a bank's
-      line read without a clock, through one mux per group. W sends a write from the second
-      clock after its take, as AW does (from its register, refilled on the edge after the
-      take's), when the order ring already says which bank holds it, so that no take reaches
-      the choice of W's bank.
-    - AW and W leave from registers or memories read without a clock: ``AWREADY`` and
-      ``WREADY`` reach no logic of the owner. ``write_response`` is valid for a clock per B
-      response, with its ID and ``error``.
+      own, a burst's line ``b`` in bank ``b``, a one-line write's line and byte enables in
+      the line bank, and a ring of one bit per write keeps their order. The banks are block
+      RAM (:class:`hdl.bram.RegisteredMemory`, read two clocks after the address): a line
+      queue of LUT RAM is a hundred cells spread over the die, a block RAM column is 36 bits.
+      A take moves only pointers: each bank is written on every clock at its ring's next
+      free entry, taken or not (the line bank a clock late, from a register of the line), so
+      that no bank's address depends on the other kind's take, with copies of the entry it
+      writes and the entry it reads for each group of its block columns (``bank_groups``).
+    - W's beats are read from the banks in order into the *W queue* (``W_QUEUE`` beats),
+      which W leaves from: a read needs a credit of the queue (:mod:`hdl.credit`), so
+      ``WREADY`` moves only the queue's pointers, never the banks' entries. The banks read a
+      write from the second clock after its take, as AW sends it (from its register,
+      refilled on the edge after the take's), when the order ring already says which bank
+      holds it, so that no take reaches the choice of the bank; its first beat is on W
+      from the fifth clock after the take.
+    - AW leaves from a register and W from the W queue, read without a clock: ``AWREADY``
+      and ``WREADY`` reach no logic of the owner. ``write_response`` is valid for a clock per
+      B response, with its ID and ``error``.
 
     A burst must not cross a 4 KiB boundary (AXI4): the controller's bursts are an accumulator
     aligned to its power-of-two size.
@@ -107,6 +124,8 @@ class AxiMemoryPort(wiring.Component):
         Lines of a ``write_burst``.
     bursts : int
         Write bursts the owner may have in the port at once.
+    primitives : None or "ecp5"
+        How the banks' block RAM is made (:class:`hdl.bram.RegisteredMemory`).
 
     Members
     -------
@@ -114,19 +133,21 @@ class AxiMemoryPort(wiring.Component):
     read_command : In(stream.Signature(read_command_layout(...)))
     read_data : Out(stream.Signature({"id", "data", "error"}, always_ready=True))
     write_burst : In(stream.Signature(write_burst_layout(...), always_ready=True))
-    write_burst_copies : In(len(groups))
-        ``write_burst.valid`` again, a copy for each column group of the W banks
-        (:attr:`groups`), which the owner keeps equal to it: group ``g``'s banks take a burst
-        by copy ``g`` alone, so that an owner whose lines come from several places can make
-        each group's copy beside that group's lines (pipeline rule 2).
+    write_burst_copies : In(len(bank_groups))
+        ``write_burst.valid`` again, a copy for each address group of the W banks
+        (:attr:`bank_groups`), which the owner keeps equal to it: group ``g``'s block columns
+        take a burst by copy ``g`` alone, so that an owner whose lines come from several
+        places can make each group's copy beside that group's lines (pipeline rule 2).
     bursts_held : Out(range(bursts + 1))
     write_line : In(stream.Signature(write_line_layout(...)))
     write_response : Out(stream.Signature({"id", "error"}, always_ready=True))
     """
 
-    #: One-line writes the W buffer holds: enough to send one per clock while each waits a
-    #: clock or two for its AW to go.
-    LINE_WRITES = 4
+    #: One-line writes the W buffer holds: one for each clock from a take until the room it
+    #: held is back (its read from the second clock, the banks' ``READ_LATENCY``, the W
+    #: queue's clock, the room's register), so that they go at one per clock to a memory that
+    #: takes each W beat as it comes.
+    LINE_WRITES = 2 + READ_LATENCY + 2
 
     #: Clocks from a one-line write's take to its line and byte enables: they go straight to
     #: the W banks' column groups, and an owner may read them from a queue through a register
@@ -134,7 +155,14 @@ class AxiMemoryPort(wiring.Component):
     #: reaches a column group within its clock.
     LINE_LAG = 1
 
-    def __init__(self, *, line_bits, address_bits, id_bits, burst_beats, bursts):
+    #: Beats the W queue holds: W reads a beat from the banks only with a credit of the queue,
+    #: and a credit comes back from a register a clock after W takes a beat, so the queue has
+    #: an entry for each clock of that loop (:func:`hdl.credit.credit_loop`: the banks'
+    #: :data:`hdl.bram.READ_LATENCY` forward, none back) and W can send a beat on every clock.
+    W_QUEUE = credit_loop(READ_LATENCY, back=0)
+
+    def __init__(self, *, line_bits, address_bits, id_bits, burst_beats, bursts,
+                 primitives=None):
         for name, value, low in (("line_bits", line_bits, 8), ("address_bits", address_bits, 8),
                                  ("id_bits", id_bits, 1), ("burst_beats", burst_beats, 1),
                                  ("bursts", bursts, 1)):
@@ -146,8 +174,14 @@ class AxiMemoryPort(wiring.Component):
         if burst_beats > 256:
             raise ValueError(f"burst_beats must be at most 256 (AXI4 INCR bursts), "
                              f"not {burst_beats}")
+        if primitives not in PRIMITIVES:
+            raise ValueError(f"primitives must be one of {PRIMITIVES}, not {primitives!r}")
         self._line_bits = line_bits
         self._burst_beats = burst_beats
+        self._primitives = primitives
+        # Copies of the entries the one-line bank (a line and its byte enables) is written and
+        # read at: one per group of its block columns.
+        self._line_copies = address_copies(line_bits + line_bits // 8)
         # Entries of each kind's ring: a power of two (the pointers wrap), with one free
         # beyond what may be held, the one written on every clock. The order ring has room
         # for every write held and the two a clock may take.
@@ -165,7 +199,7 @@ class AxiMemoryPort(wiring.Component):
             "write_burst": In(stream.Signature(write_burst_layout(
                 address_bits=address_bits, id_bits=id_bits, line_bits=line_bits,
                 beats=burst_beats), always_ready=True)),
-            "write_burst_copies": In(len(self.groups)),
+            "write_burst_copies": In(len(self.bank_groups)),
             "bursts_held": Out(range(bursts + 1)),
             "write_line": In(stream.Signature(write_line_layout(
                 address_bits=address_bits, id_bits=id_bits, line_bits=line_bits))),
@@ -175,9 +209,26 @@ class AxiMemoryPort(wiring.Component):
 
     @property
     def groups(self):
-        """The column groups of the W banks: slices of a line's bits, ``CONTROL_COPY_BITS``
-        each (:func:`hdl.pipeline.column_slices`)."""
+        """The column groups of R's lines and of the line W's banks give: slices of a line's
+        bits, ``CONTROL_COPY_BITS`` each (:func:`hdl.pipeline.column_slices`)."""
         return column_slices(self._line_bits)
+
+    @property
+    def banks(self):
+        """The W banks by name: ``(kind, width, depth)`` of each, a burst line's (kind
+        ``"burst"``, one per beat) and the one-line writes' (``"line"``: a line and its byte
+        enables)."""
+        line_bits = self._line_bits
+        banks = {f"w_bank{b}": ("burst", line_bits, self._entries["burst"])
+                 for b in range(self._burst_beats)}
+        banks["w_line"] = ("line", line_bits + line_bits // 8, self._entries["line"])
+        return banks
+
+    @property
+    def bank_groups(self):
+        """The address groups of a burst's banks: the slices of a line's bits that one copy
+        of the banks' write and read entries reaches (:func:`hdl.bram.copy_slices`)."""
+        return copy_slices(self._line_bits, address_copies(self._line_bits))
 
     def elaborate(self, platform):
         m = Module()
@@ -208,24 +259,26 @@ class AxiMemoryPort(wiring.Component):
                      self.write_response.valid.eq(axi.bvalid),
                      self.write_response.payload.id.eq(axi.bid),
                      self.write_response.payload.error.eq(axi.bresp != RESP_OKAY)]
-        self._write_side(m, groups)
+        self._write_side(m)
         return m
 
-    def _write_side(self, m, groups):
+    def _write_side(self, m):
         """The W buffer (see the class docstring), AW and W. ``w`` holds what the sections
         share: the takes, the rings' pointers, and the channels' moves."""
         burst, line = self.write_burst, self.write_line
         w = types.SimpleNamespace(
             taken={"burst": burst.valid, "line": line.valid & line.ready},
-            aw_moves=Signal(), aw_line=Signal(), last_moves=Signal(), w_line=Signal())
-        self._write_rings(m, w, groups)
+            aw_moves=Signal(), aw_line=Signal(), last_moves=Signal(), w_line=Signal(),
+            read_last=Signal(), read_line=Signal())
+        self._write_rings(m, w)
         self._write_waiting(m, w)
         self._aw_channel(m, w)
-        self._w_channel(m, w, groups)
+        self._w_reads(m, w)
+        self._w_banks(m, w)
 
-    def _write_rings(self, m, w, groups):
+    def _write_rings(self, m, w):
         """The order of the writes and each kind's ring pointer (``w.is_line``,
-        ``w.produce``), and where a one-line write's byte enables go (``w.strobe_at``)."""
+        ``w.produce``)."""
         taken = w.taken
         # The order of the writes, a bit per write (1: a one-line write), in a ring of its
         # own: a clock's burst first, then its line. Only these narrow flags depend on both
@@ -246,55 +299,56 @@ class AxiMemoryPort(wiring.Component):
                        Mux(taken["burst"] & (order_produce == entry), 0,
                            is_line.bit_select(entry, 1)))
         w.after_takes = after_takes
-        # Each kind's ring: written on every clock at the next free entry, ``produce``, in
-        # copies of its own for each column group of its banks (rule 2) and one for the rest.
-        # A one-line write's line and byte enables come a clock after its take (``LINE_LAG``)
-        # and go to their banks at copies of the entry it was taken at: W reads them from the
-        # second clock after the take (below), and the owner's valid, which comes late in the
-        # clock, moves one pointer, not a copy in every group. (A burst's lines come from registers
-        # of the pool, a burst's worth of them: they are not staged again. Each group's copy
-        # of its pointer counts the group's copy of the burst's valid.)
+        # Each kind's ring: its banks are written on every clock at the next free entry,
+        # ``produce``, in a copy for each of the banks' address groups (rule 2) and one for
+        # the rest. A one-line write's line and byte enables come a clock after its take
+        # (``LINE_LAG``) and go to their bank at copies of the entry it was taken at: W reads
+        # them from the second clock after the take (below), and the owner's valid, which comes
+        # late in the clock, moves one pointer, not a copy in every group. (A burst's lines come
+        # from registers of the pool, a burst's worth of them: they are not staged again. Each
+        # group's copy of its pointer counts the group's copy of the burst's valid.)
         w.produce = produce = {}
         produce["burst"] = []
-        copies = [*self.write_burst_copies, taken["burst"]]
-        for g, burst_taken in enumerate(copies):
+        for g, burst_taken in enumerate([*self.write_burst_copies, taken["burst"]]):
             pointer = Signal(range(self._entries["burst"]), name=f"burst_produce_{g}")
             m.d.sync += pointer.eq(pointer + burst_taken)
             produce["burst"].append(pointer)
         line_produce = Signal(range(self._entries["line"]))
         m.d.sync += line_produce.eq(line_produce + taken["line"])
-        *staged, w.strobe_at = register_copies(m, line_produce, len(groups) + 1,
-                                               "line_staged_at")
+        staged = register_copies(m, line_produce, self._line_copies, "line_staged_at")
         produce["line"] = [*staged, line_produce]
 
     def _write_waiting(self, m, w):
-        """What each kind of write has waiting, for AW and for W (taken, not yet sent: a
-        burst's W is sent with its last beat): ``w.waiting``, ``bursts_held`` and the room
-        for one-line writes. Both channels go in order, so the writes of a kind not yet sent
-        on both are as many as the larger of its two counts."""
+        """What each kind of write has waiting for AW, for W and for W's reads of the banks
+        (taken, not yet sent: a burst's W is sent with its last beat): ``w.waiting``,
+        ``bursts_held`` and the room for one-line writes. Both channels go in order, so the
+        writes of a kind not yet sent on both are as many as the larger of its two counts."""
         counts, unsent = {}, {}
         for kind, is_kind in (("burst", Const(0)), ("line", Const(1))):
             for channel, sent, sent_line in (("aw", w.aw_moves, w.aw_line),
-                                             ("w", w.last_moves, w.w_line)):
+                                             ("w", w.last_moves, w.w_line),
+                                             ("read", w.read_last, w.read_line)):
                 count = Signal(range(self._orders), name=f"{kind}_{channel}_waiting")
                 next_count = Signal.like(count, name=f"{kind}_{channel}_next")
-                # The writes taken before this clock and not sent on it (W's valid reads them).
+                # The writes taken before this clock and not sent on it (W's reads read them).
                 unsent[kind, channel] = count - (sent & (sent_line == is_kind))
                 m.d.comb += next_count.eq(unsent[kind, channel] + w.taken[kind])
                 m.d.sync += count.eq(next_count)
                 counts[kind, channel] = count, next_count
         held = {kind: Mux(counts[kind, "aw"][1] > counts[kind, "w"][1], counts[kind, "aw"][1],
                           counts[kind, "w"][1]) for kind in ("burst", "line")}
-        # Whether any write waits for each channel: registers (the channels' valids, which
-        # W's pointers follow, start from a flip-flop). AW's is made from the counts' next
-        # values; W's leaves out the writes taken on this clock, so that W reads a write from
-        # the second clock after its take, when the order ring already says which bank it is
-        # in: the bank W reads next is then chosen without the takes (``next_is_line``).
+        # Whether any write waits for AW and for W's reads: registers (AW's valid and W's
+        # reads, which W's pointers follow, start from a flip-flop). AW's is made from the
+        # counts' next values; the reads' leaves out the writes taken on this clock, so that a
+        # write is read from the second clock after its take, when the order ring already says
+        # which bank it is in: the bank read next is then chosen without the takes
+        # (``next_is_line``).
         w.waiting = waiting = {channel: Signal(name=f"{channel}_waiting")
-                               for channel in ("aw", "w")}
+                               for channel in ("aw", "read")}
         m.d.sync += [waiting["aw"].eq((counts["burst", "aw"][1] != 0)
                                       | (counts["line", "aw"][1] != 0)),
-                     waiting["w"].eq((unsent["burst", "w"] != 0) | (unsent["line", "w"] != 0))]
+                     waiting["read"].eq((unsent["burst", "read"] != 0)
+                                        | (unsent["line", "read"] != 0))]
         line_room = Signal(init=1)
         m.d.sync += [self.bursts_held.eq(held["burst"]),
                      line_room.eq(held["line"] < self.LINE_WRITES)]
@@ -333,78 +387,97 @@ class AxiMemoryPort(wiring.Component):
                      w.aw_moves.eq(aw_command.valid & aw_command.ready)]
         self._address_register(m, "aw", aw_command)
 
-    def _w_channel(self, m, w, groups):
-        """W: the write at ``w_order``, its beat ``beat``; each kind's banks are read at that
-        kind's own W pointer. Whether the write is a one-line write (``w.w_line``), and the
-        one after it, are registers, so that the order ring's read is not in front of W's
-        moves."""
-        axi, line = self.axi, self.write_line
+    def _w_reads(self, m, w):
+        """W's reads of the banks, a beat on each clock that one waits and the W queue has a
+        credit for it (``w.read``): the write at ``w_order``, its beat ``beat``, each kind's
+        banks at that kind's own pointer (``w.read_at``, copies for the banks' address groups).
+        Whether the write is a one-line write (``w.read_line``), and the one after it, are
+        registers, so that the order ring's read is not in front of the reads' moves. The
+        beat's flags (``last``, ``line``) go with the read to the queue."""
         beats = self._burst_beats
+        m.submodules.w_credits = credits = CreditSender(_BEAT_FLAGS, credits=self.W_QUEUE)
+        w.read = credits.source
         w_order = Signal(range(self._orders))
         w_order_ahead = Signal(range(self._orders), init=1)      # ``w_order + 1``
         w_order_ahead2 = Signal(range(self._orders), init=2)     # ``w_order + 2``
         beat = Signal(range(max(beats, 2)))
-        w_moves = axi.wvalid & axi.wready
+        last = w.read_line | (beat == beats - 1)
         next_w_order = Signal.like(w_order)
         next_beat = Signal.like(beat)
-        m.d.comb += [axi.wvalid.eq(w.waiting["w"]),
-                     axi.wlast.eq(w.w_line | (beat == beats - 1)),
-                     w.last_moves.eq(w_moves & axi.wlast),
-                     next_w_order.eq(w_order + w.last_moves),
-                     next_beat.eq(Mux(w_moves, Mux(axi.wlast, 0, beat + 1), beat))]
+        m.d.comb += [credits.sink.valid.eq(w.waiting["read"]),
+                     credits.sink.payload.last.eq(last),
+                     credits.sink.payload.line.eq(w.read_line),
+                     w.read_last.eq(w.read.valid & last),
+                     next_w_order.eq(w_order + w.read_last),
+                     next_beat.eq(Mux(w.read.valid, Mux(last, 0, beat + 1), beat))]
         m.d.sync += [w_order.eq(next_w_order), w_order_ahead.eq(next_w_order + 1),
                      w_order_ahead2.eq(next_w_order + 2), beat.eq(next_beat)]
-        w_entry, w_entry_copies = {}, {}     # each kind's W pointer, and its copies per group
-        for kind, is_kind in (("burst", ~w.w_line), ("line", w.w_line)):
+        w.read_at = {}
+        for kind, is_kind, copies in (("burst", ~w.read_line, len(self.bank_groups)),
+                                      ("line", w.read_line, self._line_copies)):
             entry = Signal(range(self._entries[kind]), name=f"{kind}_w_entry")
             next_entry = Signal.like(entry, name=f"{kind}_w_entry_next")
-            m.d.comb += next_entry.eq(entry + (w.last_moves & is_kind))
+            m.d.comb += next_entry.eq(entry + (w.read_last & is_kind))
             m.d.sync += entry.eq(next_entry)
-            w_entry[kind] = entry
-            w_entry_copies[kind] = register_copies(m, next_entry, len(groups), f"{kind}_w_entry")
-        m.submodules.strobes = strobes = Memory(shape=len(line.payload.strobe),
-                                                depth=self._entries["line"], init=[])
-        strobe_write, strobe_read = strobes.write_port(), strobes.read_port(domain="comb")
-        m.d.comb += [strobe_write.en.eq(1), strobe_write.addr.eq(w.strobe_at),
-                     strobe_write.data.eq(line.payload.strobe),
-                     strobe_read.addr.eq(w_entry["line"]),
-                     axi.wstrb.eq(Mux(w.w_line, strobe_read.data, -1))]
+            w.read_at[kind] = register_copies(m, next_entry, copies, f"{kind}_w_entry")
         # The kinds of the writes at ``w_order`` and after it, as the ring stands after the
-        # last clock's takes (registers, read from the ring at the entries W may be at after
-        # the edge): a write W reads was taken two clocks before or earlier (``waiting``).
+        # last clock's takes (registers, read from the ring at the entries the reads may be at
+        # after the edge): a write read was taken two clocks before or earlier (``waiting``).
         line_ahead = Signal()
         m.d.sync += [
-            w.w_line.eq(Mux(w.last_moves, w.after_takes(w_order_ahead),
-                            w.after_takes(w_order))),
-            line_ahead.eq(Mux(w.last_moves, w.after_takes(w_order_ahead2),
+            w.read_line.eq(Mux(w.read_last, w.after_takes(w_order_ahead),
+                               w.after_takes(w_order))),
+            line_ahead.eq(Mux(w.read_last, w.after_takes(w_order_ahead2),
                               w.after_takes(w_order_ahead)))]
-        # The bank W reads after this edge: the line bank (number ``beats``) for a one-line
-        # write, else the beat's; the last W beat chooses between the two registers.
-        next_is_line = Mux(w.last_moves, line_ahead, w.w_line)
-        bank_copies = register_copies(m, Mux(next_is_line, beats, next_beat), len(groups),
-                                      "w_bank")
-        self._w_banks(m, w, groups, w_entry_copies, bank_copies)
+        # The bank read: the line bank (number ``beats``) for a one-line write, else the
+        # beat's; a register, then a copy for each column group of the banks' data, in step
+        # with the data (:data:`hdl.bram.READ_LATENCY`).
+        bank = Signal(range(beats + 1))
+        m.d.sync += bank.eq(Mux(w.read_line, beats, beat))
+        w.bank_copies = register_tree(m, bank, READ_LATENCY - 1, len(self.groups), "w_bank")
 
-    def _w_banks(self, m, w, groups, w_entry_copies, bank_copies):
-        """W's data: in each column group, a bank per burst line and one for one-line writes,
-        each read at its kind's W pointer and chosen by the group's copy of the bank."""
-        beats = self._burst_beats
-        wdata = []
-        for g, bits in enumerate(groups):
-            lines = []
-            sources = [(f"w_bank{b}", "burst",
-                        self.write_burst.payload.lines[b * self._line_bits:][:self._line_bits])
-                       for b in range(beats)]
-            sources.append(("w_line", "line", self.write_line.payload.line))
-            for name, kind, source in sources:
-                m.submodules[f"{name}_group{g}"] = bank = Memory(
-                    shape=bits.stop - bits.start, depth=self._entries[kind], init=[])
-                write, read = bank.write_port(), bank.read_port(domain="comb")
-                m.d.comb += [write.en.eq(1), write.addr.eq(w.produce[kind][g]),
-                             write.data.eq(source[bits]), read.addr.eq(w_entry_copies[kind][g])]
-                lines.append(read.data)
-            wdata.append(Array(lines)[bank_copies[g]])
-        m.d.comb += self.axi.wdata.eq(Cat(wdata))
+    def _w_banks(self, m, w):
+        """The banks, a burst line's each and one for one-line writes (a line and its byte
+        enables), block RAM read :data:`hdl.bram.READ_LATENCY` clocks after its address; the
+        line read, chosen in each column group by the group's copy of the bank, joins its
+        beat's flags, and the W queue (:class:`hdl.credit.CreditReceiver`) that W leaves
+        from."""
+        line_bits = self._line_bits
+        burst_lines = self.write_burst.payload.lines
+        sources = {f"w_bank{b}": burst_lines[b * line_bits:][:line_bits]
+                   for b in range(self._burst_beats)}
+        sources["w_line"] = Cat(self.write_line.payload.line, self.write_line.payload.strobe)
+        outputs = []
+        for name, (kind, width, depth) in self.banks.items():
+            source = sources[name]
+            copies = len(w.read_at[kind])
+            m.submodules[name] = bank = RegisteredMemory(
+                width=width, depth=depth, primitives=self._primitives, copies=copies)
+            m.d.comb += [bank.write_data.eq(source), bank.write_en.eq((1 << copies) - 1),
+                         *(bank.write_addr[k].eq(w.produce[kind][k]) for k in range(copies)),
+                         *(bank.read_addr[k].eq(w.read_at[kind][k]) for k in range(copies))]
+            outputs.append(bank.read_data)
+        # The read's flags, in step with its line.
+        flags = w.read
+        for k in range(READ_LATENCY):
+            m.submodules[f"w_read{k}"] = stage = PipelineRegister(_BEAT_FLAGS)
+            m.d.comb += [stage.sink.valid.eq(flags.valid), stage.sink.payload.eq(flags.payload)]
+            flags = stage.source
+        m.submodules.w_queue = queue = CreditReceiver(_w_beat_layout(line_bits),
+                                                      depth=self.W_QUEUE)
+        entry = queue.sink.payload
+        m.d.comb += [
+            queue.sink.valid.eq(flags.valid), entry.last.eq(flags.payload.last),
+            entry.line.eq(flags.payload.line), w.read.credit.eq(queue.sink.credit),
+            entry.data.eq(Cat(Array(out[bits] for out in outputs)[copy]
+                              for bits, copy in zip(self.groups, w.bank_copies))),
+            entry.strobe.eq(Mux(flags.payload.line, outputs[-1][line_bits:], -1))]
+        axi, head = self.axi, queue.source
+        m.d.comb += [axi.wvalid.eq(head.valid), axi.wdata.eq(head.payload.data),
+                     axi.wstrb.eq(head.payload.strobe), axi.wlast.eq(head.payload.last),
+                     head.ready.eq(axi.wready),
+                     w.last_moves.eq(head.valid & axi.wready & head.payload.last),
+                     w.w_line.eq(head.payload.line)]
 
     def _address_register(self, m, channel, command):
         """The AR or AW register (``channel``: "ar" or "aw"), refilled from ``command`` (a

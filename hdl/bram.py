@@ -16,7 +16,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["PRIMITIVES", "READ_LATENCY", "ECP5_DEPTH", "ECP5_WIDTH", "BLOCKS_PER_COPY",
-           "address_copies", "ecp5_blocks", "RegisteredMemory"]
+           "address_copies", "copy_slices", "ecp5_blocks", "RegisteredMemory"]
 
 #: The vendor primitive forms a design can be generated with (``None``: inferred memories).
 PRIMITIVES = (None, "ecp5")
@@ -41,6 +41,16 @@ def address_copies(width):
     """How many copies of its addresses a :class:`RegisteredMemory` of ``width`` bits takes:
     one per :data:`BLOCKS_PER_COPY` block columns."""
     return -(-width // (ECP5_WIDTH * BLOCKS_PER_COPY))
+
+
+def copy_slices(width, copies):
+    """The bits of a ``width``-bit word that each of ``copies`` copies of a
+    :class:`RegisteredMemory`'s addresses reaches, as slices: whole block columns of
+    :data:`ECP5_WIDTH` bits, as many for each copy but the last."""
+    columns = -(-width // ECP5_WIDTH)
+    group_bits = -(-columns // copies) * ECP5_WIDTH
+    return [slice(start, min(width, start + group_bits))
+            for start in range(0, width, group_bits)]
 
 
 def ecp5_blocks(width, depth):
@@ -113,9 +123,7 @@ class RegisteredMemory(wiring.Component):
         if self._primitives == "ecp5":
             return self._ecp5()
         m = Module()
-        group_bits = self._per_copy * ECP5_WIDTH
-        for k, start in enumerate(range(0, self._width, group_bits)):
-            bits = slice(start, min(self._width, start + group_bits))
+        for k, bits in enumerate(copy_slices(self._width, len(self.write_en))):
             m.submodules[f"array{k}"] = array = Memory(
                 shape=unsigned(len(self.write_data[bits])), depth=self._depth, init=[])
             read = array.read_port()

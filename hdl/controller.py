@@ -150,7 +150,7 @@ class CxlMemController(wiring.Component):
         m.submodules.memory = c.memory = AxiMemoryPort(
             line_bits=p.line_bits, address_bits=params.address_bits,
             id_bits=params.axi_id_bits, burst_beats=1 + p.state_lines,
-            bursts=SlotPool.QUEUE_DEPTH)
+            bursts=SlotPool.QUEUE_DEPTH, primitives=self._primitives)
         m.submodules.responder = c.responder = Responder(params)
         m.submodules.window = c.window = RegisterWindow(params, addr_width=len(self.csr.addr))
         m.submodules.identity = c.identity = IdentityPath(params, host_id=_HOST_ID)
@@ -219,10 +219,11 @@ class CxlMemController(wiring.Component):
                 reset=True))),
             pool.fill_data.error.eq(Cat(register_copies(
                 m, axi.rresp != RESP_OKAY, pool.slices, "pool_line_error")))]
-        # Each W bank group takes a write-back by the valid of the slice that makes its lines.
+        # Each W bank group takes a write-back by the valid of the slice that makes its first
+        # lines.
         m.d.comb += [memory.write_burst.valid.eq(pool.write_back.valid),
                      *(copy.eq(pool.write_back_copies[pool.slice_of(bits.start)])
-                       for copy, bits in zip(memory.write_burst_copies, memory.groups)),
+                       for copy, bits in zip(memory.write_burst_copies, memory.bank_groups)),
                      memory.write_burst.payload.id.eq(_POOL_ID),
                      memory.write_burst.payload.address.eq(pool.write_back.payload.address),
                      memory.write_burst.payload.lines.eq(pool.write_back.payload.lines),

@@ -29,7 +29,7 @@ def _port(held=BURSTS, beats=BURST_BEATS):
 def _set_burst_valid(ctx, port, valid):
     """Offer a write burst (or not), its valid's copies alike, as the port's owner keeps them."""
     ctx.set(port.write_burst.valid, valid)
-    ctx.set(port.write_burst_copies, (1 << len(port.groups)) - 1 if valid else 0)
+    ctx.set(port.write_burst_copies, (1 << len(port.bank_groups)) - 1 if valid else 0)
 
 
 async def _tick_lagging(ctx, port, taken, rng):
@@ -276,7 +276,7 @@ def test_one_line_writes_stop_at_line_writes_held():
 def test_one_line_writes_go_at_one_per_clock_to_a_memory_that_wants_aw_first():
     """A memory may take a write's W only after its AW (AXI4 allows it). One-line writes,
     offered back to back, still go at one per clock: each AW goes while the write before it
-    sends its W."""
+    sends its W, and the W beats leave on consecutive clocks."""
     port = _port()
     count = 32
     clocks = {"aw": [], "w": []}
@@ -310,6 +310,43 @@ def test_one_line_writes_go_at_one_per_clock_to_a_memory_that_wants_aw_first():
 
     simulate(port, writer, processes=[memory])
     assert len(clocks["w"]) == count, f"{len(clocks['w'])} W beats of {count} writes"
-    span = clocks["w"][-1] - clocks["aw"][0] + 1
-    assert span <= count + 1, \
-        f"{count} one-line writes took {span} clocks from the first AW to the last W"
+    span = clocks["w"][-1] - clocks["w"][0] + 1
+    assert span == count, \
+        f"{count} one-line writes took {span} clocks from the first W beat to the last"
+
+
+def test_bursts_leave_on_w_at_a_beat_per_clock():
+    """With write bursts offered whenever ``bursts_held`` allows and a memory that takes every
+    beat, W sends a beat on every clock from its first to its last: the W queue
+    (``W_QUEUE``) covers the loop of its credits."""
+    beats = BURST_BEATS
+    port = _port()
+    count = 12
+    w_clocks = []
+
+    async def memory(ctx):
+        axi = port.axi
+        ctx.set(axi.awready, 1)
+        ctx.set(axi.wready, 1)
+        clock = 0
+        async for sample in ctx.tick().sample(axi.wvalid):
+            clock += 1
+            if sample[2]:
+                w_clocks.append(clock)
+
+    async def writer(ctx):
+        sent = 0
+        while sent < count:
+            offer = ctx.get(port.bursts_held) < BURSTS
+            ctx.set(port.write_burst.payload.address, 0x100 * sent)
+            _set_burst_valid(ctx, port, offer)
+            sent += offer
+            await ctx.tick()
+        _set_burst_valid(ctx, port, 0)
+        await ctx.tick().repeat(20)
+
+    simulate(port, writer, processes=[memory])
+    assert len(w_clocks) == count * beats, \
+        f"{beats} lines a burst: {len(w_clocks)} W beats, expected {count * beats}"
+    gaps = [(a, b) for a, b in zip(w_clocks, w_clocks[1:]) if b != a + 1]
+    assert not gaps, f"{beats} lines a burst: W idle between clocks {gaps[:4]}"

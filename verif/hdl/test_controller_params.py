@@ -79,6 +79,8 @@ def test_accumulators_are_powers_of_two_lines():
      "burst_beats must be at most 256 (AXI4 INCR bursts), not 257"),
     ({"line_bits": 64, "address_bits": 32, "bursts": 0},
      "bursts must be an integer of at least 1, not 0"),
+    ({"line_bits": 64, "address_bits": 32, "primitives": "ice40"},
+     "primitives must be one of (None, 'ecp5'), not 'ice40'"),
 ])
 def test_axi_master_params_refused(kwargs, message):
     with pytest.raises(ValueError) as error:

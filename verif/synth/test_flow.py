@@ -7,9 +7,11 @@ from collections import defaultdict
 
 import pytest
 
+from hdl.axi import AxiMemoryPort
 from hdl.bram import ecp5_blocks
 from hdl.controller import CxlMemController
 from hdl.slot_ops import slot_entry_layout
+from hdl.slots import SlotPool
 from hdl.tag_check import TagCheck
 from spec.params import POOL_SLICE_BITS, ControllerParams, DatapathParams
 from synth import flow
@@ -156,9 +158,9 @@ def _flip_flops_by_register(folder, top):
 def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
     """Synthesis of the controller as the flow makes it keeps the decoder's copy of the address
     for each region (``address_copy_<r>``, hdl.pipeline.register_copies) as flip-flops of its
-    own, and puts the slot pool's memory and its tags in block RAMs with their output registers
-    on, as many as their widths need (and nothing else: write-backs wait in the memory port's
-    LUT RAM), rather than in flip-flops or LUT RAM."""
+    own, and puts the slot pool's memory and its tags, and the memory port's W banks, in block
+    RAMs with their output registers on, as many as their widths need (and nothing else),
+    rather than in flip-flops or LUT RAM."""
     params = ControllerParams(DatapathParams(line_bits=64, counter_width=2, latency=2),
                               regions=2, slots=256)
     assert params.datapath.line_bits <= POOL_SLICE_BITS, "the pool is no longer one slice"
@@ -170,9 +172,13 @@ def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
               for cell in module["cells"].values() if cell["type"] == "DP16KD"]
     slot_blocks = ecp5_blocks(slot_entry_layout(params).size, params.slots)
     tag_blocks = ecp5_blocks(TagCheck(params).tag_layout.size, params.slots)
-    assert len(blocks) == slot_blocks + tag_blocks, \
-        f"{len(blocks)} DP16KD blocks, {slot_blocks} for the slots and {tag_blocks} for the " \
-        f"tags expected"
+    port = AxiMemoryPort(line_bits=params.datapath.line_bits, address_bits=params.address_bits,
+                         id_bits=params.axi_id_bits, burst_beats=1 + params.datapath.state_lines,
+                         bursts=SlotPool.QUEUE_DEPTH)
+    bank_blocks = sum(ecp5_blocks(width, depth) for _, width, depth in port.banks.values())
+    assert len(blocks) == slot_blocks + tag_blocks + bank_blocks, \
+        f"{len(blocks)} DP16KD blocks, {slot_blocks} for the slots, {tag_blocks} for the " \
+        f"tags and {bank_blocks} for the W banks expected"
     for block in blocks:
         modes = {block["parameters"][f"REGMODE_{port}"] for port in "AB"}
         assert modes == {"OUTREG"}, f"a block RAM with output register modes {modes}"
