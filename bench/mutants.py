@@ -226,4 +226,11 @@ MUTANTS = [
         'hdl/miss_handler.py',
         '& self.data_ok & ~self.occupant_valid',
         '& self.data_ok & 1'),
+    Mutant(
+        'fast_install_of_another_op',
+        "A prefetched line is installed under whatever op T1 holds when its read is in: an "
+        "op of another line takes the prefetched line's state as its own.",
+        'hdl/miss_handler.py',
+        'usable & self.t1_prefetched',
+        'usable & 1'),
 ]
