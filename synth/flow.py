@@ -262,9 +262,10 @@ def estimate_gates(folder, top):
     cmos``): gate counts by type and the estimated transistors. It runs in ``<folder>/gates/``,
     on a copy of the Verilog, so that it never shares a folder with another Yosys run.
 
-    The ECP5 blocks a design instantiates (the slot pool's DP16KDs, :data:`PRIMITIVES`) are
-    black boxes here: the estimate counts the logic around them, and Yosys marks the
-    transistor figure with a ``+`` for the cells it cannot count."""
+    The ECP5 blocks a design instantiates (the DP16KDs of the slot pool and of the memory
+    port's W banks, :data:`PRIMITIVES`) are black boxes here: the estimate counts the logic
+    around them, and Yosys marks the transistor figure with a ``+`` for the cells it cannot
+    count."""
     gates = Path(folder) / "gates"
     gates.mkdir(exist_ok=True)
     shutil.copyfile(Path(folder) / f"{top}.v", gates / f"{top}.v")
