@@ -100,16 +100,18 @@ class AxiMemoryPort(wiring.Component):
       RAM (:class:`hdl.bram.RegisteredMemory`, read two clocks after the address): a line
       queue of LUT RAM is a hundred cells spread over the die, a block RAM column is 36 bits.
       A take moves only pointers: each bank is written on every clock at its ring's next
-      free entry, taken or not (the line bank a clock late, from a register of the line), so
-      that no bank's address depends on the other kind's take, with copies of the entry it
-      writes and the entry it reads for each group of its block columns (``bank_groups``).
+      free entry, taken or not (the line bank ``LINE_LAG`` clocks late, when the owner gives
+      the line, at copies of the entry it was taken at), so that no bank's address depends
+      on the other kind's take, with copies of the entry it writes and the entry it reads
+      for each group of its block columns (a burst bank's: ``bank_groups``).
     - W's beats are read from the banks in order into the *W queue* (``W_QUEUE`` beats),
       which W leaves from: a read needs a credit of the queue (:mod:`hdl.credit`), so
-      ``WREADY`` moves only the queue's pointers, never the banks' entries. The banks read a
+      ``WREADY`` moves the queue's pointers and the counts of what waits (``bursts_held``),
+      never the entries the banks are read at. The banks read a
       write from the second clock after its take, as AW sends it (from its register,
       refilled on the edge after the take's), when the order ring already says which bank
       holds it, so that no take reaches the choice of the bank; its first beat is on W
-      from the fifth clock after the take.
+      ``FIRST_W`` clocks after the take.
     - AW leaves from a register and W from the W queue, read without a clock: ``AWREADY``
       and ``WREADY`` reach no logic of the owner. ``write_response`` is valid for a clock per
       B response, with its ID and ``error``.
@@ -143,11 +145,15 @@ class AxiMemoryPort(wiring.Component):
     write_response : Out(stream.Signature({"id", "error"}, always_ready=True))
     """
 
+    #: Clocks from a write's take to its first W beat, with nothing ahead of it: the banks read
+    #: it from the second clock after the take, their data comes ``READ_LATENCY`` clocks after
+    #: the address, and the W queue gives an entry from the clock after its write.
+    FIRST_W = 2 + READ_LATENCY + 1
+
     #: One-line writes the W buffer holds: one for each clock from a take until the room it
-    #: held is back (its read from the second clock, the banks' ``READ_LATENCY``, the W
-    #: queue's clock, the room's register), so that they go at one per clock to a memory that
-    #: takes each W beat as it comes.
-    LINE_WRITES = 2 + READ_LATENCY + 2
+    #: held is back (``FIRST_W``, then the room's register), so that they go at one per clock
+    #: to a memory that takes each W beat as it comes.
+    LINE_WRITES = FIRST_W + 1
 
     #: Clocks from a one-line write's take to its line and byte enables: they go straight to
     #: the W banks' column groups, and an owner may read them from a queue through a register

@@ -5,25 +5,69 @@ were taken (a clock's burst before its line), with each line's strobe, full stro
 and WLAST on each write's last beat; ``bursts_held`` counts, on every clock, the bursts not yet
 sent on both AW and W, and one-line writes stop at ``LINE_WRITES`` held; every B and R
 beat comes back with its ID and error (an R beat with an error as a line of 0); read commands
-become one AR each."""
+become one AR each. A write's first W beat leaves ``FIRST_W`` clocks after its take, and W
+then sends a beat on every clock. The W banks here give a wrong word for a read of a word
+written on the same edge (:class:`_CollisionPoisoningMemory`), as the ECP5 block's data is then
+not defined."""
 
 import random
 
 import pytest
+from amaranth import Module, Mux, Signal
 
+import hdl.axi
 from bench.sim import send, simulate
 from hdl.axi import RESP_OKAY, AxiMemoryPort
+from hdl.bram import READ_LATENCY, RegisteredMemory, copy_slices
 
 LINE_BITS = 32
 BURST_BEATS = 3
 BURSTS = 5
 SLVERR = 0b10
-FULL_STROBE = (1 << LINE_BITS // 8) - 1
 
 
-def _port(held=BURSTS, beats=BURST_BEATS):
-    return AxiMemoryPort(line_bits=LINE_BITS, address_bits=16, id_bits=2,
+def _full_strobe(line_bits):
+    """Every byte of a line enabled."""
+    return (1 << line_bits // 8) - 1
+
+
+FULL_STROBE = _full_strobe(LINE_BITS)
+
+
+class _CollisionPoisoningMemory(RegisteredMemory):
+    """A :class:`hdl.bram.RegisteredMemory` whose read of a word written on the same clock
+    edge gives the word inverted, not the old word: the ECP5 block's data is then not defined,
+    so a port that ever used such a read sends a wrong line here."""
+
+    def elaborate(self, platform):
+        m = Module()
+        copies = len(self.write_en)
+        m.submodules.memory = memory = RegisteredMemory(width=self._width, depth=self._depth,
+                                                        copies=copies)
+        m.d.comb += [memory.read_addr.eq(self.read_addr), memory.write_addr.eq(self.write_addr),
+                     memory.write_data.eq(self.write_data), memory.write_en.eq(self.write_en)]
+        for k, bits in enumerate(copy_slices(self._width, copies)):
+            # Whether copy k's read collided, in step with its data (READ_LATENCY clocks).
+            collided = self.write_en[k] & (self.read_addr[k] == self.write_addr[k])
+            for step in range(READ_LATENCY):
+                late = Signal(name=f"collided{k}_{step}")
+                m.d.sync += late.eq(collided)
+                collided = late
+            m.d.comb += self.read_data[bits].eq(Mux(collided, ~memory.read_data[bits],
+                                                    memory.read_data[bits]))
+        return m
+
+
+@pytest.fixture(autouse=True)
+def _banks_poison_collisions(monkeypatch):
+    """Every test here runs the port with :class:`_CollisionPoisoningMemory` banks."""
+    monkeypatch.setattr(hdl.axi, "RegisteredMemory", _CollisionPoisoningMemory)
+
+
+def _port(held=BURSTS, beats=BURST_BEATS, line_bits=LINE_BITS):
+    return AxiMemoryPort(line_bits=line_bits, address_bits=16, id_bits=2,
                          burst_beats=beats, bursts=held)
+
 
 
 def _set_burst_valid(ctx, port, valid):
@@ -39,17 +83,19 @@ async def _tick_lagging(ctx, port, taken, rng):
     assert AxiMemoryPort.LINE_LAG == 1, "the test drives lines a clock after their take"
     await ctx.tick()
     if taken is None:
-        taken = {"line": rng.getrandbits(LINE_BITS), "strobe": rng.getrandbits(LINE_BITS // 8)}
+        line_bits = len(port.write_line.payload.line)
+        taken = {"line": rng.getrandbits(line_bits), "strobe": rng.getrandbits(line_bits // 8)}
     ctx.set(port.write_line.payload.line, taken["line"])
     ctx.set(port.write_line.payload.strobe, taken["strobe"])
 
 
-def _run(seed, bursts, lines, reads, *, burst_rate, line_rate, held=BURSTS, beats=BURST_BEATS):
+def _run(seed, bursts, lines, reads, *, burst_rate, line_rate, held=BURSTS, beats=BURST_BEATS,
+         line_bits=LINE_BITS):
     """Send write ``bursts`` and ``lines`` and read commands ``reads`` through a port of
     ``beats`` lines a burst and ``held`` bursts; returns what the memory saw and what the port
     gave back. ``taken`` lists the writes (kind, fields) in the order the port took them."""
     rng = random.Random(seed)
-    port = _port(held, beats)
+    port = _port(held, beats, line_bits)
     seen = {"aw": [], "w": [], "ar": [], "responses": [], "read_data": [], "taken": [],
             "held": []}
 
@@ -133,13 +179,14 @@ def _run(seed, bursts, lines, reads, *, burst_rate, line_rate, held=BURSTS, beat
     return seen
 
 
-def _expected_writes(taken, beats=BURST_BEATS):
+def _expected_writes(taken, beats, line_bits):
     """(AW, W beats) the memory must see for the writes ``taken``, in order."""
     aw, w = [], []
     for kind, job in taken:
         if kind == "burst":
             aw.append((job["address"], beats - 1, job["id"]))
-            w += [((job["lines"] >> (LINE_BITS * beat)) & ((1 << LINE_BITS) - 1), FULL_STROBE,
+            w += [((job["lines"] >> (line_bits * beat)) & ((1 << line_bits) - 1),
+                   _full_strobe(line_bits),
                    int(beat == beats - 1)) for beat in range(beats)]
         else:
             aw.append((job["address"], 0, job["id"]))
@@ -147,29 +194,31 @@ def _expected_writes(taken, beats=BURST_BEATS):
     return aw, w
 
 
-@pytest.mark.parametrize("shape", [(BURSTS, BURST_BEATS), (4, 1)],
-                         ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("shape", [(BURSTS, BURST_BEATS, LINE_BITS), (4, 1, LINE_BITS),
+                                   (1, 2, LINE_BITS), (2, 6, 512)],
+                         ids=lambda s: f"{s[0]}x{s[1]}_{s[2]}b")
 @pytest.mark.parametrize("rates", [(0.6, 0.3), (0.2, 0.9), (1.0, 1.0)],
                          ids=["bursts", "mostly_lines", "both_every_clock"])
 @pytest.mark.parametrize("seed", range(4))
 def test_writes_in_order_with_ids(seed, rates, shape):
     """``rates``: how often a burst is offered (when ``bursts_held`` allows) and a line;
-    ``shape``: bursts held at most, lines a burst (a power of two held fills its ring)."""
-    held, beats = shape
+    ``shape``: bursts held at most (a power of two held fills its ring), lines a burst, and
+    line bits (512: the banks' block columns in two address groups, the line bank's too)."""
+    held, beats, line_bits = shape
     rng = random.Random(100 + seed)
     bursts = [{"id": rng.randint(0, 3), "address": 0x1000 + 0x10 * k,
-               "lines": rng.getrandbits(beats * LINE_BITS)} for k in range(20)]
+               "lines": rng.getrandbits(beats * line_bits)} for k in range(20)]
     lines = [{"id": rng.randint(0, 3), "address": 0x2000 + 0x4 * k,
-              "line": rng.getrandbits(LINE_BITS), "strobe": rng.getrandbits(LINE_BITS // 8)}
+              "line": rng.getrandbits(line_bits), "strobe": rng.getrandbits(line_bits // 8)}
              for k in range(24)]
     reads = [{"id": rng.randint(0, 3), "address": 0x800 + 0x10 * k,
               "beats": rng.randint(1, 4)} for k in range(16)]
     seen = _run(seed, bursts, lines, reads, burst_rate=rates[0], line_rate=rates[1],
-                held=held, beats=beats)
-    where = f"seed {seed}, rates {rates}, {held} bursts of {beats}"
+                held=held, beats=beats, line_bits=line_bits)
+    where = f"seed {seed}, rates {rates}, {held} bursts of {beats} lines of {line_bits} bits"
 
     assert len(seen["taken"]) == len(bursts) + len(lines), f"{where}: not every write taken"
-    want_aw, want_w = _expected_writes(seen["taken"], beats)
+    want_aw, want_w = _expected_writes(seen["taken"], beats, line_bits)
     for number, (got, want) in enumerate(zip(seen["aw"], want_aw)):
         assert got == want, f"{where}: AW {number}: (address, len, id) {got}, expected {want}"
     assert len(seen["aw"]) == len(want_aw), f"{where}: {len(seen['aw'])} AW, " \
@@ -350,3 +399,44 @@ def test_bursts_leave_on_w_at_a_beat_per_clock():
         f"{beats} lines a burst: {len(w_clocks)} W beats, expected {count * beats}"
     gaps = [(a, b) for a, b in zip(w_clocks, w_clocks[1:]) if b != a + 1]
     assert not gaps, f"{beats} lines a burst: W idle between clocks {gaps[:4]}"
+
+
+@pytest.mark.parametrize("kind", ["burst", "line"])
+def test_a_write_reaches_w_first_w_clocks_after_its_take(kind):
+    """A write alone in the port, to a memory that takes every beat, has its first W beat
+    ``FIRST_W`` clock edges after the edge that takes it, and its line."""
+    port = _port()
+    edges = []
+    idle = 4
+    take = idle + 1             # the edge that takes the write
+
+    async def memory(ctx):
+        axi = port.axi
+        ctx.set(axi.awready, 1)
+        ctx.set(axi.wready, 1)
+        edge = 0
+        async for sample in ctx.tick().sample(axi.wvalid, axi.wdata):
+            edge += 1
+            if sample[2]:
+                edges.append((edge, sample[3]))
+
+    async def writer(ctx):
+        rng = random.Random(3)
+        await ctx.tick().repeat(idle)
+        if kind == "burst":
+            ctx.set(port.write_burst.payload.lines, 0x5A5A5A5A)
+            _set_burst_valid(ctx, port, 1)
+            await ctx.tick()
+            _set_burst_valid(ctx, port, 0)
+        else:
+            ctx.set(port.write_line.valid, 1)
+            await _tick_lagging(ctx, port, {"line": 0x5A5A5A5A, "strobe": FULL_STROBE}, rng)
+            ctx.set(port.write_line.valid, 0)
+        await ctx.tick().repeat(20)
+
+    simulate(port, writer, processes=[memory])
+    assert edges, f"{kind}: no W beat"
+    first, line = edges[0]
+    assert (first - take, line) == (AxiMemoryPort.FIRST_W, 0x5A5A5A5A), \
+        f"{kind}: first W beat {first - take} edges after the take's, with line {line:#x}; " \
+        f"expected {AxiMemoryPort.FIRST_W}, with 0x5a5a5a5a"
