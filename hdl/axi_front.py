@@ -64,8 +64,9 @@ class AxiToCxl(wiring.Component):
 
     #: Bursts each queue holds: enough that one-beat bursts keep the controller busy over a
     #: request's round trip to its response (``make paper``'s AXI4 runs: a queue of 4 held the
-    #: identity writes well below the CXL.mem port's rate, 32 moved nothing over 16).
-    QUEUE = 16
+    #: identity writes well below the CXL.mem port's rate; so did 16 once an identity write's
+    #: W beat waited in block RAM, ``hdl.axi.AxiMemoryPort.FIRST_W``).
+    QUEUE = 32
 
     def __init__(self, params, *, id_bits):
         p = params.datapath
