@@ -76,13 +76,16 @@ def waves_requested():
     return os.environ.get("WAVES", "0") not in ("", "0")
 
 
-def run_cocotb(simulator, design, params, test_module, test_dir, *, extra_env=None):
+def run_cocotb(simulator, design, params, test_module, test_dir, *, extra_env=None,
+               test_filter=None):
     """Run the cocotb ``test_module`` against ``design`` (a name of :func:`bench.builds.verilog`)
-    at ``params`` under ``simulator``, in ``test_dir`` (its results and waveforms go there).
-    The Verilog and the simulator's build come from :mod:`bench.builds`, made once. The test
-    module finds the generated facts (``<top>.json``) through ``NF_FACTS``.
+    at ``params`` under ``simulator``, in ``test_dir`` (its results and waveforms go there);
+    ``test_filter``, a regular expression, picks the tests whose full names it matches (``None``:
+    all). The Verilog and the simulator's build come from :mod:`bench.builds`, made once. The
+    test module finds the generated facts (``<top>.json``) through ``NF_FACTS``.
 
-    A failing cocotb test fails the calling pytest test.
+    A failing cocotb test fails the calling pytest test. Returns the path of the results file
+    (JUnit XML).
     """
     waves = waves_requested()
     build_dir = builds.cocotb_build(simulator, design, params, waves=waves)
@@ -94,21 +97,22 @@ def run_cocotb(simulator, design, params, test_module, test_dir, *, extra_env=No
     plusargs = [f"+dumpfile_path={test_dir / top}.fst"] if waves and simulator == "icarus" \
         else []
     seed = int(os.environ.get("COCOTB_RANDOM_SEED", DEFAULT_SEED))
-    get_runner(simulator).test(hdl_toplevel=top, hdl_toplevel_lang="verilog",
-                               test_module=test_module, build_dir=build_dir,
-                               test_dir=test_dir, seed=seed, waves=waves, extra_env=env,
-                               plusargs=plusargs, results_xml=str(test_dir / "results.xml"))
+    return get_runner(simulator).test(
+        hdl_toplevel=top, hdl_toplevel_lang="verilog", test_module=test_module,
+        build_dir=build_dir, test_dir=test_dir, seed=seed, waves=waves, extra_env=env,
+        plusargs=plusargs, results_xml=str(test_dir / "results.xml"), test_filter=test_filter)
 
 
-def run_regression(simulator, design, params, test_module, *, knobs):
+def run_regression(simulator, design, params, test_module, *, knobs, test_filter=None):
     """Run the cocotb regression ``test_module`` of ``design`` at ``params`` in
-    ``build/sim/<design>/<params.name>/<simulator>``; each of ``knobs`` (``NF_*`` environment
-    variables) is passed on from the environment, or set to its default here when it has one
-    (``None``: no default)."""
+    ``build/sim/<design>/<params.name>/<simulator>`` (``test_filter``: as :func:`run_cocotb`'s);
+    each of ``knobs`` (``NF_*`` environment variables) is passed on from the environment, or set
+    to its default here when it has one (``None``: no default). Returns the results file."""
     env = {}
     for name, default in knobs.items():
         value = os.environ.get(name, default)
         if value is not None:
             env[name] = value
-    run_cocotb(simulator, design, params, test_module,
-               BUILD / "sim" / design / params.name / simulator, extra_env=env)
+    return run_cocotb(simulator, design, params, test_module,
+                      BUILD / "sim" / design / params.name / simulator, extra_env=env,
+                      test_filter=test_filter)

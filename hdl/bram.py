@@ -115,6 +115,16 @@ class RegisteredMemory(wiring.Component):
             "write_en": In(copies),
         })
 
+    @property
+    def width(self):
+        """Bits of a word."""
+        return self._width
+
+    @property
+    def depth(self):
+        """Words held."""
+        return self._depth
+
     def _copy_of(self, column):
         """The copy of the addresses that block column ``column`` takes."""
         return column // self._per_copy

@@ -42,11 +42,11 @@ class _CollisionPoisoningMemory(RegisteredMemory):
     def elaborate(self, platform):
         m = Module()
         copies = len(self.write_en)
-        m.submodules.memory = memory = RegisteredMemory(width=self._width, depth=self._depth,
+        m.submodules.memory = memory = RegisteredMemory(width=self.width, depth=self.depth,
                                                         copies=copies)
         m.d.comb += [memory.read_addr.eq(self.read_addr), memory.write_addr.eq(self.write_addr),
                      memory.write_data.eq(self.write_data), memory.write_en.eq(self.write_en)]
-        for k, bits in enumerate(copy_slices(self._width, copies)):
+        for k, bits in enumerate(copy_slices(self.width, copies)):
             # Whether copy k's read collided, in step with its data (READ_LATENCY clocks).
             collided = self.write_en[k] & (self.read_addr[k] == self.write_addr[k])
             for step in range(READ_LATENCY):
@@ -409,6 +409,7 @@ def test_a_write_reaches_w_first_w_clocks_after_its_take(kind):
     edges = []
     idle = 4
     take = idle + 1             # the edge that takes the write
+    value = 0x5A5A5A5A
 
     async def memory(ctx):
         axi = port.axi
@@ -424,19 +425,19 @@ def test_a_write_reaches_w_first_w_clocks_after_its_take(kind):
         rng = random.Random(3)
         await ctx.tick().repeat(idle)
         if kind == "burst":
-            ctx.set(port.write_burst.payload.lines, 0x5A5A5A5A)
+            ctx.set(port.write_burst.payload.lines, value)
             _set_burst_valid(ctx, port, 1)
             await ctx.tick()
             _set_burst_valid(ctx, port, 0)
         else:
             ctx.set(port.write_line.valid, 1)
-            await _tick_lagging(ctx, port, {"line": 0x5A5A5A5A, "strobe": FULL_STROBE}, rng)
+            await _tick_lagging(ctx, port, {"line": value, "strobe": FULL_STROBE}, rng)
             ctx.set(port.write_line.valid, 0)
         await ctx.tick().repeat(20)
 
     simulate(port, writer, processes=[memory])
     assert edges, f"{kind}: no W beat"
     first, line = edges[0]
-    assert (first - take, line) == (AxiMemoryPort.FIRST_W, 0x5A5A5A5A), \
+    assert (first - take, line) == (AxiMemoryPort.FIRST_W, value), \
         f"{kind}: first W beat {first - take} edges after the take's, with line {line:#x}; " \
-        f"expected {AxiMemoryPort.FIRST_W}, with 0x5a5a5a5a"
+        f"expected {AxiMemoryPort.FIRST_W}, with {value:#x}"
