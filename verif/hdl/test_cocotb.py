@@ -12,19 +12,21 @@ from bench.configs import CONTROLLER_CONFIGS, DATAPATH_CONFIGS, full_size, tiere
 from bench.controller_bench import TRAFFIC
 from bench.simulators import SIMULATORS, run_regression
 
-#: The controller's cocotb tests that Icarus runs at full size. Icarus simulates the 512-bit
+#: Random traffic's parameter in a cocotb test name (cocotb names a parameter longer than
+#: ten characters by its index).
+_RANDOM = f"traffic={list(TRAFFIC).index('everything_random')}"
+
+#: The cocotb tests that Icarus runs at full size, by design. Icarus simulates the 512-bit
 #: controller tens of times slower than Verilator (the ``time`` of each test in the two
-#: simulators' ``results.xml``), and the whole regression there would take most of CI's hour.
-#: So at full size Icarus runs the system test under random traffic (host idle, backpressure
-#: and memory latency at once), the bad-input outcomes, one line hammered and the flushes;
-#: Verilator runs every test at full size, and both simulators run every test at the small
-#: configuration. (cocotb names a parameter longer than ten characters by its index.)
-ICARUS_FULL_SIZE = (
-    f"system_vs_golden/traffic={list(TRAFFIC).index('everything_random')}",
-    "bad_input_outcomes",
-    "hammer_one_line",
-    "flush_writes_exact_accumulators",
-)
+#: simulators' ``results.xml``), and the whole regressions there would take most of CI's
+#: hour. So at full size Icarus runs the system test under random traffic (host idle,
+#: backpressure and memory latency at once), the bad-input outcomes and a flush; Verilator
+#: runs every test at full size, and both simulators every test at the small configuration.
+ICARUS_FULL_SIZE = {
+    "controller": (f"system_vs_golden/{_RANDOM}", "bad_input_outcomes",
+                   "flush_writes_exact_accumulators/traffic=1"),     # everything_random
+    "axi_reducer": (f"reducer_against_golden/{_RANDOM}", "bursts_it_does_not_serve_are_refused"),
+}
 
 
 def _selection(names):
@@ -46,24 +48,30 @@ def test_datapath(simulator, params):
                    knobs={"NF_RANDOM_LINES": "200"})
 
 
-@pytest.mark.cocotb
-@pytest.mark.parametrize("params", tiered(CONTROLLER_CONFIGS))
-@pytest.mark.parametrize("simulator", SIMULATORS)
-def test_controller(simulator, params):
-    chosen = simulator == "icarus" and full_size(params)
-    results = run_regression(simulator, "controller", params, "verif.hdl.cocotb_controller",
-                             knobs={"NF_SYSTEM_LINES": None, "NF_IDENTITY_OPS": None},
-                             test_filter=_selection(ICARUS_FULL_SIZE) if chosen else None)
+def _regression(simulator, design, params, test_module, knobs):
+    """Run ``design``'s regression; Icarus at full size runs :data:`ICARUS_FULL_SIZE` only,
+    and each of them must have run."""
+    chosen = ICARUS_FULL_SIZE[design] if simulator == "icarus" and full_size(params) else None
+    results = run_regression(simulator, design, params, test_module, knobs=knobs,
+                             test_filter=chosen and _selection(chosen))
     if chosen:
         ran = _ran(results)
-        missing = [n for n in ICARUS_FULL_SIZE if not any(re.match(rf"{re.escape(n)}(/|$)", r)
-                                                         for r in ran)]
+        missing = [n for n in chosen
+                   if not any(re.match(rf"{re.escape(n)}(/|$)", r) for r in ran)]
         assert not missing, f"{simulator} {params.name}: {missing} did not run (ran {ran})"
 
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("params", tiered(CONTROLLER_CONFIGS))
 @pytest.mark.parametrize("simulator", SIMULATORS)
+def test_controller(simulator, params):
+    _regression(simulator, "controller", params, "verif.hdl.cocotb_controller",
+                {"NF_SYSTEM_LINES": None, "NF_IDENTITY_OPS": None})
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("params", tiered(CONTROLLER_CONFIGS))
+@pytest.mark.parametrize("simulator", SIMULATORS)
 def test_axi_reducer(simulator, params):
-    run_regression(simulator, "axi_reducer", params, "verif.hdl.cocotb_reducer",
-                   knobs={"NF_REDUCER_LINES": "16"})
+    _regression(simulator, "axi_reducer", params, "verif.hdl.cocotb_reducer",
+                {"NF_REDUCER_LINES": "16"})
