@@ -3,6 +3,7 @@ simulator and configuration (:mod:`bench.configs`; the full-size ones in the slo
 tests themselves are in ``cocotb_datapath.py``, ``cocotb_controller.py`` and
 ``cocotb_reducer.py`` beside this file."""
 
+import os
 import re
 import xml.etree.ElementTree as ET
 
@@ -22,6 +23,7 @@ _RANDOM = f"traffic={list(TRAFFIC).index('everything_random')}"
 #: hour. So at full size Icarus runs the system test under random traffic (host idle,
 #: backpressure and memory latency at once), the bad-input outcomes and a flush; Verilator
 #: runs every test at full size, and both simulators every test at the small configuration.
+#: ``NF_ICARUS_ALL=1`` runs every test on Icarus at full size too.
 ICARUS_FULL_SIZE = {
     "controller": (f"system_vs_golden/{_RANDOM}", "bad_input_outcomes",
                    "flush_writes_exact_accumulators/traffic=1"),     # everything_random
@@ -49,9 +51,11 @@ def test_datapath(simulator, params):
 
 
 def _regression(simulator, design, params, test_module, knobs):
-    """Run ``design``'s regression; Icarus at full size runs :data:`ICARUS_FULL_SIZE` only,
-    and each of them must have run."""
-    chosen = ICARUS_FULL_SIZE[design] if simulator == "icarus" and full_size(params) else None
+    """Run ``design``'s regression; Icarus at full size runs :data:`ICARUS_FULL_SIZE` only
+    (unless ``NF_ICARUS_ALL`` is set and not ``0``), and each of them must have run."""
+    everything = os.environ.get("NF_ICARUS_ALL", "0") not in ("", "0")
+    chosen = ICARUS_FULL_SIZE[design] \
+        if simulator == "icarus" and full_size(params) and not everything else None
     results = run_regression(simulator, design, params, test_module, knobs=knobs,
                              test_filter=chosen and _selection(chosen))
     if chosen:
