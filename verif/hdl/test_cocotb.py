@@ -3,7 +3,6 @@ simulator and configuration (:mod:`bench.configs`; the full-size ones in the slo
 tests themselves are in ``cocotb_datapath.py``, ``cocotb_controller.py`` and
 ``cocotb_reducer.py`` beside this file."""
 
-import os
 import re
 import xml.etree.ElementTree as ET
 
@@ -11,7 +10,7 @@ import pytest
 
 from bench.configs import CONTROLLER_CONFIGS, DATAPATH_CONFIGS, full_size, tiered
 from bench.controller_bench import TRAFFIC
-from bench.simulators import SIMULATORS, run_regression
+from bench.simulators import SIMULATORS, env_flag, run_regression
 
 #: Random traffic's parameter in a cocotb test name (cocotb names a parameter longer than
 #: ten characters by its index).
@@ -31,10 +30,14 @@ ICARUS_FULL_SIZE = {
 }
 
 
+def _named(name):
+    """A pattern of the cocotb test ``name``, or of each parameter of it (no ``/``)."""
+    return rf"{re.escape(name)}(/|$)"
+
+
 def _selection(names):
-    """A cocotb test filter that picks the tests ``names`` (a name without ``/`` takes every
-    parameter of that test)."""
-    return "|".join(rf"\.{re.escape(name)}(/|$)" for name in names)
+    """A cocotb test filter (of full names) that picks the tests ``names``."""
+    return "|".join(rf"\.{_named(name)}" for name in names)
 
 
 def _ran(results):
@@ -53,15 +56,14 @@ def test_datapath(simulator, params):
 def _regression(simulator, design, params, test_module, knobs):
     """Run ``design``'s regression; Icarus at full size runs :data:`ICARUS_FULL_SIZE` only
     (unless ``NF_ICARUS_ALL`` is set and not ``0``), and each of them must have run."""
-    everything = os.environ.get("NF_ICARUS_ALL", "0") not in ("", "0")
     chosen = ICARUS_FULL_SIZE[design] \
-        if simulator == "icarus" and full_size(params) and not everything else None
+        if simulator == "icarus" and full_size(params) and not env_flag("NF_ICARUS_ALL") \
+        else None
     results = run_regression(simulator, design, params, test_module, knobs=knobs,
                              test_filter=chosen and _selection(chosen))
     if chosen:
         ran = _ran(results)
-        missing = [n for n in chosen
-                   if not any(re.match(rf"{re.escape(n)}(/|$)", r) for r in ran)]
+        missing = [n for n in chosen if not any(re.match(_named(n), r) for r in ran)]
         assert not missing, f"{simulator} {params.name}: {missing} did not run (ran {ran})"
 
 
