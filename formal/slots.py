@@ -19,7 +19,7 @@ assumption it makes:
   checked against the op it answers.
 - **Backpressure**: ``result.ready`` is free on every clock. Write-backs are taken on every
   clock they are valid, as the memory port takes them, into a queue whose level is
-  ``write_backs_held``; the pool must never make one while the queue is full (``QUEUE_DEPTH``
+  ``write_backs_held``; the pool must never make one while the queue is full (``WRITE_BACKS``
   of them, asserted in every harness).
 - **Device memory** holds the watched line's accumulator image (its result line, bit planes
   and ``n`` line, ``docs/formats.md``). A fill or result read is taken when the memory
@@ -186,14 +186,14 @@ class _PoolHarness(Elaboratable):
         # order when the memory chooses; the pool must leave room for each.
         write = dut.write_back.payload
         apply = Signal(name="write_back_apply")
-        level, head = queue(m, SlotPool.QUEUE_DEPTH, 1 + len(write.lines), dut.write_back.valid,
+        level, head = queue(m, SlotPool.WRITE_BACKS, 1 + len(write.lines), dut.write_back.valid,
                             Cat(watched(write.address), write.lines), apply, "write_back")
         m.d.comb += [apply.eq(AnySeq(1) & (level != 0)),
                      dut.write_backs_held.eq(level),
                      dut.writes_pending.eq((level != 0).replicate(dut.slices))]
         with m.If(dut.write_back.valid):
-            m.d.comb += Assert(level < SlotPool.QUEUE_DEPTH,
-                               "a write-back made while the memory port held QUEUE_DEPTH")
+            m.d.comb += Assert(level < SlotPool.WRITE_BACKS,
+                               "a write-back made while the memory port held WRITE_BACKS")
         with m.If(apply & head[0]):
             m.d.sync += stored_kept.eq(head[1:])
         return stored

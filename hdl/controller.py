@@ -150,7 +150,7 @@ class CxlMemController(wiring.Component):
         m.submodules.memory = c.memory = AxiMemoryPort(
             line_bits=p.line_bits, address_bits=params.address_bits,
             id_bits=params.axi_id_bits, burst_beats=1 + p.state_lines,
-            bursts=SlotPool.QUEUE_DEPTH, primitives=self._primitives)
+            bursts=SlotPool.WRITE_BACKS, primitives=self._primitives)
         m.submodules.responder = c.responder = Responder(params)
         m.submodules.window = c.window = RegisterWindow(params, addr_width=len(self.csr.addr))
         m.submodules.identity = c.identity = IdentityPath(params, host_id=_HOST_ID)

@@ -20,42 +20,47 @@ class OutputCredit(wiring.Component):
 
     Parameters
     ----------
-    depth : int
-        Entries of each queue.
+    results, write_backs : int
+        Entries of the result queue and of the write-back queue.
 
     Members
     -------
-    results_held, write_backs_held : In(range(depth + 1))
+    results_held : In(range(results + 1))
+    write_backs_held : In(range(write_backs + 1))
         The queues' levels, as of the last clock edge.
-    in_pipe : In(range(depth + 1))
+    in_pipe : In(range(results + 1))
         The ops from TA on: the stages, the result unit's input register and the unit (the
-        queues have an entry for each, :data:`hdl.slots.PoolSlice.QUEUE_DEPTH`).
+        result queue has an entry for each, :data:`hdl.slots.PoolSlice.QUEUE_DEPTH`).
     room : Out(1)
-        Each claim, a clock old, is below ``depth - 1``: room for one op more (the eviction).
+        Each claim, a clock old, is below its queue's entries less one: room for one op more
+        (the eviction).
     room_take : Out(1)
-        A register: each claim, a clock old, was below ``depth - 2`` (an op may be taken).
+        A register: each claim, a clock old, was below its queue's entries less two (an op may
+        be taken).
     """
 
-    def __init__(self, depth):
-        if not isinstance(depth, int) or depth < 3:
-            raise ValueError(f"depth must be an integer of at least 3, not {depth!r}")
-        self.depth = depth
+    def __init__(self, results, write_backs):
+        for name, value in (("results", results), ("write_backs", write_backs)):
+            if not isinstance(value, int) or value < 3:
+                raise ValueError(f"{name} must be an integer of at least 3, not {value!r}")
+        self.depths = {"results": results, "write_backs": write_backs}
         super().__init__({
-            "results_held": In(range(depth + 1)),
-            "write_backs_held": In(range(depth + 1)),
-            "in_pipe": In(range(depth + 1)),
+            "results_held": In(range(results + 1)),
+            "write_backs_held": In(range(write_backs + 1)),
+            "in_pipe": In(range(results + 1)),
             "room": Out(1),
             "room_take": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        depth = self.depth
-        claims = [Signal(range(2 * depth + 1), name=f"{queue}_claim")
-                  for queue in ("results", "write_backs")]
-        m.d.sync += [claim.eq(level + self.in_pipe)
-                     for claim, level in zip(claims, (self.results_held,
-                                                      self.write_backs_held))]
-        m.d.comb += self.room.eq(Cat(claim < depth - 1 for claim in claims).all())
-        m.d.sync += self.room_take.eq(Cat(claim < depth - 2 for claim in claims).all())
+        held = {"results": self.results_held, "write_backs": self.write_backs_held}
+        room, room_take = [], []
+        for queue, depth in self.depths.items():
+            claim = Signal(range(depth + self.depths["results"] + 1), name=f"{queue}_claim")
+            m.d.sync += claim.eq(held[queue] + self.in_pipe)
+            room.append(claim < depth - 1)
+            room_take.append(claim < depth - 2)
+        m.d.comb += self.room.eq(Cat(room).all())
+        m.d.sync += self.room_take.eq(Cat(room_take).all())
         return m

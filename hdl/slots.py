@@ -122,6 +122,7 @@ from amaranth.lib.wiring import In, Out
 
 from spec.params import POOL_SLICE_BITS, REGISTER_BITS, ControllerParams, Mode, aggregates
 
+from .axi import AxiMemoryPort
 from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory, address_copies
 from .datapath import (
     AggregationDatapath,
@@ -207,7 +208,7 @@ class PoolSlice(wiring.Component):
             "results_held": In(range(self.QUEUE_DEPTH + 1)),
             "write_back": Out(stream.Signature(slice_write_back_layout(self._slice),
                                                always_ready=True)),
-            "write_backs_held": In(range(self.QUEUE_DEPTH + 1)),
+            "write_backs_held": In(range(self.WRITE_BACKS + 1)),
             "fill_read": Out(stream.Signature(fill_command_layout(params))),
             "fill_data": In(stream.Signature(fill_line_layout(lanes), always_ready=True)),
             "writes_pending": In(1),
@@ -240,10 +241,15 @@ class PoolSlice(wiring.Component):
     #: one is enough, and each one is a clock on every result read.
     RESULT_LATENCY = 1
 
-    #: Entries of each output queue: every op from TA on (the stages, the unit's input register
-    #: and the unit) and ``SPARE``. The write-backs wait in the memory port
-    #: (:class:`hdl.axi.AxiMemoryPort`), which holds this many of them.
+    #: Entries of the result queue: every op from TA on (the stages, the unit's input register
+    #: and the unit) and ``SPARE``.
     QUEUE_DEPTH = STAGES + 1 + RESULT_LATENCY + SPARE
+
+    #: Write-backs the memory port (:class:`hdl.axi.AxiMemoryPort`) holds for the pool, the
+    #: queue they wait in: as many as the result queue's entries, and one for each clock from
+    #: the port's take of a write-back to its first W beat (``FIRST_W``), so that the port's
+    #: latency takes no room from the ops.
+    WRITE_BACKS = QUEUE_DEPTH + AxiMemoryPort.FIRST_W
 
     #: Clock edges from the one that takes a hit's op on ``op`` to the first that can take its
     #: result on ``result``, with nothing else in the pool: T0, the stages, the unit's input
@@ -276,7 +282,7 @@ class PoolSlice(wiring.Component):
                                                         probes=FillHints.LOOK_UPS)
         m.submodules.miss_handler = n.miss = MissHandler(params, whole, user_width=u,
                                                          queue_depth=self.QUEUE_DEPTH)
-        m.submodules.output_credit = n.credit = OutputCredit(self.QUEUE_DEPTH)
+        m.submodules.output_credit = n.credit = OutputCredit(self.QUEUE_DEPTH, self.WRITE_BACKS)
         m.submodules.hints = n.hints = FillHints(whole)
         self._op_intake(m, n)
         self._stages(m, n)
@@ -743,9 +749,9 @@ class SlotPool(wiring.Component):
         ``write_back.valid`` again, as each slice makes it: copy ``k`` beside slice ``k``'s
         columns of the lines (:meth:`slice_of`), for a taker that steers those columns by a
         copy of its own (pipeline rule 2).
-    write_backs_held : In(range(QUEUE_DEPTH + 1))
+    write_backs_held : In(range(WRITE_BACKS + 1))
         Write-backs the memory port holds, as of the last clock edge: the pool makes one only
-        while it has room for it there, ``QUEUE_DEPTH`` in all.
+        while it has room for it there, ``WRITE_BACKS`` in all.
     fill_read : Out(stream.Signature(fill_command_layout(params)))
         Device-memory reads of a fill or of a result line; the lines come back on
         ``fill_data`` in order, and the pool takes each on the clock it is valid.
@@ -774,8 +780,11 @@ class SlotPool(wiring.Component):
     #: A slice's (:class:`PoolSlice`): the slices add no register.
     HIT_LATENCY = PoolSlice.HIT_LATENCY
 
-    #: Write-backs the pool may have in the memory port at once (a slice's).
+    #: Entries of the result queue (a slice's).
     QUEUE_DEPTH = PoolSlice.QUEUE_DEPTH
+
+    #: Write-backs the pool may have in the memory port at once (a slice's).
+    WRITE_BACKS = PoolSlice.WRITE_BACKS
 
     def __init__(self, params=ControllerParams(), *, user_width=1, primitives=None,
                  slice_bits=POOL_SLICE_BITS):
@@ -800,7 +809,7 @@ class SlotPool(wiring.Component):
             "result": Out(stream.Signature(slot_result_layout(params, user_width))),
             "write_back": Out(stream.Signature(write_back_layout(params), always_ready=True)),
             "write_back_copies": Out(self.slices),
-            "write_backs_held": In(range(self.QUEUE_DEPTH + 1)),
+            "write_backs_held": In(range(self.WRITE_BACKS + 1)),
             "fill_read": Out(stream.Signature(fill_command_layout(params))),
             "fill_data": In(pool_fill_layout(params, self.slices)),
             "writes_pending": In(self.slices),

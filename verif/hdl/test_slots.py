@@ -284,10 +284,10 @@ def _random_memory(dut, lines, rng, errors, where):
                 pending.append((due, *held.pop(0)))
             if wb_valid:
                 held.append((wb.address, wb.lines))
-                if len(held) > SlotPool.QUEUE_DEPTH:
+                if len(held) > SlotPool.WRITE_BACKS:
                     errors.append(f"{where}, clock {clock}: a write-back made while the "
-                                  f"port held {len(held) - 1}, QUEUE_DEPTH "
-                                  f"{SlotPool.QUEUE_DEPTH}")
+                                  f"port held {len(held) - 1}, WRITE_BACKS "
+                                  f"{SlotPool.WRITE_BACKS}")
             if fr_valid:
                 first = clock + int(rng.integers(1, 5))
                 for beat in range(fr.beats):

@@ -179,7 +179,7 @@ def test_controller_keeps_copies_and_slots_in_block_ram(tmp_path):
     tag_blocks = ecp5_blocks(TagCheck(params).tag_layout.size, params.slots)
     port = AxiMemoryPort(line_bits=params.datapath.line_bits, address_bits=params.address_bits,
                          id_bits=params.axi_id_bits, burst_beats=1 + params.datapath.state_lines,
-                         bursts=SlotPool.QUEUE_DEPTH)
+                         bursts=SlotPool.WRITE_BACKS)
     bank_blocks = sum(ecp5_blocks(width, depth) for _, width, depth in port.banks.values())
     assert len(blocks) == slot_blocks + tag_blocks + bank_blocks, \
         f"{len(blocks)} DP16KD blocks, {slot_blocks} for the slots, {tag_blocks} for the " \
