@@ -224,11 +224,12 @@ class PoolSlice(wiring.Component):
     #: for a read of two clocks.
     STAGES = READ_LATENCY + 1
 
-    #: Entries of each output queue beyond the ops that can be in the stages and the result
+    #: Entries of the result queue beyond the ops that can be in the stages and the result
     #: unit: the two that ``room_take``, made from the queues' claims two clocks late, does not
     #: see, and two so that the intake does not stop while the results are taken every clock
-    #: (an entry is read from the clock after its write). Write-backs leave more slowly, a
-    #: line per clock: the memory port's bandwidth, not these entries, bounds them.
+    #: (an entry is read from the clock after its write). The write-backs' room has these and
+    #: the memory port's latency (``WRITE_BACKS``); they leave more slowly, a line per clock:
+    #: the port's bandwidth, not these entries, bounds them.
     SPARE = 4
 
     #: Entries of ``op_data``, where an op's line waits until P2 reads it (a power of two, so

@@ -493,3 +493,73 @@ def test_prefetched_lines_are_taken_one_per_clock():
 
     simulate(dut, driver, processes=[_plain_memory(dut, params.datapath, [])])
     assert not waits, f"ops after the first line waited (op: clocks) {waits}, expected none"
+
+
+def test_write_backs_use_the_memory_ports_room():
+    """Flushes of 32 dirty slots, with the memory port sending none of the write-backs for a
+    while: the pool makes write-backs until the port holds ``SlotPool.WRITE_BACKS`` of them,
+    its whole room (which counts the port's latency, so it is more than the result queue's
+    ``QUEUE_DEPTH``), and no more; once the port sends again, the rest follow, each slot's
+    line written back once, in the order of the flushes."""
+    params = ControllerParams(DatapathParams(line_bits=32, counter_width=2, latency=1),
+                              regions=2, address_bits=20, slots=32)
+    p = params.datapath
+    dut = SlotPool(params, user_width=16)
+    tags = [ACC_BASE + k * ACC_STRIDE for k in range(params.slots)]
+    hold = 100
+    port = types.SimpleNamespace(sending=True, held=[], written=[], most=0, stalled=None)
+    every_slice = (1 << dut.slices) - 1
+
+    async def memory(ctx):
+        """Holds the write-backs (``write_backs_held``) and, while ``port.sending``, lands one
+        per clock; fills are answered 2 clocks late with zeros (no line was written yet)."""
+        reads = []
+        clock = 0
+        ctx.set(dut.fill_read.ready, 1)
+        async for _, _, wb_valid, wb, fr_valid, fr in ctx.tick().sample(
+                dut.write_back.valid, dut.write_back.payload,
+                dut.fill_read.valid, dut.fill_read.payload):
+            clock += 1
+            if port.sending and port.held:
+                port.written.append(port.held.pop(0))
+            if wb_valid:
+                port.held.append(wb.address)
+                port.most = max(port.most, len(port.held))
+            if fr_valid:
+                reads += [clock + 2 + beat for beat in range(fr.beats)]
+            ctx.set(dut.write_backs_held, len(port.held))
+            ctx.set(dut.writes_pending, every_slice if port.held else 0)
+            answer = bool(reads) and reads[0] <= clock
+            if answer:
+                reads.pop(0)
+            ctx.set(dut.fill_data.valid, every_slice if answer else 0)
+            ctx.set(dut.fill_data.data, 0)
+
+    async def driver(ctx):
+        ctx.set(dut.result.ready, 1)
+        for k, tag in enumerate(tags):          # a dirty line in every slot
+            await send(ctx, dut.op, kind=SlotOp.CONTRIBUTE, index=k, tag=tag, data=1,
+                       full_line=1, mode=Mode.GBINARY.value, threshold=1,
+                       expected=p.capacity, user=k)
+        await ctx.tick().until(dut.idle)
+        port.sending = False
+        for k in range(params.slots):
+            await send(ctx, dut.op, kind=SlotOp.FLUSH, index=k)
+        await ctx.tick().until(dut.idle)
+
+    async def release(ctx):
+        """Lets the port send again ``hold`` clocks after it stopped."""
+        while port.sending:
+            await ctx.tick()
+        await ctx.tick().repeat(hold)
+        port.stalled = len(port.held)
+        port.sending = True
+
+    simulate(dut, driver, release, processes=[memory])
+    assert port.stalled == port.most == SlotPool.WRITE_BACKS, (
+        f"the port held {port.stalled} write-backs after {hold} clocks of sending none, and "
+        f"{port.most} at most: want WRITE_BACKS {SlotPool.WRITE_BACKS} both times "
+        f"(QUEUE_DEPTH {SlotPool.QUEUE_DEPTH})")
+    assert port.written == tags, (
+        f"write-backs landed to {[hex(a) for a in port.written]}, want each of the "
+        f"{len(tags)} slots' lines once, in flush order: {[hex(a) for a in tags]}")
