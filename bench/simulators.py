@@ -54,28 +54,24 @@ def verilator_make_fix():
             os.environ["MAKEFLAGS"] = saved
 
 
-def _ports_only_config(top, path):
-    """Write to ``path`` a Verilator configuration file that makes the signals of module
-    ``top`` (its ports) public for reading and writing, and return ``path``."""
-    path = Path(path)
-    path.write_text(f'`verilator_config\npublic_flat_rw -module "{top}" -var "*"\n')
-    return path
-
-
 def build_cocotb(simulator, source, top, build_dir, *, waves=False):
     """Build the Verilog file ``source`` (top module ``top``) for cocotb under ``simulator``
     into ``build_dir``. Verilator builds with ``-Wall`` and the waivers of
     :data:`LINT_WAIVERS`; ``waves`` adds waveform dumping (FST).
 
-    The cocotb tests drive and read the top's ports only, so Verilator makes only those
-    public (:func:`_ports_only_config`) and not every signal of the design, as cocotb's runner
-    asks with ``--public-flat-rw``: each public signal is kept as a variable of its own, which
-    makes the C++ larger and slower to compile and to run."""
+    The cocotb tests drive and read the top's ports only, so Verilator makes public the
+    signals of the top module alone (its ports, and the wires between its submodules), not
+    every signal of the design as cocotb's runner asks with ``--public-flat-rw``: each public
+    signal is kept as a variable of its own, which makes the C++ larger and slower to compile
+    and to run."""
     sources, build_args = [source], []
     if simulator == "verilator":
-        # Generated Verilog, its lint waivers in one place (see hdl/waivers.vlt).
-        Path(build_dir).mkdir(parents=True, exist_ok=True)
-        sources[:0] = [LINT_WAIVERS, _ports_only_config(top, Path(build_dir) / "ports.vlt")]
+        # Generated Verilog, its lint waivers in one place (see hdl/waivers.vlt), and which
+        # signals cocotb may reach.
+        public = Path(build_dir) / "public.vlt"
+        public.parent.mkdir(parents=True, exist_ok=True)
+        public.write_text(f'`verilator_config\npublic_flat_rw -module "{top}" -var "*"\n')
+        sources[:0] = [LINT_WAIVERS, public]
         build_args += ["-Wno-fatal", "-Wall", "--no-public-flat-rw"]
         if waves:
             build_args += ["--trace-fst", "--trace-structs"]
