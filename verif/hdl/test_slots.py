@@ -313,11 +313,15 @@ def _random_memory(dut, lines, rng, errors, where):
     return memory
 
 
-def _plain_memory(dut, p, written):
+def _plain_memory(dut, p, written, port=None):
     """A device memory for directed tests: takes every write-back at once and lands it on the
     next clock (``writes_pending`` meanwhile), appending its address and
     lines to ``written``; answers each fill read 2 clocks late, a line per clock, from what
-    has landed."""
+    has landed. With ``port`` (a namespace of ``sending``, ``held`` and ``most``), the
+    write-backs wait in ``port.held`` (``write_backs_held``) while ``port.sending`` is false
+    and leave it one per clock while it is true; ``port.most`` is the most it held."""
+    port = port or types.SimpleNamespace(sending=True, held=[], most=0)
+
     async def memory(ctx):
         lines = {}
         pending = []            # (due clock, address, lines)
@@ -331,7 +335,10 @@ def _plain_memory(dut, p, written):
             clock += 1
             if wb_valid:
                 written.append((wb.address, wb.lines))
-                pending.append((clock + 1, wb.address, wb.lines))
+                port.held.append((wb.address, wb.lines))
+                port.most = max(port.most, len(port.held))
+            if port.sending and port.held:
+                pending.append((clock + 1, *port.held.pop(0)))
             if fr_valid:
                 reads += [(clock + 2 + beat, fr.address + beat * p.line_bytes)
                           for beat in range(fr.beats)]
@@ -340,7 +347,8 @@ def _plain_memory(dut, p, written):
                     lines[address + i * p.line_bytes] = (image >> (i * p.line_bits)) & (
                         (1 << p.line_bits) - 1)
                 pending.remove((due, address, image))
-            ctx.set(dut.writes_pending, every_slice if pending else 0)
+            ctx.set(dut.write_backs_held, len(port.held))
+            ctx.set(dut.writes_pending, every_slice if pending or port.held else 0)
             answer = bool(reads) and reads[0][0] <= clock
             ctx.set(dut.fill_data.valid, every_slice if answer else 0)
             ctx.set(dut.fill_data.data, lines.get(reads.pop(0)[1], 0) if answer else 0)
@@ -507,33 +515,8 @@ def test_write_backs_use_the_memory_ports_room():
     dut = SlotPool(params, user_width=16)
     tags = [ACC_BASE + k * ACC_STRIDE for k in range(params.slots)]
     hold = 100
-    port = types.SimpleNamespace(sending=True, held=[], written=[], most=0, stalled=None)
-    every_slice = (1 << dut.slices) - 1
-
-    async def memory(ctx):
-        """Holds the write-backs (``write_backs_held``) and, while ``port.sending``, lands one
-        per clock; fills are answered 2 clocks late with zeros (no line was written yet)."""
-        reads = []
-        clock = 0
-        ctx.set(dut.fill_read.ready, 1)
-        async for _, _, wb_valid, wb, fr_valid, fr in ctx.tick().sample(
-                dut.write_back.valid, dut.write_back.payload,
-                dut.fill_read.valid, dut.fill_read.payload):
-            clock += 1
-            if port.sending and port.held:
-                port.written.append(port.held.pop(0))
-            if wb_valid:
-                port.held.append(wb.address)
-                port.most = max(port.most, len(port.held))
-            if fr_valid:
-                reads += [clock + 2 + beat for beat in range(fr.beats)]
-            ctx.set(dut.write_backs_held, len(port.held))
-            ctx.set(dut.writes_pending, every_slice if port.held else 0)
-            answer = bool(reads) and reads[0] <= clock
-            if answer:
-                reads.pop(0)
-            ctx.set(dut.fill_data.valid, every_slice if answer else 0)
-            ctx.set(dut.fill_data.data, 0)
+    port = types.SimpleNamespace(sending=True, held=[], most=0, stalled=None)
+    written = []
 
     async def driver(ctx):
         ctx.set(dut.result.ready, 1)
@@ -542,6 +525,7 @@ def test_write_backs_use_the_memory_ports_room():
                        full_line=1, mode=Mode.GBINARY.value, threshold=1,
                        expected=p.capacity, user=k)
         await ctx.tick().until(dut.idle)
+        written.clear()
         port.sending = False
         for k in range(params.slots):
             await send(ctx, dut.op, kind=SlotOp.FLUSH, index=k)
@@ -555,11 +539,12 @@ def test_write_backs_use_the_memory_ports_room():
         port.stalled = len(port.held)
         port.sending = True
 
-    simulate(dut, driver, release, processes=[memory])
+    simulate(dut, driver, release, processes=[_plain_memory(dut, p, written, port)])
     assert port.stalled == port.most == SlotPool.WRITE_BACKS, (
         f"the port held {port.stalled} write-backs after {hold} clocks of sending none, and "
         f"{port.most} at most: want WRITE_BACKS {SlotPool.WRITE_BACKS} both times "
         f"(QUEUE_DEPTH {SlotPool.QUEUE_DEPTH})")
-    assert port.written == tags, (
-        f"write-backs landed to {[hex(a) for a in port.written]}, want each of the "
+    addresses = [address for address, _ in written]
+    assert addresses == tags, (
+        f"the flushes wrote back {[hex(a) for a in addresses]}, want each of the "
         f"{len(tags)} slots' lines once, in flush order: {[hex(a) for a in tags]}")
