@@ -138,20 +138,28 @@ def slot_event_layout():
 
 
 def accumulate(params, lanes, line, ternary):
-    """The lanes after adding contribution ``line`` (combinational, one adder per lane pair):
-    G-Binary adds line bit ``k`` to the ``W``-bit count of lane ``k``; G-Ternary (``ternary``)
-    adds lane ``k``'s code (``01`` +1, ``11`` -1, ``00`` and the invalid ``10`` 0) to its
-    ``2W``-bit sum, which sits where G-Binary lanes ``2k`` and ``2k + 1`` do. ``line`` may be
-    any even number of a line's bits, and ``lanes`` their lanes."""
+    """The lanes after adding contribution ``line`` (combinational): G-Binary adds line bit
+    ``k`` to the ``W``-bit count of lane ``k``; G-Ternary (``ternary``) adds lane ``k``'s code
+    (``01`` +1, ``11`` -1, ``00`` and the invalid ``10`` 0) to its ``2W``-bit sum, which sits
+    where G-Binary lanes ``2k`` and ``2k + 1`` do. ``line`` may be any even number of a line's
+    bits, and ``lanes`` their lanes.
+
+    One ``2W + 1``-bit adder per lane pair serves both modes: a bit between the two halves
+    kills the carry out of the low half in G-Binary (0 in both operands) and passes it on in
+    G-Ternary (1 in one of them), so one carry chain does the work of the two counts' adders,
+    the sum's and the mode's select."""
     width = params.counter_width
     count = len(line) // 2
     pairs = data.ArrayLayout(unsigned(2 * width), count)(lanes)
     out = []
     for k in range(count):
         low, high = line[2 * k], line[2 * k + 1]
-        binary = Cat((pairs[k][:width] + low)[:width], (pairs[k][width:] + high)[:width])
-        signed_sum = (pairs[k] + Cat(low, (low & high).replicate(2 * width - 1)))[:2 * width]
-        out.append(Mux(ternary, signed_sum, binary))
+        minus = ternary & low & high       # G-Ternary -1: all ones, sign-extended
+        augend = Cat(pairs[k][:width], ternary, pairs[k][width:])
+        addend = Cat(low, minus.replicate(width - 1), 0, Mux(ternary, minus, high),
+                     minus.replicate(width - 1))
+        total = (augend + addend)[:2 * width + 1]
+        out.append(Cat(total[:width], total[width + 1:]))
     return Cat(out)
 
 

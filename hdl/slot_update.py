@@ -135,8 +135,10 @@ class SlotUpdate(wiring.Component):
                              events.dropped.eq(valid & word.valid & word.dirty)]
         groups = zip(self.adds, self.ternary, lane_groups(p, word.state.lanes),
                      lane_groups(p, op.data, p.control_copy_bits))
+        # A group that does not add adds a line of zeros: the gate is on the addend, not a
+        # select after the adders.
         m.d.comb += new.state.lanes.eq(Cat(
-            Mux(add, accumulate(p, lanes, line, is_ternary), lanes)
+            accumulate(p, lanes, line & add.replicate(len(line)), is_ternary)
             for add, is_ternary, lanes, line in groups))
         m.d.comb += [self.after.full.eq(Mux(live & accepted, n == p.capacity - 1, self.full)),
                      self.after.last.eq(Mux(live & accepted, n == self.two_before,
