@@ -189,8 +189,12 @@ MUTANTS = [
         'The slot pool adds the invalid G-Ternary code 10 as -1 instead of 0, so a line with '
         'invalid codes pulls its sums down.',
         'hdl/slot_ops.py',
-        'signed_sum = (pairs[k] + Cat(low, (low & high).replicate(2 * width - 1)))[:2 * width]',
-        'signed_sum = (pairs[k] + Cat(low | high, high.replicate(2 * width - 1)))[:2 * width]'),
+        'minus = ternary & low & high       # G-Ternary -1: all ones, sign-extended\n'
+        '        augend = Cat(pairs[k][:width], ternary, pairs[k][width:])\n'
+        '        addend = Cat(low, ',
+        'minus = ternary & high       # G-Ternary -1: all ones, sign-extended\n'
+        '        augend = Cat(pairs[k][:width], ternary, pairs[k][width:])\n'
+        '        addend = Cat(low | minus, '),
     Mutant(
         'partial_mask_any_as_full',
         'A MemWrPtl counts as a whole-line write when any byte enable is set, so a partial '
