@@ -23,7 +23,6 @@ from amaranth.lib.wiring import In, Out
 
 from spec.params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregates
 
-from .arith import carry_out
 from .pipeline import PipelineRegister, register_copies
 
 __all__ = ["state_layout", "planes_of_state", "n_line", "state_of_planes", "request_layout",
@@ -435,11 +434,10 @@ class Compare(_CombStage):
     G-Binary lane bit: 1 iff ``2c > n``. G-Ternary lane: the two bounds ``s < T`` and
     ``s <= -T`` (:class:`Select` makes the code of them); ``s`` is read as ``W + 2`` bits of its
     stored ``2W``, which hold any ``|s| <= capacity``. Each comparison is one bit of the sum of
-    the lane and an addend of its control copy (``control_layout``): for a bound, a carry
-    chain between two registers, with no logic before or after it; for a majority, whose
-    ``W``-bit carry takes fewer cells as logic, :func:`hdl.arith.carry_out`. The invalid-code
-    flags are ORed a second time (:func:`_or_groups`). Which of the read-backs (or the
-    request data) becomes the line is left to :class:`Select`.
+    the lane and an addend of its control copy (``control_layout``): a carry chain between
+    two registers, with no logic before or after it. The invalid-code flags are ORed
+    a second time (:func:`_or_groups`). Which of the read-backs (or the request data) becomes
+    the line is left to :class:`Select`.
     """
 
     def __init__(self, params, user_width):
@@ -447,6 +445,7 @@ class Compare(_CombStage):
 
     def compute(self, m, work, out):
         p = self._params
+        width = p.counter_width
         counts = gbinary_lanes(p, work.state.lanes)
         sums = gternary_lanes(p, work.state.lanes)
         self._carry(m, work, out, "data", "byte_enable", "state", "control", "status", "user")
@@ -455,7 +454,7 @@ class Compare(_CombStage):
             bits = self._copy_bits(copy)
             m.d.comb += [
                 out.majority[bits.start:bits.stop].eq(
-                    Cat(carry_out(counts[k], control.majority_addend) for k in bits)),
+                    Cat((counts[k] + control.majority_addend)[width] for k in bits)),
                 out.bounds[bits.start:bits.stop].eq(
                     Cat(self._bounds(sums[k // 2], control) for k in bits[::2])),
             ]

@@ -221,8 +221,7 @@ def version_line(output):
 #: Yosys's ECP5 synthesis, LUT4s alone. With wide LUTs (two or four LUT4s and the slice's
 #: muxes as one LUT of five to seven inputs), ABC maps for depth: the default controller took
 #: more logic cells that way, in a design whose paths are wires more than logic (``make
-#: report``'s logic-alone and wires-alone Fmax), and small carries (:func:`hdl.arith.carry_out`)
-#: took more cells as wide LUTs than as a carry chain.
+#: report``'s logic-alone and wires-alone Fmax).
 SYNTH_ECP5 = "synth_ecp5 -nowidelut"
 
 
