@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from bench import builds
-from bench.configs import CONTROLLER_CONFIGS
+from bench.configs import CONTROLLER_CONFIGS, tiered
 from bench.simulators import LINT_WAIVERS
 from spec.params import DatapathParams
 
@@ -27,7 +27,7 @@ def test_datapath_lints_clean(params):
     lint(builds.verilog("datapath", params))
 
 
-@pytest.mark.parametrize("params", CONTROLLER_CONFIGS, ids=lambda p: p.name)
+@pytest.mark.parametrize("params", tiered(CONTROLLER_CONFIGS))
 @pytest.mark.parametrize("design", ["controller", "axi_reducer"])
 def test_controller_lints_clean(design, params):
     lint(builds.verilog(design, params))

@@ -232,7 +232,8 @@ class _GoldenRun:
 @pytest.mark.parametrize("params, slice_bits", SLICED,
                          ids=lambda v: f"{v.datapath.name}_S{v.slots}" if not isinstance(v, int)
                          else f"slice{v}")
-@pytest.mark.parametrize("seed", [1, 2])
+# The quick tier runs one seed of each; the slow tier both.
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("hints, stream", [("none", "random"), ("ahead", "random"),
                                            ("random", "random"), ("ahead", "runs")])
 def test_slot_pool_against_golden(params, slice_bits, seed, hints, stream):

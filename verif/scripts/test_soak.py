@@ -102,6 +102,7 @@ def test_a_response_that_never_comes_stalls_the_run_and_says_so(small_soak, tmp_
         f"the run should stop waiting for op {hint}: {summary}"
 
 
+@pytest.mark.slow      # a second Verilator build, with tracing
 def test_a_waveform_is_written_around_a_clock_on_request(tmp_path):
     figures = soak.main(["--contributions", "0", "--waves-at", "500", "--work", str(tmp_path),
                          "--out", str(tmp_path / "reports")])
