@@ -92,13 +92,13 @@ MUTANTS = [
         'n.current = by_group(m, p, n.entry_layout, sel_w1, n.w1, w2_or_read, "current")',
         'n.current = by_group(m, p, n.entry_layout, sel_w1, w2, w2_or_read, "current")'),
     Mutant(
-        'forward_w3_dropped',
-        'The W3 forwarding case is dropped: an op whose slot P2 wrote three edges before takes '
-        'the stale block-RAM word, so of two contributions to one line four ops apart the first '
-        'is lost.',
+        'forward_w2_dropped',
+        'The W2 forwarding case is dropped: an op whose slot P2 wrote on its read\'s own edge '
+        'takes the stale block-RAM word, so of two contributions to one line three ops apart '
+        'the first is lost.',
         'hdl/slots.py',
-        'w3_or_read = by_group(m, p, n.entry_layout, sel_w3, w3, rdata, "w3_or_read")',
-        'w3_or_read = by_group(m, p, n.entry_layout, sel_w3, rdata, rdata, "w3_or_read")'),
+        'w2_or_read = by_group(m, p, n.entry_layout, sel_w2, w2, rdata, "w2_or_read")',
+        'w2_or_read = by_group(m, p, n.entry_layout, sel_w2, rdata, rdata, "w2_or_read")'),
     Mutant(
         'fill_ignores_departed',
         'A miss starts its fill at once even when a line has left its slot since every write '

@@ -37,9 +37,9 @@ The boxes named in capitals are components of their own, each with its test:
   the result of that check, a register kept exact by every write to the slot since: the
   decision to move on or to miss has no logic in front of it
   (pipeline rule 3). While ``t1_data_ok``, the slot's word is ``current``: the word read, or
-  P2's word of the slot on one of the three clock edges the read could not see (``W1`` on
-  the last, ``W2`` on the one before, ``W3`` on the one before that: P2's word is written to
-  the slot a clock late, from ``W1``, so that P2's additions end at registers beside them).
+  P2's word of the slot on one of the two clock edges the read could not see (``W1`` on
+  the last, ``W2`` on the one before, whose write lands on the read's own edge: P2's word is
+  written to its slot on the edge ``W1`` takes it).
   An op whose word is not in (after a miss, say) reads its slot again before it moves on
   (``reread``).
 - **P2** adds a contribution in one clock. It starts from T1's ``current``, or from ``W1``
@@ -220,7 +220,7 @@ class PoolSlice(wiring.Component):
         })
 
     #: Stages an op is in from its slot's read to the result unit: one per clock of the read
-    #: (TA, T1), then P2. The forwarding (``W1``-``W3``, ``ra_index``, ``rd_index``) is built
+    #: (TA, T1), then P2. The forwarding (``W1``, ``W2``, ``ra_index``, ``rd_index``) is built
     #: for a read of two clocks.
     STAGES = READ_LATENCY + 1
 
@@ -491,28 +491,20 @@ class PoolSlice(wiring.Component):
 
     def _slot_reads(self, m, n):
         """The slot reads. The slots are read every clock; ``n.current`` is the word of slot
-        ``rd_index`` as it stands: the data read, or P2's word of the slot on one of the three
+        ``rd_index`` as it stands: the data read, or P2's word of the slot on one of the two
         clock edges whose writes the read could not see (W1: the last edge, W2: the one
-        before, W3: the one before that, whose write lands on the read's own edge). The read's
+        before, whose write lands on the read's own edge). The read's
         address is chosen from ``n.choosers``, and again from copies of them per group of the
         slot RAM's block columns (pipeline rule 2), beside its blocks."""
         p, slots = self._slice.datapath, n.slots
         read_addr = Signal.like(n.ra_index)
         rd_index = Signal.like(n.ra_index)  # the slot read on the edge before: its data is in
-        # P2's op on the edge of ra's read was on its slot, and the op before it (``w3_index``
-        # while ``w3_valid``) was (compared with both slots the read may be of, in parallel
-        # with the choice between them).
-        collided, collided_w3 = Signal(), Signal()
-        w3_index = Signal.like(n.ra_index)
-        w3_valid = Signal()
+        # P2's op on the edge of ra's read was on its slot (compared with both slots the read
+        # may be of, in parallel with the choice between them).
+        collided = Signal()
         w2 = Signal(n.entry_layout, reset_less=True)
-        w3 = Signal(n.entry_layout, reset_less=True)
-        # The slot P2 writes is written a clock later, from W1, so that P2's additions end at
-        # registers beside them rather than at the block RAM's far columns.
-        m.d.comb += slots.write_data.eq(n.w1)
         m.d.sync += [n.ra_index.eq(read_addr), n.ra_valid.eq(1), rd_index.eq(n.ra_index),
-                     w3.eq(w2), w2.eq(n.w1), n.w1.eq(n.update.new),
-                     w3_valid.eq(n.p2_valid), w3_index.eq(n.p2.index)]
+                     w2.eq(n.w1), n.w1.eq(n.update.new)]
 
         def read_choice(running, t1_valid, t1_data_ok, t1_read_landing, t1_slot, t0_slot):
             """Whether the slot read is T1's slot's again (``reread``), and its address."""
@@ -526,25 +518,21 @@ class PoolSlice(wiring.Component):
                              for name, (register, value) in n.choosers.items()))
         m.d.comb += [slots.read_addr[k].eq(read_choice(*copy)[1])
                      for k, copy in enumerate(group_copies)]
-        m.d.sync += [collided.eq(n.p2_valid & Mux(n.reread, n.p2_on_t1, n.p2_on_t0)),
-                     collided_w3.eq(w3_valid & Mux(n.reread, w3_index == n.t1.index,
-                                                   w3_index == n.t0.index))]
+        m.d.sync += collided.eq(n.p2_valid & Mux(n.reread, n.p2_on_t1, n.p2_on_t0))
         # The selects of a slot's word, one copy per column group (pipeline rule 2), and one
         # for the word's other fields.
         copies = p.control_copies + 1
         sel_w1 = register_copies(m, n.p2_valid & n.p2_on_read, copies, "sel_w1")
         sel_w2 = register_copies(m, collided, copies, "sel_w2")
-        sel_w3 = register_copies(m, collided_w3, copies, "sel_w3")
         rdata = n.entry_layout(slots.read_data)
-        w3_or_read = by_group(m, p, n.entry_layout, sel_w3, w3, rdata, "w3_or_read")
-        w2_or_read = by_group(m, p, n.entry_layout, sel_w2, w2, w3_or_read, "w2_or_read")
+        w2_or_read = by_group(m, p, n.entry_layout, sel_w2, w2, rdata, "w2_or_read")
         n.current = by_group(m, p, n.entry_layout, sel_w1, n.w1, w2_or_read, "current")
 
     def _p2(self, m, n):
         """P2's registers: the op of T1 with its slot's word (or the op with its fill, or
         the eviction of T1's slot's occupant); the word starts from W1 if P2's op was on the
         slot on the edge P2 took it (``n.fwd1``, ``n.word``). Its retag, its CLEAR's range
-        check, and the slot RAM's write, a clock late from W1."""
+        check, and the slot RAM's write of P2's word, on the edge W1 takes it."""
         p, t1, miss, slots = self._slice.datapath, n.t1, n.miss, n.slots
         copies = p.control_copies + 1
         p2_word = Signal(n.entry_layout, reset_less=True)
@@ -565,16 +553,19 @@ class PoolSlice(wiring.Component):
         def in_clear_range(entry):
             return (entry.tag >= t1.tag) & (entry.tag < t1.high)
 
-        # The slot RAM's write enable and address are P2's valid and slot a clock late (with
-        # W1), in copies of their own, one per group of its block columns (hdl.bram).
+        # P2's word is written to its slot on the edge W1 takes it, with P2's valid and slot
+        # in copies of their own, one per group of the slot RAM's block columns (hdl.bram):
+        # a read made on that edge takes the word from W2 instead (``_slot_reads``).
+        p2_next = n.advance | miss.evict | miss.install | miss.fast_install
         ram_copies = len(slots.write_en)
         m.d.comb += [
-            slots.write_en.eq(Cat(register_copies(m, n.p2_valid, ram_copies, "slot_write_en",
+            slots.write_data.eq(n.update.new),
+            slots.write_en.eq(Cat(register_copies(m, p2_next, ram_copies, "slot_write_en",
                                                   reset=True))),
             *(slots.write_addr[k].eq(copy) for k, copy in enumerate(
-                register_copies(m, n.p2.index, ram_copies, "slot_write_addr")))]
+                register_copies(m, t1.index, ram_copies, "slot_write_addr")))]
         m.d.sync += [
-            n.p2_valid.eq(n.advance | miss.evict | miss.install | miss.fast_install),
+            n.p2_valid.eq(p2_next),
             *(n.p2_fields[name].eq(t1[name]) for name in n.stage_fields),
             n.p2_fields.kind.eq(Mux(miss.evict, SlotOp.EVICT, t1.kind)),
             p2_word.eq(n.next_word), n.p2_install.eq(miss.install | miss.fast_install),
