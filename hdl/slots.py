@@ -270,9 +270,13 @@ class PoolSlice(wiring.Component):
         # register (beside W1) and to the unit on the next clock, so that the unit's decisions
         # (which read the new ``n``) do not follow P2's additions within one clock: a clock
         # on every result read from a slot.
+        # Its comparisons are LUT logic, not carry chains: four slices' worth of chains (two
+        # per lane) cost more cells than their bits, and the unit's clock, from its input
+        # register to the result queue, has room for the LUT levels.
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
         m.submodules.result_unit = n.unit = AggregationDatapath(
-            unit_params, user_width=side_layout(params, u).size, replicated_inputs=True)
+            unit_params, user_width=side_layout(params, u).size, replicated_inputs=True,
+            carry_chains=False)
         m.submodules.unit_input = unit_input = PipelineRegister(n.unit.request.payload.shape())
         wiring.connect(m, unit_input.source, n.unit.request)
         n.queued = unit_input.source.valid
