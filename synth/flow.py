@@ -79,7 +79,7 @@ SPEED_GRADE = 6        # the slowest grade, nextpnr's default; stated to nextpnr
 # constraints given to nextpnr.
 # The controller's logic cells (packed: LUT4s, and the halves of carry and LUT RAM cells), as a
 # percentage of the device's: at most 60, so that placement has room to keep each block's cells
-# together (issue 58).
+# together.
 TARGETS = {"datapath": {"lut4": 6000, "fmax_mhz": 250.0},
            "controller": {"fmax_mhz": 150.0, "logic_cells_percent": 60.0}}
 _NEXTPNR_DEVICE = "--um-85k"
