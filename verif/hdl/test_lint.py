@@ -19,10 +19,11 @@ def lint(path):
         f"{path}: verilator lint reported:\n" + "\n".join(findings[:30])
 
 
-@pytest.mark.parametrize("params", [DatapathParams(),
-                                    DatapathParams(line_bits=128, counter_width=5, latency=2),
-                                    DatapathParams(line_bits=16, counter_width=1, latency=1)],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("params", tiered([DatapathParams(),
+                                           DatapathParams(line_bits=128, counter_width=5,
+                                                          latency=2),
+                                           DatapathParams(line_bits=16, counter_width=1,
+                                                          latency=1)]))
 def test_datapath_lints_clean(params):
     lint(builds.verilog("datapath", params))
 

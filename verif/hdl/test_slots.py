@@ -229,13 +229,22 @@ class _GoldenRun:
                                      f"{differ[:8].tolist()} differ from golden")
 
 
-@pytest.mark.parametrize("params, slice_bits", SLICED,
-                         ids=lambda v: f"{v.datapath.name}_S{v.slots}" if not isinstance(v, int)
-                         else f"slice{v}")
-# The quick tier runs one seed of each; the slow tier both.
-@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("hints, stream", [("none", "random"), ("ahead", "random"),
-                                           ("random", "random"), ("ahead", "runs")])
+def _golden_runs():
+    """The runs of :func:`test_slot_pool_against_golden`: every configuration and slicing,
+    seed, hint and stream kind. The quick tier runs seed 1 of every hint and stream kind in
+    two slices, and of random hints in one slice; the slow tier every run."""
+    for params, slice_bits in SLICED:
+        for seed in (1, 2):
+            for hints, stream in (("none", "random"), ("ahead", "random"),
+                                  ("random", "random"), ("ahead", "runs")):
+                quick = seed == 1 and (slice_bits < POOL_SLICE_BITS or hints == "random")
+                yield pytest.param(params, slice_bits, seed, hints, stream,
+                                   id=f"{hints}-{stream}-{seed}-{params.datapath.name}_"
+                                      f"S{params.slots}-slice{slice_bits}",
+                                   marks=[] if quick else [pytest.mark.slow])
+
+
+@pytest.mark.parametrize("params, slice_bits, seed, hints, stream", list(_golden_runs()))
 def test_slot_pool_against_golden(params, slice_bits, seed, hints, stream):
     """``hints``: none; the lines of the ops a few ahead of the one being sent, as the
     controller hints them; or any of the lines at random, resident or not, with the prefetch
