@@ -208,31 +208,42 @@ def test_scan_keeps_the_word_mode(kind):
 def test_accumulate_adds_every_code_to_every_lane_pair(width):
     """:func:`hdl.slot_ops.accumulate`'s one adder per lane pair, exhaustively: G-Binary adds
     each line bit to its own ``W``-bit count, which wraps without carrying into its
-    neighbour; G-Ternary adds the code's +1, -1 or 0 to the ``2W``-bit sum."""
+    neighbour; G-Ternary adds the code's +1, -1 or 0 to the ``2W``-bit sum, which wraps
+    without carrying into the next pair. Three pairs, pair ``k`` at the tested value plus
+    ``k`` with the tested code plus ``k``: every pair takes every value and code, beside
+    neighbours that carry out of theirs."""
     p = dataclasses.replace(DatapathParams(), counter_width=width)
-    lanes, line, ternary = Signal(2 * width), Signal(2), Signal()
+    count = 3
+    lanes, line, ternary = Signal(2 * width * count), Signal(2 * count), Signal()
     m = Module()
-    out = Signal(2 * width)
+    out = Signal(2 * width * count)
     m.d.comb += out.eq(accumulate(p, lanes, line, ternary))
     low_mask, mask = (1 << width) - 1, (1 << 2 * width) - 1
     step = {0b00: 0, 0b01: 1, 0b10: 0, 0b11: -1}      # line bit 0 is the code's low bit
 
+    def added(pair, code, mode):
+        if mode:
+            return (pair + step[code]) & mask
+        low = (pair & low_mask) + (code & 1) & low_mask
+        high = (pair >> width) + (code >> 1) & low_mask
+        return low | high << width
+
     async def testbench(ctx):
-        for pair in range(1 << 2 * width):
-            for code in range(4):
+        for value in range(1 << 2 * width):
+            for first_code in range(4):
+                pairs = [(value + k) & mask for k in range(count)]
+                codes = [(first_code + k) % 4 for k in range(count)]
+                ctx.set(lanes, sum(pair << 2 * width * k for k, pair in enumerate(pairs)))
+                ctx.set(line, sum(code << 2 * k for k, code in enumerate(codes)))
                 for mode in (0, 1):
-                    ctx.set(lanes, pair)
-                    ctx.set(line, code)
                     ctx.set(ternary, mode)
-                    if mode:
-                        expected = (pair + step[code]) & mask
-                    else:
-                        low = (pair & low_mask) + (code & 1) & low_mask
-                        high = (pair >> width) + (code >> 1) & low_mask
-                        expected = low | high << width
-                    assert ctx.get(out) == expected, \
-                        f"W {width}, {'G-Ternary' if mode else 'G-Binary'}: lanes " \
-                        f"{pair:#x} + line {code:#04b} gave {ctx.get(out):#x}, " \
-                        f"expected {expected:#x}"
+                    got = ctx.get(out)
+                    for k, (pair, code) in enumerate(zip(pairs, codes)):
+                        expected = added(pair, code, mode)
+                        lane = got >> 2 * width * k & mask
+                        assert lane == expected, \
+                            f"W {width}, {'G-Ternary' if mode else 'G-Binary'}, pair {k}: " \
+                            f"lanes {pair:#x} + line {code:#04b} gave {lane:#x}, " \
+                            f"expected {expected:#x}"
 
     simulate(m, testbench, clock=None)
