@@ -1,6 +1,7 @@
 """The cocotb regressions of the datapath, the controller and the AXI4 reducer, under each
-simulator and configuration (:mod:`bench.configs`; the full-size ones in the slow tier); the
-tests themselves are in ``cocotb_datapath.py``, ``cocotb_controller.py`` and
+simulator and configuration (:mod:`bench.configs`); the quick tier runs each design's small
+configurations on one simulator (:data:`QUICK_SIMULATOR`), the slow tier every other pairing.
+The tests themselves are in ``cocotb_datapath.py``, ``cocotb_controller.py`` and
 ``cocotb_reducer.py`` beside this file."""
 
 import re
@@ -8,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from bench.configs import CONTROLLER_CONFIGS, DATAPATH_CONFIGS, full_size, tiered
+from bench.configs import CONTROLLER_CONFIGS, DATAPATH_CONFIGS, full_size
 from bench.controller_bench import TRAFFIC
 from bench.simulators import SIMULATORS, env_flag, run_regression
 
@@ -30,6 +31,25 @@ ICARUS_FULL_SIZE = {
 }
 
 
+#: The simulator that runs each design's small configurations in the quick tier (``make
+#: test``). A simulator build takes most of a small regression's time, and a Verilator build
+#: of a design several times an Icarus one; so the quick tier builds one Verilator model, the
+#: controller's (whose system test the soak's compiled harness does not replace), and runs the
+#: other designs on Icarus. The slow tier (``make test-all``) runs every design on both
+#: simulators at every configuration.
+QUICK_SIMULATOR = {"datapath": "icarus", "controller": "verilator", "axi_reducer": "icarus"}
+
+
+def runs(design, configs):
+    """``(simulator, params)`` pytest parameters of ``design``'s regressions: each simulator
+    at each of ``configs``, named ``<simulator>-<config>``; marked ``slow`` unless
+    ``params`` is small and ``simulator`` is the design's :data:`QUICK_SIMULATOR`."""
+    return [pytest.param(simulator, params, id=f"{simulator}-{params.name}",
+                         marks=[pytest.mark.slow]
+                         if full_size(params) or simulator != QUICK_SIMULATOR[design] else [])
+            for params in configs for simulator in SIMULATORS]
+
+
 def _named(name):
     """A pattern of the cocotb test ``name``, or of each parameter of it (no ``/``)."""
     return rf"{re.escape(name)}(/|$)"
@@ -46,8 +66,7 @@ def _ran(results):
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("params", tiered(DATAPATH_CONFIGS))
-@pytest.mark.parametrize("simulator", SIMULATORS)
+@pytest.mark.parametrize(("simulator", "params"), runs("datapath", DATAPATH_CONFIGS))
 def test_datapath(simulator, params):
     run_regression(simulator, "datapath", params, "verif.hdl.cocotb_datapath",
                    knobs={"NF_RANDOM_LINES": "200"})
@@ -68,16 +87,14 @@ def _regression(simulator, design, params, test_module, knobs):
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("params", tiered(CONTROLLER_CONFIGS))
-@pytest.mark.parametrize("simulator", SIMULATORS)
+@pytest.mark.parametrize(("simulator", "params"), runs("controller", CONTROLLER_CONFIGS))
 def test_controller(simulator, params):
     _regression(simulator, "controller", params, "verif.hdl.cocotb_controller",
                 {"NF_SYSTEM_LINES": None, "NF_IDENTITY_OPS": None})
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("params", tiered(CONTROLLER_CONFIGS))
-@pytest.mark.parametrize("simulator", SIMULATORS)
+@pytest.mark.parametrize(("simulator", "params"), runs("axi_reducer", CONTROLLER_CONFIGS))
 def test_axi_reducer(simulator, params):
     _regression(simulator, "axi_reducer", params, "verif.hdl.cocotb_reducer",
                 {"NF_REDUCER_LINES": "16"})

