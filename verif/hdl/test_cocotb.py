@@ -34,9 +34,8 @@ ICARUS_FULL_SIZE = {
 #: The simulator that runs each design's small configurations in the quick tier (``make
 #: test``). A simulator build takes most of a small regression's time, and a Verilator build
 #: of a design several times an Icarus one; so the quick tier builds one Verilator model, the
-#: controller's (whose system test the soak's compiled harness does not replace), and runs the
-#: other designs on Icarus. The slow tier (``make test-all``) runs every design on both
-#: simulators at every configuration.
+#: controller's, and runs the other designs on Icarus. The slow tier (``make test-all``) runs
+#: every design on both simulators at every configuration.
 QUICK_SIMULATOR = {"datapath": "icarus", "controller": "verilator", "axi_reducer": "icarus"}
 
 
