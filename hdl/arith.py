@@ -1,8 +1,8 @@
-"""Arithmetic helpers: wide address computations, and carries made of logic."""
+"""Arithmetic helpers for wide address computations."""
 
 from amaranth import Cat, Const, Signal
 
-__all__ = ["times_constant", "registered_order", "any_of", "carry_out"]
+__all__ = ["times_constant", "registered_order", "any_of"]
 
 
 def times_constant(value, constant):
@@ -58,22 +58,3 @@ def any_of(values):
     for value in values:
         total = total | value
     return total
-
-
-def carry_out(a, b):
-    """The carry out of ``a + b`` (two unsigned values of one width), as logic: each two bits'
-    generate and propagate terms, combined from the least significant up. Yosys maps an
-    adder to a carry chain: a logic cell a bit, and cells of the chain's own where it starts
-    and ends. A carry out of a few bits alone (a comparison with a value held in a register)
-    takes fewer cells as LUTs, at the cost of LUT levels a chain does not have."""
-    if len(a) != len(b):
-        raise ValueError(f"operands must have one width, not {len(a)} and {len(b)}")
-    carry = Const(0, 1)
-    for k in range(0, len(a), 2):
-        x, y = a[k:k + 2], b[k:k + 2]
-        generate, propagate = x[0] & y[0], x[0] ^ y[0]
-        if len(x) == 2:
-            high = x[1] ^ y[1]
-            generate, propagate = (x[1] & y[1]) | (high & generate), high & propagate
-        carry = generate | (propagate & carry)
-    return carry

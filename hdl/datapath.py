@@ -23,7 +23,6 @@ from amaranth.lib.wiring import In, Out
 
 from spec.params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregates
 
-from .arith import carry_out
 from .pipeline import PipelineRegister, register_copies
 
 __all__ = ["state_layout", "planes_of_state", "n_line", "state_of_planes", "request_layout",
@@ -435,26 +434,14 @@ class Compare(_CombStage):
     G-Binary lane bit: 1 iff ``2c > n``. G-Ternary lane: the two bounds ``s < T`` and
     ``s <= -T`` (:class:`Select` makes the code of them); ``s`` is read as ``W + 2`` bits of its
     stored ``2W``, which hold any ``|s| <= capacity``. Each comparison is one bit of the sum of
-    the lane and an addend of its control copy (``control_layout``). With ``chains``, that
-    sum is an adder, a carry chain between two registers with no logic before or after it
-    (the fastest); without, the bit is made of LUT logic (:func:`hdl.arith.carry_out`), in
-    fewer cells and more levels. The invalid-code flags are ORed a second time
-    (:func:`_or_groups`). Which of the read-backs (or the request data) becomes the line is
-    left to :class:`Select`.
+    the lane and an addend of its control copy (``control_layout``): a carry chain between
+    two registers, with no logic before or after it. The invalid-code flags are ORed
+    a second time (:func:`_or_groups`). Which of the read-backs (or the request data) becomes
+    the line is left to :class:`Select`.
     """
 
-    def __init__(self, params, user_width, *, chains=True):
-        self._chains = chains
+    def __init__(self, params, user_width):
         super().__init__(params, user_width, sum_layout, verdict_layout)
-
-    def _sum_bit(self, value, addend, bit):
-        """Bit ``bit`` of ``value + addend`` (both ``bit`` bits wide or wider; the rest is
-        dropped), by a carry chain or as logic (``chains``)."""
-        if self._chains:
-            return (value + addend)[bit]
-        if bit == len(value):
-            return carry_out(value, addend)
-        return value[bit] ^ addend[bit] ^ carry_out(value[:bit], addend[:bit])
 
     def compute(self, m, work, out):
         p = self._params
@@ -467,8 +454,7 @@ class Compare(_CombStage):
             bits = self._copy_bits(copy)
             m.d.comb += [
                 out.majority[bits.start:bits.stop].eq(
-                    Cat(self._sum_bit(counts[k], control.majority_addend, width)
-                        for k in bits)),
+                    Cat((counts[k] + control.majority_addend)[width] for k in bits)),
                 out.bounds[bits.start:bits.stop].eq(
                     Cat(self._bounds(sums[k // 2], control) for k in bits[::2])),
             ]
@@ -479,8 +465,8 @@ class Compare(_CombStage):
         # the carry chain.
         width = self._params.counter_width
         sum_bits = Cat(stored_sum, stored_sum[-1])[:width + 2]
-        return Cat(self._sum_bit(sum_bits, control.negative_threshold, width + 1),
-                   self._sum_bit(sum_bits, control.threshold_less_one, width + 1))
+        return Cat((sum_bits + control.negative_threshold)[width + 1],
+                   (sum_bits + control.threshold_less_one)[width + 1])
 
 
 class Select(_CombStage):
@@ -547,11 +533,6 @@ class AggregationDatapath(wiring.Component):
         Width of the ``user`` tag carried alongside each request.
     replicated_inputs : bool
         Add the ports ``decision_inputs`` and ``response_valid_copies``.
-    carry_chains : bool
-        Make the read-back comparisons with carry chains (:class:`Compare`): the fastest, for
-        a datapath that must make its clock with one comparison between two registers;
-        without, as LUT logic, in fewer cells, for an owner whose clock allows a few LUT
-        levels there.
 
     Members
     -------
@@ -570,17 +551,13 @@ class AggregationDatapath(wiring.Component):
         an enable of their own.
     """
 
-    def __init__(self, params=DatapathParams(), *, user_width=16, replicated_inputs=False,
-                 carry_chains=True):
+    def __init__(self, params=DatapathParams(), *, user_width=16, replicated_inputs=False):
         if not isinstance(params, DatapathParams):
             raise TypeError(f"params must be a DatapathParams, not {params!r}")
         if not isinstance(user_width, int) or user_width < 1:
             raise ValueError(f"user_width must be a positive integer, not {user_width!r}")
         if not isinstance(replicated_inputs, bool):
             raise TypeError(f"replicated_inputs must be a bool, not {replicated_inputs!r}")
-        if not isinstance(carry_chains, bool):
-            raise TypeError(f"carry_chains must be a bool, not {carry_chains!r}")
-        self._carry_chains = carry_chains
         self._params = params
         self._user_width = user_width
         self._replicated_inputs = replicated_inputs
@@ -620,9 +597,8 @@ class AggregationDatapath(wiring.Component):
         decode = Decode(p, u, replicated_inputs=self._replicated_inputs)
         if self._replicated_inputs:
             m.d.comb += decode.inputs.eq(self.decision_inputs)
-        stages = [("decode", decode), ("addends", Addends(p, u)), ("add", Add(p, u)),
-                  ("compare", Compare(p, u, chains=self._carry_chains)),
-                  ("select", Select(p, u))]
+        stages = [("decode", decode), ("addends", Addends(p, u)),
+                  ("add", Add(p, u)), ("compare", Compare(p, u)), ("select", Select(p, u))]
         registered = {"decode": p.latency >= 5, "addends": p.latency >= 3,
                       "add": p.latency >= 2, "compare": p.latency >= 4, "select": True}
 

@@ -269,14 +269,12 @@ class PoolSlice(wiring.Component):
         # The result unit only reads states back; P2's new word goes to the unit's input
         # register (beside W1) and to the unit on the next clock, so that the unit's decisions
         # (which read the new ``n``) do not follow P2's additions within one clock: a clock
-        # on every result read from a slot.
-        # Its comparisons are LUT logic, not carry chains: four slices' worth of chains (two
-        # per lane) cost more cells than their bits, and the unit's clock, from its input
-        # register to the result queue, has room for the LUT levels.
+        # on every result read from a slot. Its comparisons are carry chains, as the datapath's:
+        # made of LUT logic (git history: e553630), they packed into fewer cells but left the
+        # placement too congested to route.
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
         m.submodules.result_unit = n.unit = AggregationDatapath(
-            unit_params, user_width=side_layout(params, u).size, replicated_inputs=True,
-            carry_chains=False)
+            unit_params, user_width=side_layout(params, u).size, replicated_inputs=True)
         m.submodules.unit_input = unit_input = PipelineRegister(n.unit.request.payload.shape())
         wiring.connect(m, unit_input.source, n.unit.request)
         n.queued = unit_input.source.valid

@@ -5,7 +5,7 @@ import pytest
 from amaranth import Module, Signal
 
 from bench.sim import simulate
-from hdl.arith import carry_out, registered_order
+from hdl.arith import registered_order
 
 SEED = 11
 
@@ -63,28 +63,3 @@ def test_registered_order_compares_exactly_levels_clocks_late(levels, or_equal, 
 def test_registered_order_refuses_no_levels():
     with pytest.raises(ValueError, match=r"levels must be a positive integer, not 0"):
         registered_order(Module(), Signal(4), Signal(4), "order", levels=0)
-
-
-@pytest.mark.parametrize("width", [1, 2, 3, 4, 5])
-def test_carry_out_is_the_adders_carry_for_every_pair(width):
-    a, b = Signal(width), Signal(width)
-    m = Module()
-    carry = Signal()
-    m.d.comb += carry.eq(carry_out(a, b))
-
-    async def testbench(ctx):
-        for x in range(1 << width):
-            for y in range(1 << width):
-                ctx.set(a, x)
-                ctx.set(b, y)
-                expected = (x + y) >> width
-                assert ctx.get(carry) == expected, \
-                    f"width {width}: carry of {x:#x} + {y:#x} read {ctx.get(carry)}, " \
-                    f"expected {expected}"
-
-    simulate(m, testbench, clock=None)
-
-
-def test_carry_out_refuses_operands_of_two_widths():
-    with pytest.raises(ValueError, match=r"operands must have one width, not 3 and 4"):
-        carry_out(Signal(3), Signal(4))

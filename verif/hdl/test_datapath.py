@@ -60,14 +60,12 @@ def simulate_stream(dut, sink, source, payloads, *, idle, timeout=None, watch=No
     return received
 
 
-def check_datapath(params, req, *, idle, seed, replicated_inputs=False, carry_chains=True):
-    """Run ``req`` through the datapath (its comparisons by carry chains or as logic, as
-    ``carry_chains`` says) and compare with the golden model. With
+def check_datapath(params, req, *, idle, seed, replicated_inputs=False):
+    """Run ``req`` through the datapath and compare with the golden model. With
     ``replicated_inputs``, every copy of ``decision_inputs`` is the request's own fields, as an
     owner's registers would hold them, and every copy of ``response_valid_copies`` must equal
     the response's valid on every clock."""
-    dut = top = AggregationDatapath(params, replicated_inputs=replicated_inputs,
-                                    carry_chains=carry_chains)
+    dut = top = AggregationDatapath(params, replicated_inputs=replicated_inputs)
     differing = []      # (clock, response valid, its copies)
     watch = None
     if replicated_inputs:
@@ -104,17 +102,14 @@ def check_datapath(params, req, *, idle, seed, replicated_inputs=False, carry_ch
                                     DatapathParams(line_bits=64, counter_width=4, latency=4),
                                     DatapathParams(line_bits=128, counter_width=2, latency=5)],
                          ids=lambda p: p.name)
-# The standalone datapath's ports with carry chains, and the slot pool's result unit's
-# (replicated inputs, comparisons as logic).
-@pytest.mark.parametrize("replicated_inputs, carry_chains",
-                         [(False, True), (True, True), (True, False)],
-                         ids=["request_fields", "replicated_inputs", "replicated_logic"])
-def test_random_and_directed_with_idle_cycles(params, replicated_inputs, carry_chains):
+@pytest.mark.parametrize("replicated_inputs", [False, True],
+                         ids=["request_fields", "replicated_inputs"])
+def test_random_and_directed_with_idle_cycles(params, replicated_inputs):
     rng = np.random.default_rng(SEED)
     req = concat_requests([r for _, r in directed_requests(params, rng)]
                           + [random_requests(params, rng, 200)])
     check_datapath(params, req, idle=iter(lambda: rng.random() < 0.3, None), seed=SEED,
-                   replicated_inputs=replicated_inputs, carry_chains=carry_chains)
+                   replicated_inputs=replicated_inputs)
 
 
 def test_decode_decides_each_copy_from_its_own_inputs():
@@ -287,8 +282,6 @@ def test_bad_component_arguments():
         AggregationDatapath(user_width=0)
     with pytest.raises(TypeError, match=r"replicated_inputs must be a bool, not 1"):
         AggregationDatapath(replicated_inputs=1)
-    with pytest.raises(TypeError, match=r"carry_chains must be a bool, not 'no'"):
-        AggregationDatapath(carry_chains="no")
 
 
 def test_state_layout_matches_params():
