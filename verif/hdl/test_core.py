@@ -38,8 +38,8 @@ def _fusesoc(folder, work, target, core, *flags):
     return result.returncode, result.stdout + result.stderr
 
 
-#: The AXI4 reducer's core is written and built as the controller's (the same writer, the
-#: controller inside): the quick tier builds the controller's, the slow tier both.
+#: The AXI4 reducer's core wraps the controller and is written by the same core writer
+#: (``core_file``): the quick tier builds the controller's, the slow tier both.
 @pytest.mark.parametrize("design", [pytest.param(design, marks=[pytest.mark.slow]
                                                  if design == "axi_reducer" else [])
                                     for design in DESIGNS])
