@@ -436,11 +436,10 @@ class AxiMemoryPort(wiring.Component):
             line_ahead.eq(Mux(w.read_last, w.after_takes(w_order_ahead2),
                               w.after_takes(w_order_ahead)))]
         # The bank read: the line bank (number ``beats``) for a one-line write, else the
-        # beat's; a register, then a copy for each column group of the banks' data, in step
-        # with the data (:data:`hdl.bram.READ_LATENCY`).
-        bank = Signal(range(beats + 1))
-        m.d.sync += bank.eq(Mux(w.read_line, beats, beat))
-        w.bank_copies = register_tree(m, bank, READ_LATENCY - 1, len(self.groups), "w_bank")
+        # beat's; a copy for each column group of the banks' data, in step with the data
+        # (:data:`hdl.bram.READ_LATENCY`), through a tree of that many levels.
+        w.bank_copies = register_tree(m, Mux(w.read_line, beats, beat), READ_LATENCY,
+                                      len(self.groups), "w_bank")
 
     def _w_banks(self, m, w):
         """The banks, a burst line's each and one for one-line writes (a line and its byte

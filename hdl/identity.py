@@ -6,7 +6,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axi import AxiMemoryPort, read_command_layout, write_line_layout
-from .pipeline import EagerFIFO, register_copies
+from .pipeline import EagerFIFO, register_copies, register_tree
 
 __all__ = ["host_write_layout", "IdentityPath"]
 
@@ -32,12 +32,13 @@ class IdentityPath(wiring.Component):
 
     The one-line write port is shared with a clear's zero writes: chosen by the zero phase of
     the last clock, so that the line's mux (the port's W buffer input, spread over the die) is
-    steered by registers, one copy per column group of the line (pipeline rule 2) and one for
-    the other fields and the handshakes. The zero writes start a clock into the phase, and the
-    port stays without a write for a clock after it. A write's line and byte enables go to the
-    port ``AxiMemoryPort.LINE_LAG`` clocks after its take, as the port reads them: the write
-    queue gives them that much later, through a register tree of its read pointer (its
-    ``lag``), and each column group's mux is steered by its copy of the phase that much later.
+    steered by registers, one copy per column group of the line (pipeline rule 2, through a
+    tree) and one for the other fields and the handshakes. The zero writes start a clock into
+    the phase, and the port stays without a write for a clock after it. A write's line and
+    byte enables go to the port ``AxiMemoryPort.LINE_LAG`` clocks after its take, as the port
+    reads them: the write queue gives them that much later, through a register tree of its
+    read pointer (its ``lag``), and each column group's mux is steered by its copy of the
+    phase that much later.
 
     Parameters
     ----------
@@ -131,24 +132,19 @@ class IdentityPath(wiring.Component):
         head = queue.r_stream.payload
         zero, write = self.zero_write.payload, self.write_line
         groups = p.control_copies
-        zeroing = register_copies(m, self.zero_phase, groups + 1, "write_zeroing")
-        # Each copy ``lag`` clocks later, from its own copy: the phase of the line's take.
-        late = []
-        for g, copy in enumerate(zeroing):
-            for k in range(lag):
-                later = Signal(name=f"write_zeroing_{g}_late{k}", reset_less=True)
-                m.d.sync += later.eq(copy)
-                copy = later
-            late.append(copy)
+        zeroing, = register_copies(m, self.zero_phase, 1, "write_zeroing")
+        # The phase of the line's take, ``lag`` clocks later, in a copy for each column group
+        # and one for the byte enables, through a tree of ``1 + lag`` levels from the phase.
+        late = register_tree(m, self.zero_phase, 1 + lag, groups + 1, "write_zeroing_late")
         m.d.comb += [
-            write.payload.id.eq(Mux(zeroing[-1], zero.id, self._host_id)),
-            write.payload.address.eq(Mux(zeroing[-1], zero.address, head.address)),
+            write.payload.id.eq(Mux(zeroing, zero.id, self._host_id)),
+            write.payload.address.eq(Mux(zeroing, zero.address, head.address)),
             write.payload.strobe.eq(Mux(late[-1], zero.strobe, head.strobe)),
         ]
         bits = p.control_copy_bits
         m.d.comb += write.payload.line.eq(Cat(
             Mux(zero_copy, zero.line[g * bits:(g + 1) * bits], head.line[g * bits:(g + 1) * bits])
             for g, zero_copy in enumerate(late[:groups])))
-        m.d.comb += [write.valid.eq(Mux(zeroing[-1], self.zero_write.valid, queue.r_rdy)),
-                     queue.r_en.eq(write.ready & ~zeroing[-1]),
-                     self.zero_write.ready.eq(write.ready & zeroing[-1])]
+        m.d.comb += [write.valid.eq(Mux(zeroing, self.zero_write.valid, queue.r_rdy)),
+                     queue.r_en.eq(write.ready & ~zeroing),
+                     self.zero_write.ready.eq(write.ready & zeroing)]

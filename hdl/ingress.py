@@ -67,7 +67,8 @@ class Ingress(wiring.Component):
     when both queues hold one it alternates between them. Its line comes ``LINE_LAG`` clocks
     after it, on ``line``: the RwD queue reads its line columns through a tree of copies of
     its read pointer (:class:`hdl.pipeline.EagerFIFO`'s ``lag``), so that the choice of queue,
-    made in one place, reaches no line column within a clock.
+    made in one place, reaches no line column within a clock. Its write side is built alike:
+    an RwD request is in its queue ``RWD_WRITE_LAG`` clocks after the port gives it.
 
     Address fields count lines: CXL's 64-byte lines at ``line_bits = 512`` (a Req's bit 5 is
     ignored), the smaller configurations' own lines otherwise. MemWr writes its whole line
@@ -87,6 +88,13 @@ class Ingress(wiring.Component):
     #: drives more than a few far copies.
     LINE_LAG = 2
 
+    #: Clocks from an RwD request's take to its entry in the RwD queue's memory: the queue's
+    #: column groups are written at copies of its write pointer that come through a tree
+    #: (:class:`hdl.pipeline.EagerFIFO`'s ``write_lag``), so that the port's valid reaches no
+    #: line column within a clock. A request waits that much longer; the port's ``ready``
+    #: counts it from its take, as without.
+    RWD_WRITE_LAG = 1
+
     def __init__(self, params=ControllerParams()):
         self._params = params
         super().__init__({
@@ -104,11 +112,12 @@ class Ingress(wiring.Component):
         # choice of queue reaches only these (the line fields are always the RwD queue's).
         narrow = request_fields_layout(params).size
         queues = []
-        for name, channel, entry, width, lag in (
-                ("req_queue", self.m2s_req, self._req_entry, narrow, None),
+        for name, channel, entry, width, lag, write_lag in (
+                ("req_queue", self.m2s_req, self._req_entry, narrow, None, 0),
                 ("rwd_queue", self.m2s_rwd, self._rwd_entry, layout.size,
-                 (narrow, self.LINE_LAG))):
-            queue = EagerFIFO(width=width, depth=params.queue_depth, lag=lag)
+                 (narrow, self.LINE_LAG), self.RWD_WRITE_LAG)):
+            queue = EagerFIFO(width=width, depth=params.queue_depth, lag=lag,
+                              write_lag=write_lag)
             m.submodules[name] = queue
             m.d.comb += [queue.w_data.eq(entry(m, channel.payload).as_value()[:width]),
                          queue.w_en.eq(channel.valid), channel.ready.eq(queue.w_rdy)]

@@ -142,6 +142,13 @@ class EagerFIFO(Elaboratable, FIFOInterface):
     a clock; the memory has ``clocks`` more entries, so that a taken entry is not written
     again before its late read.
 
+    With ``write_lag`` = ``clocks``, an entry goes into the memory ``clocks`` clocks after its
+    write: ``w_data`` passes that many registers (no enable, no reset: rule 1) and every
+    column group is written at copies of the write pointer that come through a tree of the
+    same depth, so that no write reaches a column group within a clock. The entry is readable
+    ``clocks`` clocks later than without (``r_rdy``); ``level`` and ``w_rdy`` count it from its
+    write, so a writer's room is as without.
+
     Its memory is written on every clock, at the entry after the last one taken, and read
     without a clock at the oldest: the handshakes move only its pointers and level, and reach
     neither the memory's write enables nor its data (rule 1). The memory has an entry more than
@@ -150,7 +157,7 @@ class EagerFIFO(Elaboratable, FIFOInterface):
     (rule 2): a pointer is the address of every LUT RAM cell of the queue.
     """
 
-    def __init__(self, *, width=None, depth, shape=None, lag=None):
+    def __init__(self, *, width=None, depth, shape=None, lag=None, write_lag=0):
         if not isinstance(depth, int) or depth < 1:
             raise ValueError(f"depth must be a positive integer, not {depth!r}")
         if (width is None) == (shape is None):
@@ -167,6 +174,9 @@ class EagerFIFO(Elaboratable, FIFOInterface):
             raise ValueError(f"lag must be (offset, clocks) with 0 < offset <= {self.width} "
                              f"and clocks >= 0, not {lag!r}")
         self._lag_offset, self._lag = offset, clocks
+        if not isinstance(write_lag, int) or write_lag < 0:
+            raise ValueError(f"write_lag must be a non-negative integer, not {write_lag!r}")
+        self._write_lag = write_lag
         # One level: the queue's entries are readable from the clock after their write.
         self.level = self.r_level = self.w_level
 
@@ -198,41 +208,63 @@ class EagerFIFO(Elaboratable, FIFOInterface):
         late = [slice(offset + bits.start, offset + bits.stop)
                 for bits in column_slices(self.width - offset)]
         groups = lead + late
-        produce, consume = queue_pointers(m, self, entries, written, taken,
-                                          copies=(len(groups), len(lead)))
+        produce_next, consume_next = queue_pointers(m, self, entries, written, taken)
+        # Each copy comes through a tree rooted at the pointer's next value: its first level
+        # is the pointer's own copies, so a lag of ``k`` clocks has ``k + 1`` levels.
+        produce = register_tree(m, produce_next, self._write_lag + 1, len(groups), "produce",
+                                reset=True)
+        consume = register_copies(m, consume_next, len(lead), "consume", reset=True)
         if late:
-            consume = consume + register_tree(m, consume[0], self._lag, len(late), "late_read")
+            consume += register_tree(m, consume_next, self._lag + 1, len(late), "late_read",
+                                     reset=True)
+        w_data = self.w_data
+        for k in range(self._write_lag):
+            w_data_later = Signal.like(self.w_data, name=f"w_data_late{k}", reset_less=True)
+            m.d.sync += w_data_later.eq(w_data)
+            w_data = w_data_later
         for g, bits in enumerate(groups):
             m.submodules[f"storage{g}"] = storage = Memory(
                 shape=len(self.w_data[bits]), depth=entries, init=[])
             write, read = storage.write_port(), storage.read_port(domain="comb")
             m.d.comb += [write.en.eq(1), write.addr.eq(produce[g]),
-                         write.data.eq(self.w_data[bits]),
+                         write.data.eq(w_data[bits]),
                          read.addr.eq(consume[g]), self.r_data[bits].eq(read.data)]
-        grows, shrinks = written & ~taken, taken & ~written
-        m.d.sync += self.r_rdy.eq(Mux(grows, 1, Mux(shrinks, self.level != 1,
-                                                    self.level != 0)))
+        self._readable(m, written, taken)
         return m
 
+    def _readable(self, m, written, taken):
+        """``r_rdy``: entries in the memory (``write_lag`` clocks after their write) and not
+        taken, as of the next edge."""
+        arrived, readable = written, self.level
+        if self._write_lag:
+            for k in range(self._write_lag):
+                later = Signal(name=f"arriving{k}")
+                m.d.sync += later.eq(arrived)
+                arrived = later
+            readable = Signal.like(self.level, name="readable")
+            m.d.sync += readable.eq(readable + arrived - taken)
+        grows, shrinks = arrived & ~taken, taken & ~arrived
+        m.d.sync += self.r_rdy.eq(Mux(grows, 1, Mux(shrinks, readable != 1, readable != 0)))
 
-def queue_pointers(m, queue, entries, written, taken, copies=1):
+
+def queue_pointers(m, queue, entries, written, taken):
     """The pointers of a queue of ``entries`` memory words (more than ``queue.depth``):
-    ``produce``, moved on by ``written``, and ``consume``, by ``taken``, returned as a pair of
-    lists of equal registers, ``copies`` of each or ``copies`` = ``(produce's, consume's)``
-    (one per group of the memory's bits, rule 2); and ``queue.level``, a register, and
-    ``queue.w_rdy``, a register's output, kept with them.
+    ``produce``, moved on by ``written``, and ``consume``, by ``taken``, each a register that
+    resets to 0; returns their next values ``(produce's, consume's)``, for the copies of each
+    that address the memory's column groups (rule 2). Keeps ``queue.level``, a register, and
+    ``queue.w_rdy``, a register's output, with them.
 
     The level's next value and ``w_rdy``'s are computed for each way the level can move,
     from the level register, and the handshakes choose among them last: they come at the end
     of the longest decisions of the design (dispatch's, the pool's)."""
-    pointers = []
-    counts = (copies, copies) if isinstance(copies, int) else copies
-    for moves, name, count in ((written, "produce", counts[0]), (taken, "consume", counts[1])):
+    nexts = []
+    for moves, name in ((written, "produce"), (taken, "consume")):
         following = Signal(range(entries), name=f"{name}_next")
-        pointer = register_copies(m, following, max(count, 1), name, reset=True)
-        m.d.comb += following.eq(Mux(moves, Mux(pointer[0] == entries - 1, 0, pointer[0] + 1),
-                                     pointer[0]))
-        pointers.append(pointer)
+        pointer = Signal(range(entries), name=f"{name}_pointer")
+        m.d.sync += pointer.eq(following)
+        m.d.comb += following.eq(Mux(moves, Mux(pointer == entries - 1, 0, pointer + 1),
+                                     pointer))
+        nexts.append(following)
     grows, shrinks = written & ~taken, taken & ~written
     level = queue.level
     # ``w_rdy`` is this register (writable from the first clock after a reset) through no
@@ -243,7 +275,7 @@ def queue_pointers(m, queue, entries, written, taken, copies=1):
         room.eq(Mux(grows, level != queue.depth - 1, Mux(shrinks, 1, level != queue.depth))),
     ]
     m.d.comb += queue.w_rdy.eq(room)
-    return tuple(pointers)
+    return tuple(nexts)
 
 
 def register_selected(m, out, values, index, enable=None):
@@ -293,18 +325,24 @@ def register_copies(m, value, count, name, *, reset=False, init=0):
     return copies
 
 
-def register_tree(m, value, levels, count, name):
-    """``count`` copies of ``value`` (a register) through ``levels`` levels of registers, as a
-    list: level ``i`` has about ``count ** ((i + 1) / levels)`` copies, each fed by one of the
-    level before, so that no register drives more than a few others however far apart the
-    last level's loads sit (pipeline rule 2, the tree of copies). Every copy is ``levels``
-    clocks behind ``value``; with ``levels`` = 0 the copies are ``value`` itself."""
+def register_tree(m, value, levels, count, name, *, reset=False):
+    """``count`` copies of ``value`` through ``levels`` levels of registers, as a list: level
+    ``i`` has about ``count ** ((i + 1) / levels)`` copies, each fed by one of the level before,
+    so that no register drives more than a few others however far apart the last level's
+    loads sit (pipeline rule 2, the tree of copies). Every copy is ``levels`` clocks behind
+    ``value``; with ``levels`` = 0 the copies are ``value`` itself.
+
+    With ``reset``, the first level resets to 0 (:func:`register_copies`) and the others
+    follow it, so every copy is 0 from ``levels`` clocks into a reset on: a copy of a queue's
+    pointer, rooted at its next value, is right from the first clock after a reset of that
+    many clocks, and after a shorter one from the clock its value was set after the reset.
+    Only the first level pays for the reset, beside ``value``."""
     level = [value]
     for depth in range(levels):
         size = count if depth == levels - 1 else max(1, round(count ** ((depth + 1) / levels)))
         level = [copy for k, source in enumerate(level)
                  for copy in register_copies(m, source, len(range(k, size, len(level))),
-                                             f"{name}_{depth}_{k}")]
+                                             f"{name}_{depth}_{k}", reset=reset and not depth)]
     return level if levels else [value] * count
 
 

@@ -224,13 +224,20 @@ class PoolSlice(wiring.Component):
     #: for a read of two clocks.
     STAGES = READ_LATENCY + 1
 
+    #: Clocks from a result's write into the result queue to its piece's memory: each piece's
+    #: column groups are written at copies of its write pointer that come through a tree
+    #: (:class:`hdl.pipeline.EagerFIFO`'s ``write_lag``), so that no slice's valid reaches its
+    #: piece's far columns within a clock.
+    RESULT_WRITE_LAG = 1
+
     #: Entries of the result queue beyond the ops that can be in the stages and the result
     #: unit: the two that ``room_take``, made from the queues' claims two clocks late, does not
-    #: see, and two so that the intake does not stop while the results are taken every clock
-    #: (an entry is read from the clock after its write). The write-backs' room has these and
-    #: the memory port's latency (``WRITE_BACKS``); they leave more slowly, a line per clock:
-    #: the port's bandwidth, not these entries, bounds them.
-    SPARE = 4
+    #: see, and two and ``RESULT_WRITE_LAG`` so that the intake does not stop while the results
+    #: are taken every clock (an entry is read from the ``RESULT_WRITE_LAG + 1``-th clock after
+    #: its write). The write-backs' room has these and the memory port's latency
+    #: (``WRITE_BACKS``); they leave more slowly, a line per clock: the port's bandwidth, not
+    #: these entries, bounds them.
+    SPARE = 4 + RESULT_WRITE_LAG
 
     #: Entries of ``op_data``, where an op's line waits until P2 reads it (a power of two, so
     #: that ``data_slot`` wraps): the intake's two, T0's, TA's, T1's, P2's, and the one being
@@ -254,8 +261,9 @@ class PoolSlice(wiring.Component):
 
     #: Clock edges from the one that takes a hit's op on ``op`` to the first that can take its
     #: result on ``result``, with nothing else in the pool: T0, the stages, the unit's input
-    #: register, the unit, and the result queue (written on one edge, read from the next).
-    HIT_LATENCY = 1 + STAGES + 1 + RESULT_LATENCY + 1
+    #: register, the unit, and the result queue (written on one edge, in its memory
+    #: ``RESULT_WRITE_LAG`` edges later, read from the next).
+    HIT_LATENCY = 1 + STAGES + 1 + RESULT_LATENCY + 1 + RESULT_WRITE_LAG
 
     def elaborate(self, platform):
         m = Module()
@@ -898,8 +906,9 @@ class SlotPool(wiring.Component):
         for k, pool in enumerate(slices):
             piece_layout = data.StructLayout({"line": width, "invalid": 1,
                                               **({"others": others} if k == 0 else {})})
-            m.submodules[f"results{k}"] = piece = EagerFIFO(shape=piece_layout,
-                                                           depth=self.QUEUE_DEPTH)
+            m.submodules[f"results{k}"] = piece = EagerFIFO(
+                shape=piece_layout, depth=self.QUEUE_DEPTH,
+                write_lag=PoolSlice.RESULT_WRITE_LAG)
             result, entry = pool.result.payload, piece.w_stream.payload
             m.d.comb += [piece.w_en.eq(pool.result.valid), piece.r_en.eq(self.result.ready),
                          pool.results_held.eq(piece.level),

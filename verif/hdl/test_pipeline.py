@@ -58,9 +58,9 @@ class _TwoFifos(Elaboratable):
     #: Clocks of random traffic, and the clocks the reset is high on (half way).
     CLOCKS, RESETS = 600, {301, 302}
 
-    def __init__(self, width, depth, lag=None):
+    def __init__(self, width, depth, lag=None, write_lag=0):
         self.width = width
-        self.eager = EagerFIFO(width=width, depth=depth, lag=lag)
+        self.eager = EagerFIFO(width=width, depth=depth, lag=lag, write_lag=write_lag)
         self.reference = SyncFIFO(width=width, depth=depth)
         self.sync = ClockDomain()
 
@@ -149,11 +149,63 @@ def test_eager_fifo_lagged_bits_come_clocks_later(offset, clocks, depth, seed):
         "\n".join(errors[:10])
 
 
+@pytest.mark.parametrize("write_lag, lag", [(1, None), (2, None), (1, (9, 2))])
+@pytest.mark.parametrize("depth", [1, 3])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_eager_fifo_written_late_is_readable_write_lag_later(write_lag, lag, depth, seed):
+    """With ``write_lag`` = k, under random pushes and pops and a reset half way, against a
+    model of the queue: ``w_rdy`` and ``level`` count every entry written and not taken;
+    ``r_rdy`` is high exactly while an entry written k + 1 or more clocks before is not
+    taken; the head (below ``lag``'s offset, and from it on ``lag`` clocks later) is the
+    oldest such entry."""
+    dut = _TwoFifos(3 * CONTROL_COPY_BITS + 1, depth, lag=lag, write_lag=write_lag)
+    offset, clocks = lag or (dut.width, 0)
+    held, heads, errors = [], {}, []        # held: (clock written, word), oldest first
+
+    async def bench(ctx):
+        for clock, (push, pop, word) in enumerate(dut.traffic(seed, 0.6, 0.6)):
+            dut.drive(ctx, clock, push, pop, word)
+            if clock in dut.RESETS:         # the queue empties at the edge, and takes nothing
+                held.clear()
+                await ctx.tick()
+                continue
+            eager = dut.eager
+            readable = [w for when, w in held if when + write_lag < clock]
+            want = {"w_rdy": int(len(held) < depth), "level": len(held),
+                    "r_rdy": int(bool(readable))}
+            for port, value in want.items():
+                got = ctx.get(getattr(eager, port))
+                if got != value:
+                    errors.append(f"clock {clock}: {port} {got}, the model's {value}")
+            got = ctx.get(eager.r_data)
+            if readable:
+                heads[clock] = readable[0]
+                if got % (1 << offset) != readable[0] % (1 << offset):
+                    errors.append(f"clock {clock}: head {got:#x}, the model's "
+                                  f"{readable[0]:#x}")
+            then = clock - clocks
+            if clocks and then in heads and not any(then < r <= clock for r in dut.RESETS) \
+                    and got >> offset != heads[then] >> offset:
+                errors.append(f"clock {clock}: bits from {offset} {got >> offset:#x}, the "
+                              f"head of clock {then} had {heads[then] >> offset:#x}")
+            if pop and readable:
+                held.pop(0)
+            if push and want["w_rdy"]:
+                held.append((clock, word))
+            await ctx.tick()
+
+    simulate(dut, bench)
+    assert not errors, f"write_lag {write_lag}, lag {lag}, depth {depth}, seed {seed}:\n" + \
+        "\n".join(errors[:10])
+
+
 @pytest.mark.parametrize("arguments, message", [
     ({"width": 8, "depth": 0}, "depth must be a positive integer"),
     ({"width": 8, "depth": 2, "lag": (0, 1)}, "lag must be"),
     ({"width": 8, "depth": 2, "lag": (9, 1)}, "lag must be"),
     ({"width": 8, "depth": 2, "lag": (4, -1)}, "lag must be"),
+    ({"width": 8, "depth": 2, "write_lag": -1}, "write_lag must be"),
+    ({"width": 8, "depth": 2, "write_lag": 1.0}, "write_lag must be"),
     ({"depth": 2}, "exactly one of the entries' width and their shape"),
     ({"width": 8, "shape": unsigned(8), "depth": 2}, "exactly one"),
     ({"shape": signed(8), "depth": 2}, "must be unsigned or a layout"),
