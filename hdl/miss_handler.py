@@ -12,7 +12,7 @@ from spec.params import Mode, Reason
 from .datapath import state_of_planes
 from .fill_reader import FillReader
 from .pipeline import out_of_reset
-from .prefetch import prefetch_layout, same_line
+from .prefetch import prefetch_layout
 from .slot_ops import (
     SlotOp,
     fill_command_layout,
@@ -131,7 +131,14 @@ class MissHandler(wiring.Component):
     t1_prefetched : In(1)
         T1 holds a whole-line contribution in an aggregating mode, of line ``prefetch_tag`` as
         it stood a clock before: the only op a fast install may take.
+    t1_of_prefetch_line : In(1)
+        T1's op is of line ``prefetch_tag``: a register, which the owner sets on each edge from
+        T1's op after the edge and ``prefetch_tag`` after it (``prefetch``'s tag when
+        ``prefetch_starting``), so that no address compare is in front of the handler's
+        decisions.
     prefetch_tag : Out(address_bits)
+    prefetch_starting : Out(1)
+        A prefetch starts on this clock: ``prefetch_tag`` is ``prefetch``'s tag from the edge.
     prefetch_busy : Out(1)
         A prefetch's read is under way, or the lines of a dropped one are still to come.
     fill_read : Out(stream.Signature(fill_command_layout(whole)))
@@ -181,7 +188,9 @@ class MissHandler(wiring.Component):
             "hold_prefetch": In(1),
             "next_prefetched": In(1),
             "t1_prefetched": In(1),
+            "t1_of_prefetch_line": In(1),
             "prefetch_tag": Out(whole.address_bits),
+            "prefetch_starting": Out(1),
             "prefetch_busy": Out(1),
             "fill_read": Out(stream.Signature(fill_command_layout(whole))),
             "fill_data": In(stream.Signature(fill_line_layout(params.datapath),
@@ -253,7 +262,8 @@ class MissHandler(wiring.Component):
         pf.passed = Signal()        # an op of its line has hit in T1 since it started
         pf.starting = Signal()
         pf.fast_next = Signal()
-        m.d.comb += [self.prefetch_busy.eq((pf.prefetching & ~reader.held) | reader.skipping)]
+        m.d.comb += [self.prefetch_busy.eq((pf.prefetching & ~reader.held) | reader.skipping),
+                     self.prefetch_starting.eq(pf.starting)]
         # A prefetch of a line an op has hit since it started (``passed``) is of no use: no
         # miss takes it, and no op is installed from it.
         pf.fresh = pf.prefetching & pf.live & ~pf.passed
@@ -266,7 +276,7 @@ class MissHandler(wiring.Component):
         m.d.comb += self.fast_install.eq(live & self.install_due & usable & self.t1_prefetched
                                          & self.data_ok & ~self.occupant_valid
                                          & ~(self.p2_valid & self.p2_on_t1))
-        of_t1 = same_line(self._whole, self.prefetch_tag, self.op.tag)
+        of_t1 = self.t1_of_prefetch_line
         pf.claim = pf.fresh & of_t1 & (self.op.kind != SlotOp.READ)
         # T1's op missed, its prefetch is under way, and its slot may be empty: it waits in
         # T1, without the miss's steps, for the fast install.

@@ -473,6 +473,15 @@ class PoolSlice(wiring.Component):
         m.d.comb += [miss.t1_prefetched.eq(n.t1_valid & t1_of_prefetch),
                      miss.next_prefetched.eq((n.ta_valid & ta_of_prefetch)
                                              | miss.t1_prefetched)]
+
+        # Whether T1's op is of the prefetch's line, exactly (the miss handler's claim): from
+        # the ops and the line after this edge, each compare made before the late selects.
+        def of_line_after_edge(op):
+            return Mux(miss.prefetch_starting, same_line(whole, op.tag, miss.prefetch.payload.tag),
+                       same_line(whole, op.tag, miss.prefetch_tag))
+
+        m.d.sync += miss.t1_of_prefetch_line.eq(Mux(n.ta_moves, of_line_after_edge(ta),
+                                                    of_line_after_edge(t1)))
         self._tag_check(m, n)
 
     def _tag_check(self, m, n):

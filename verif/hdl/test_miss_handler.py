@@ -6,9 +6,11 @@ its slot."""
 
 import numpy as np
 import pytest
+from amaranth import Elaboratable, Module
 
 from bench.sim import simulate
 from hdl.miss_handler import MissHandler, MissStep
+from hdl.prefetch import same_line
 from hdl.slot_ops import SlotOp
 from spec.formats import pack_state, state_to_memory
 from spec.params import ControllerParams, DatapathParams, Mode
@@ -20,6 +22,21 @@ TAG = 0x4000
 SEED = 58
 #: Clocks within which a miss is over (a fill of W + 1 lines, 3 clocks late each read).
 MISS_CLOCKS = 60
+
+
+class _Pool(Elaboratable):
+    """The handler with ``t1_of_prefetch_line`` as the pool keeps it: on every clock, whether
+    T1's op (which the tests set) is of line ``prefetch_tag``."""
+
+    def __init__(self, handler):
+        self.handler = handler
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.handler = handler = self.handler
+        m.d.comb += handler.t1_of_prefetch_line.eq(same_line(PARAMS, handler.op.tag,
+                                                             handler.prefetch_tag))
+        return m
 
 
 def _line_int(line):
@@ -111,7 +128,7 @@ def test_contribution_fills_the_state(n, occupant_valid):
         got, want = seen["filled_state"], int.from_bytes(state[0].tobytes(), "little")
         assert got == want, f"n {n}: filled state {got:#x}, expected {want:#x}"
 
-    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
+    simulate(_Pool(dut), testbench, processes=[_memory(dut, lines, set(), reads)])
 
 
 def test_result_read_is_answered_with_the_result_line():
@@ -127,7 +144,7 @@ def test_result_read_is_answered_with_the_result_line():
         assert (answer.user, answer.line, answer.accepted, answer.error) == (5, line, 1, 0), \
             f"answer {answer}"
 
-    simulate(dut, testbench, processes=[_memory(dut, {TAG: line}, set(), reads)])
+    simulate(_Pool(dut), testbench, processes=[_memory(dut, {TAG: line}, set(), reads)])
 
 
 @pytest.mark.parametrize("kind", [SlotOp.CONTRIBUTE, SlotOp.READ])
@@ -142,7 +159,7 @@ def test_memory_error_answers_and_counts(kind):
         assert (seen["answer"].error, seen["answer"].line) == (1, 0), \
             f"{kind.name}: answer {seen['answer']}"
 
-    simulate(dut, testbench, processes=[_memory(dut, {}, {first}, [])])
+    simulate(_Pool(dut), testbench, processes=[_memory(dut, {}, {first}, [])])
 
 
 def test_fill_waits_for_writes_after_a_departure():
@@ -173,7 +190,7 @@ def test_fill_waits_for_writes_after_a_departure():
         await ctx.tick().repeat(MISS_CLOCKS)
         assert reads and reads[0] == (TAG + 0x100, 1), f"reads {reads} after the writes"
 
-    simulate(dut, testbench, processes=[_memory(dut, {}, set(), reads)])
+    simulate(_Pool(dut), testbench, processes=[_memory(dut, {}, set(), reads)])
 
 
 def _state_lines(n, seed, tag=TAG):
@@ -238,7 +255,7 @@ def test_prefetch_installs_on_the_clock_of_the_miss(n):
             [(TAG + P.line_bytes, P.counter_width)] if n else [])
         assert reads == want_reads, f"n {n}: reads {reads}, expected {want_reads}"
 
-    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
+    simulate(_Pool(dut), testbench, processes=[_memory(dut, lines, set(), reads)])
 
 
 @pytest.mark.parametrize("event", ["departure", "host_writes_pending", "hold_prefetch"])
@@ -276,7 +293,7 @@ def test_prefetch_is_not_used_once_memory_may_have_changed(event, when):
         assert [address for address, _ in reads].count(n_line) == 2, \
             f"{event} {when}: reads {reads}: the n line must be read again"
 
-    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
+    simulate(_Pool(dut), testbench, processes=[_memory(dut, lines, set(), reads)])
 
 
 @pytest.mark.parametrize("other_n", [0, P.capacity])
@@ -311,7 +328,7 @@ def test_miss_of_another_line_drops_the_prefetch(other_n, after):
             f"reads {reads}: the prefetch's read first"
         assert (TAG + P.state_lines * P.line_bytes, 1) in reads, f"reads {reads}: no own read"
 
-    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
+    simulate(_Pool(dut), testbench, processes=[_memory(dut, lines, set(), reads)])
 
 
 def test_a_prefetch_whose_line_hit_is_not_installed_for_the_next_op():
@@ -344,7 +361,7 @@ def test_a_prefetch_whose_line_hit_is_not_installed_for_the_next_op():
             f"filled state {seen['filled_state']:#x}, expected {want_state:#x}"
         assert (TAG + P.state_lines * P.line_bytes, 1) in reads, f"reads {reads}: no own read"
 
-    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
+    simulate(_Pool(dut), testbench, processes=[_memory(dut, lines, set(), reads)])
 
 
 def test_a_miss_after_a_hit_of_the_prefetched_line_reads_the_line_again():
@@ -372,7 +389,7 @@ def test_a_miss_after_a_hit_of_the_prefetched_line_reads_the_line_again():
         assert [address for address, _ in reads].count(n_line) == 2, \
             f"reads {reads}: the n line must be read again"
 
-    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
+    simulate(_Pool(dut), testbench, processes=[_memory(dut, lines, set(), reads)])
 
 
 def test_a_fast_install_takes_only_an_op_of_the_prefetched_line():
@@ -398,4 +415,4 @@ def test_a_fast_install_takes_only_an_op_of_the_prefetched_line():
         assert not ctx.get(dut.fast_install), \
             f"T1's op of line {other:#x} fast-installed the prefetch of line {TAG:#x}"
 
-    simulate(dut, testbench, processes=[_memory(dut, lines, set(), reads)])
+    simulate(_Pool(dut), testbench, processes=[_memory(dut, lines, set(), reads)])
