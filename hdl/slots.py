@@ -455,6 +455,13 @@ class PoolSlice(wiring.Component):
                                                                   ta.kind != SlotOp.READ)),
                          n.t1_before_last.eq(ta.expected - 1), n.t1_two_before.eq(ta.expected - 2)]
         m.d.comb += self.events.hits.eq(n.advance & t1_needs_slot)
+        self._prefetch_flags(m, n)
+        self._tag_check(m, n)
+
+    def _prefetch_flags(self, m, n):
+        """The registers that say whether the ops in TA and T1 are of the prefetch's line, for
+        the miss handler."""
+        whole, t0, ta, t1, miss = self._params, n.t0, n.ta, n.t1, n.miss
         # Whether T1's op after this edge may be one a prefetch fast-installs: TA's op or
         # T1's is a whole-line contribution of the prefetch's line. It steers P2's word in
         # every column group (through the miss handler's ``fill_next``), so it is made of
@@ -482,7 +489,6 @@ class PoolSlice(wiring.Component):
 
         m.d.sync += miss.t1_of_prefetch_line.eq(Mux(n.ta_moves, of_line_after_edge(ta),
                                                     of_line_after_edge(t1)))
-        self._tag_check(m, n)
 
     def _tag_check(self, m, n):
         """The tag check's ports (:class:`hdl.tag_check.TagCheck`)."""
