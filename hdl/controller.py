@@ -109,6 +109,14 @@ class CxlMemController(wiring.Component):
         one (the window waits while ``csr`` strobes).
     """
 
+    #: Clocks from dispatch's decision to the head request's line and byte enables at its
+    #: destination (the pool, the identity write queue, the register window): the decoded
+    #: line queue's column groups are read at copies of its read pointer that come through a
+    #: tree of ``DISPATCH_LINE_LAG + 1`` levels, so that dispatch's pop reaches no line column
+    #: within a clock, and each destination takes the line that late (its ``data_lag`` or
+    #: ``line_lag``), at no clock of its own.
+    DISPATCH_LINE_LAG = 1
+
     def __init__(self, params=ControllerParams(), *, primitives=None):
         if not isinstance(params, ControllerParams):
             raise TypeError(f"params must be a ControllerParams, not {params!r}")
@@ -145,15 +153,18 @@ class CxlMemController(wiring.Component):
         m.submodules.control = c.control
         m.submodules.ingress = c.ingress = Ingress(params)
         m.submodules.decoder = c.decoder = AddressDecoder(params)
+        lag = self.DISPATCH_LINE_LAG
         m.submodules.pool = c.pool = SlotPool(params, user_width=TAG_BITS,
-                                              primitives=self._primitives)
+                                              primitives=self._primitives, data_lag=lag)
         m.submodules.memory = c.memory = AxiMemoryPort(
             line_bits=p.line_bits, address_bits=params.address_bits,
             id_bits=params.axi_id_bits, burst_beats=1 + p.state_lines,
             bursts=SlotPool.WRITE_BACKS, primitives=self._primitives)
         m.submodules.responder = c.responder = Responder(params)
-        m.submodules.window = c.window = RegisterWindow(params, addr_width=len(self.csr.addr))
-        m.submodules.identity = c.identity = IdentityPath(params, host_id=_HOST_ID)
+        m.submodules.window = c.window = RegisterWindow(params, addr_width=len(self.csr.addr),
+                                                        data_lag=lag)
+        m.submodules.identity = c.identity = IdentityPath(params, host_id=_HOST_ID,
+                                                          line_lag=lag)
         m.submodules.tasks = c.tasks = ScanTasks(
             params, region_bits=len(c.control.clear_region), id_bits=params.axi_id_bits,
             zero_id=_POOL_ID)
@@ -320,8 +331,8 @@ class CxlMemController(wiring.Component):
 
     def _dispatch(self, m, c, decoded_head):
         """Dispatch's ports (:class:`hdl.dispatch.Dispatch`), and the head request's payload
-        to every destination, whatever the route; the pool's comes from a task's scan while
-        one runs."""
+        to every destination, whatever the route (its line ``DISPATCH_LINE_LAG`` clocks
+        late); the pool's comes from a task's scan while one runs."""
         head, head_valid, pop = decoded_head
         dispatch, identity, scan = c.dispatch, c.identity, c.tasks.scan
         request, decoded = head.request, head.decoded
@@ -372,7 +383,8 @@ class CxlMemController(wiring.Component):
         enters the queue so that dispatch starts from registers), whether there is one, and
         the signal that pops it. A request's line and byte enables wait in a queue of their
         own, read without a clock, so that a pop moves only its pointer (rule 1: a head
-        register of them would be enabled by dispatch's decision). The decoder is a pipeline
+        register of them would be enabled by dispatch's decision), and the head's line comes
+        ``DISPATCH_LINE_LAG`` clocks after the rest of it. The decoder is a pipeline
         of ``LATENCY`` steps; the request travels beside it in registers. A request enters
         with a credit (:class:`hdl.credit.CreditSender`: one per entry of the queue, back
         from a register a clock after dispatch pops one), so the ingress queues are steered
@@ -395,7 +407,7 @@ class CxlMemController(wiring.Component):
         m.submodules.decoded = queue = fifo.SyncFIFOBuffered(
             width=entry.size, depth=credit_loop(latency, back=0, queue=2))
         m.submodules.decoded_lines = line_queue = EagerFIFO(
-            width=line_layout.size, depth=queue.depth)
+            width=line_layout.size, depth=queue.depth, lag=(0, self.DISPATCH_LINE_LAG))
         request = ingress.request
         m.submodules.decode_credits = credits = CreditSender(request.payload.shape(),
                                                              credits=queue.depth)
@@ -433,8 +445,8 @@ class CxlMemController(wiring.Component):
                      line_queue.w_data.eq(line),
                      line_queue.r_en.eq(pop)]
         # The head: the narrow queue's register, and the line queue's entry of the same
-        # request (the two take and lose entries together, and the line queue's are readable
-        # a clock earlier).
+        # request ``DISPATCH_LINE_LAG`` clocks later (the two take and lose entries together,
+        # and the line queue's are readable a clock earlier).
         narrow_head = entry(queue.r_data)
         head = Signal(data.StructLayout({"request": full, "decoded": entry["decoded"].shape,
                                          "route": ROUTES}))

@@ -45,6 +45,11 @@ class IdentityPath(wiring.Component):
     params : ControllerParams
     host_id : int
         The AXI ID of the host's accesses.
+    line_lag : int
+        Clocks from a write's take on ``write`` to its ``line`` and ``strobe`` there, at most
+        ``AxiMemoryPort.LINE_LAG``: the write queue writes them at copies of its write
+        pointer that come through a tree, and reads them that much later anyway, so a late
+        line costs no clock.
 
     Members
     -------
@@ -59,7 +64,8 @@ class IdentityPath(wiring.Component):
     lines : Out(stream.Signature({"data": line_bits, "error": 1}))
         The host's lines, in order, to the responder.
     write : In(stream.Signature(host_write_layout(params)))
-        From dispatch: a one-line write (``ready``: the queue has room).
+        From dispatch: a one-line write (``ready``: the queue has room); its ``line`` and
+        ``strobe`` ``line_lag`` clocks after the take.
     zero_phase : In(1)
         A clear's zero writes own the write port (from the next clock on).
     zero_write : In(stream.Signature(write_line_layout(...)))
@@ -74,7 +80,11 @@ class IdentityPath(wiring.Component):
     #: Identity reads in flight at once: the entries of the returned lines' queue.
     READS_IN_FLIGHT = 8
 
-    def __init__(self, params, *, host_id):
+    def __init__(self, params, *, host_id, line_lag=0):
+        if not isinstance(line_lag, int) or not 0 <= line_lag <= AxiMemoryPort.LINE_LAG:
+            raise ValueError(f"line_lag must be an integer from 0 to {AxiMemoryPort.LINE_LAG} "
+                             f"(the memory port's LINE_LAG), not {line_lag!r}")
+        self._line_lag = line_lag
         p = params.datapath
         self._params = params
         self._host_id = host_id
@@ -126,8 +136,10 @@ class IdentityPath(wiring.Component):
         p = self._params.datapath
         layout = host_write_layout(self._params)
         lag = AxiMemoryPort.LINE_LAG
+        line_offset = layout["line"].offset
         m.submodules.write_queue = queue = EagerFIFO(
-            shape=layout, depth=self.QUEUE, lag=(layout["line"].offset, lag))
+            shape=layout, depth=self.QUEUE, lag=(line_offset, lag),
+            write_lag=(line_offset, self._line_lag))
         wiring.connect(m, wiring.flipped(self.write), queue.w_stream)
         head = queue.r_stream.payload
         zero, write = self.zero_write.payload, self.write_line

@@ -117,9 +117,15 @@ class Ingress(wiring.Component):
                 ("rwd_queue", self.m2s_rwd, self._rwd_entry, layout.size,
                  (narrow, self.LINE_LAG), self.RWD_WRITE_LAG)):
             queue = EagerFIFO(width=width, depth=params.queue_depth, lag=lag,
-                              write_lag=write_lag)
+                              write_lag=(0, write_lag))
             m.submodules[name] = queue
-            m.d.comb += [queue.w_data.eq(entry(m, channel.payload).as_value()[:width]),
+            # The entry, ``write_lag`` clocks after the take, in registers without an enable.
+            w_data = entry(m, channel.payload).as_value()[:width]
+            for k in range(write_lag):
+                later = Signal(width, name=f"{name}_entry{k}", reset_less=True)
+                m.d.sync += later.eq(w_data)
+                w_data = later
+            m.d.comb += [queue.w_data.eq(w_data),
                          queue.w_en.eq(channel.valid), channel.ready.eq(queue.w_rdy)]
             queues.append(queue)
         req_queue, rwd_queue = queues

@@ -138,16 +138,18 @@ class EagerFIFO(Elaboratable, FIFOInterface):
     ``r_data[offset:]`` is the entry that was the head ``clocks`` clocks before, so the entry
     a reader takes on clock ``t`` has those bits on ``r_data`` on clock ``t + clocks``. Their
     column groups are addressed by a tree of copies of the read pointer
-    (:func:`register_tree`), ``clocks`` registers deep, so that no take reaches them within
-    a clock; the memory has ``clocks`` more entries, so that a taken entry is not written
-    again before its late read.
+    (:func:`register_tree`, ``clocks + 1`` levels from the pointer's next value), so that no
+    take reaches them within a clock; the memory has ``clocks`` more entries, so that a taken
+    entry is not written again before its late read.
 
-    With ``write_lag`` = ``clocks``, an entry goes into the memory ``clocks`` clocks after its
-    write: ``w_data`` passes that many registers (no enable, no reset: rule 1) and every
-    column group is written at copies of the write pointer that come through a tree of the
-    same depth, so that no write reaches a column group within a clock. The entry is readable
-    ``clocks`` clocks later than without (``r_rdy``); ``level`` and ``w_rdy`` count it from its
-    write, so a writer's room is as without.
+    With ``write_lag`` = ``(offset, clocks)``, the bits from ``offset`` on are written
+    ``clocks`` later: the writer gives ``w_data[offset:]`` of an entry ``clocks`` clocks after
+    its write (``w_en`` and ``w_rdy``), and their column groups are written at copies of the
+    write pointer that come through a tree of ``clocks + 1`` levels, so that no write reaches
+    them within a clock. An entry is readable once each of its bits can be read in time:
+    ``r_rdy`` waits as many clocks more as the late bits come later than ``lag`` reads them
+    (none when they are read at least as late as they are written). ``level`` and ``w_rdy``
+    count an entry from its write, so a writer's room is as without.
 
     Its memory is written on every clock, at the entry after the last one taken, and read
     without a clock at the oldest: the handshakes move only its pointers and level, and reach
@@ -157,7 +159,7 @@ class EagerFIFO(Elaboratable, FIFOInterface):
     (rule 2): a pointer is the address of every LUT RAM cell of the queue.
     """
 
-    def __init__(self, *, width=None, depth, shape=None, lag=None, write_lag=0):
+    def __init__(self, *, width=None, depth, shape=None, lag=None, write_lag=None):
         if not isinstance(depth, int) or depth < 1:
             raise ValueError(f"depth must be a positive integer, not {depth!r}")
         if (width is None) == (shape is None):
@@ -168,17 +170,21 @@ class EagerFIFO(Elaboratable, FIFOInterface):
                              f"the stream views carry the raw bits")
         self._shape = unsigned(width) if shape is None else shape
         super().__init__(width=Shape.cast(self._shape).width, depth=depth)
-        offset, clocks = (self.width, 0) if lag is None else lag
-        if not (isinstance(offset, int) and isinstance(clocks, int)
-                and 0 < offset <= self.width and clocks >= 0):
-            raise ValueError(f"lag must be (offset, clocks) with 0 < offset <= {self.width} "
-                             f"and clocks >= 0, not {lag!r}")
-        self._lag_offset, self._lag = offset, clocks
-        if not isinstance(write_lag, int) or write_lag < 0:
-            raise ValueError(f"write_lag must be a non-negative integer, not {write_lag!r}")
-        self._write_lag = write_lag
+        self._lag = self._checked_lag("lag", lag)
+        self._write_lag = self._checked_lag("write_lag", write_lag)
         # One level: the queue's entries are readable from the clock after their write.
         self.level = self.r_level = self.w_level
+
+    def _checked_lag(self, name, lag):
+        """``lag`` (or ``write_lag``) as ``(offset, clocks)``; ``None`` is no bits late."""
+        if lag is None:
+            return self.width, 0
+        offset, clocks = lag if isinstance(lag, tuple) and len(lag) == 2 else (None, None)
+        if not (isinstance(offset, int) and isinstance(clocks, int)
+                and 0 <= offset <= self.width and clocks >= 0):
+            raise ValueError(f"{name} must be (offset, clocks) with 0 <= offset <= {self.width} "
+                             f"and clocks >= 0, not {lag!r}")
+        return offset, clocks
 
     @property
     def w_stream(self):
@@ -198,46 +204,42 @@ class EagerFIFO(Elaboratable, FIFOInterface):
     def _as_shape(self, value):
         return self._shape(value) if isinstance(self._shape, ShapeCastable) else value
 
+    def _groups(self):
+        """The memory's column groups: ``(bits, write clocks, read clocks)`` of each, the
+        groups cut at both lags' offsets."""
+        (write_offset, write_clocks), (read_offset, read_clocks) = self._write_lag, self._lag
+        edges = sorted({0, write_offset, read_offset, self.width})
+        return [(slice(low + bits.start, low + bits.stop),
+                 write_clocks if low >= write_offset else 0,
+                 read_clocks if low >= read_offset else 0)
+                for low, high in zip(edges, edges[1:]) for bits in column_slices(high - low)]
+
     def elaborate(self, platform):
         m = Module()
-        entries = self.depth + 1 + self._lag
+        entries = self.depth + 1 + self._lag[1]
         written = self.w_en & self.w_rdy
         taken = self.r_en & self.r_rdy
-        offset = self._lag_offset
-        lead = column_slices(offset)
-        late = [slice(offset + bits.start, offset + bits.stop)
-                for bits in column_slices(self.width - offset)]
-        groups = lead + late
+        groups = self._groups()
         produce_next, consume_next = queue_pointers(m, self, entries, written, taken)
-        # Each copy comes through a tree rooted at the pointer's next value: its first level
-        # is the pointer's own copies, so a lag of ``k`` clocks has ``k + 1`` levels.
-        produce = register_tree(m, produce_next, self._write_lag + 1, len(groups), "produce",
-                                reset=True)
-        consume = register_copies(m, consume_next, len(lead), "consume", reset=True)
-        if late:
-            consume += register_tree(m, consume_next, self._lag + 1, len(late), "late_read",
-                                     reset=True)
-        w_data = self.w_data
-        for k in range(self._write_lag):
-            w_data_later = Signal.like(self.w_data, name=f"w_data_late{k}", reset_less=True)
-            m.d.sync += w_data_later.eq(w_data)
-            w_data = w_data_later
-        for g, bits in enumerate(groups):
+        produce = _lagged_copies(m, produce_next, [late for _, late, _ in groups], "produce")
+        consume = _lagged_copies(m, consume_next, [late for _, _, late in groups], "consume")
+        for g, (bits, _, _) in enumerate(groups):
             m.submodules[f"storage{g}"] = storage = Memory(
-                shape=len(self.w_data[bits]), depth=entries, init=[])
+                shape=bits.stop - bits.start, depth=entries, init=[])
             write, read = storage.write_port(), storage.read_port(domain="comb")
             m.d.comb += [write.en.eq(1), write.addr.eq(produce[g]),
-                         write.data.eq(w_data[bits]),
+                         write.data.eq(self.w_data[bits]),
                          read.addr.eq(consume[g]), self.r_data[bits].eq(read.data)]
-        self._readable(m, written, taken)
+        wait = max(0, *(write - read for _, write, read in groups))
+        self._readable(m, written, taken, wait)
         return m
 
-    def _readable(self, m, written, taken):
-        """``r_rdy``: entries in the memory (``write_lag`` clocks after their write) and not
+    def _readable(self, m, written, taken, wait):
+        """``r_rdy``: entries written ``wait`` or more clocks before this one's edge and not
         taken, as of the next edge."""
         arrived, readable = written, self.level
-        if self._write_lag:
-            for k in range(self._write_lag):
+        if wait:
+            for k in range(wait):
                 later = Signal(name=f"arriving{k}")
                 m.d.sync += later.eq(arrived)
                 arrived = later
@@ -245,6 +247,20 @@ class EagerFIFO(Elaboratable, FIFOInterface):
             m.d.sync += readable.eq(readable + arrived - taken)
         grows, shrinks = arrived & ~taken, taken & ~arrived
         m.d.sync += self.r_rdy.eq(Mux(grows, 1, Mux(shrinks, readable != 1, readable != 0)))
+
+
+def _lagged_copies(m, following, lags, name):
+    """A copy of a queue's pointer for each column group, the pointer's next value
+    ``following`` ``1 + lags[g]`` clocks late for group ``g``: one tree
+    (:func:`register_tree`) for each lag, ``1 + lag`` levels deep, its first level reset."""
+    copies = [None] * len(lags)
+    for lag in sorted(set(lags)):
+        members = [g for g, late in enumerate(lags) if late == lag]
+        tree = register_tree(m, following, lag + 1, len(members), f"{name}_lag{lag}",
+                             reset=True)
+        for g, copy in zip(members, tree):
+            copies[g] = copy
+    return copies
 
 
 def queue_pointers(m, queue, entries, written, taken):

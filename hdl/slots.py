@@ -140,6 +140,7 @@ from .pipeline import (
     SkidBuffer,
     column_slices,
     register_copies,
+    register_tree,
 )
 from .prefetch import FillHints, hint_layout, same_line
 from .slot_ops import (
@@ -181,6 +182,8 @@ class PoolSlice(wiring.Component):
         Width of the opaque ``user`` field an op carries to its result.
     primitives : None or "ecp5"
         How the slots' block RAM is made (:class:`hdl.bram.RegisteredMemory`).
+    data_lag : int
+        As :class:`SlotPool`'s.
 
     Members
     -------
@@ -194,8 +197,9 @@ class PoolSlice(wiring.Component):
     at most), as it does a write-back by ``write_backs_held``.
     """
 
-    def __init__(self, params, *, columns, user_width=1, primitives=None):
+    def __init__(self, params, *, columns, user_width=1, primitives=None, data_lag=0):
         assert READ_LATENCY == 2, "the pool's forwarding is built for a two-clock slot read"
+        self._data_lag = data_lag
         self._params = params
         self._slice = slice_params(params, len(columns))
         self._user_width = user_width
@@ -356,15 +360,17 @@ class PoolSlice(wiring.Component):
         takes T1's op on every edge, so no decision reaches the copies. The op enters through
         a skid buffer (``op.ready`` is a register, ``n.intake``). ``op_data`` is cut into the
         column groups of rule 2, each written and read at copies of the two slots of its
-        own."""
+        own; a line that comes ``data_lag`` clocks after its op is written at copies of the
+        arrival slot that come through a tree of ``data_lag + 1`` levels, so that the op's
+        take reaches no column group within a clock."""
         p = self._slice.datapath
         data_groups = column_slices(p.line_bits)
         arrival_slot = Signal(range(self.DATA_SLOTS))
         next_arrival = Signal.like(arrival_slot)
         m.d.comb += next_arrival.eq(arrival_slot + (self.op.valid & self.op.ready))
         m.d.sync += arrival_slot.eq(next_arrival)
-        arrival_copies = register_copies(m, next_arrival, len(data_groups), "arrival_slot",
-                                         reset=True)
+        arrival_copies = register_tree(m, next_arrival, 1 + self._data_lag, len(data_groups),
+                                       "arrival_slot", reset=True)
         p2_data_copies = register_copies(m, n.t1.data_slot, len(data_groups), "p2_data_slot")
         for g, bits in enumerate(data_groups):
             m.submodules[f"op_data{g}"] = op_data = Memory(
@@ -750,13 +756,17 @@ class SlotPool(wiring.Component):
     slice_bits : int
         Line bits per slice, a power of two of at least ``REGISTER_BITS``; a line of no more
         bits is one slice. By default ``POOL_SLICE_BITS`` (:mod:`spec.params`).
+    data_lag : int
+        Clocks from an op's take to its ``data`` on ``op``, from 0 to ``STAGES``: the line
+        waits in a memory until P2 reads it, at least ``STAGES`` clocks after the take, so a
+        late line costs no clock.
 
     Members
     -------
     op : In(stream.Signature(slot_op_layout(params, user_width)))
         ``ready`` while ``intake`` is empty: low from the clock after an op could not enter,
         while the pool scans its slots after reset, handles a miss, or waits for room in its
-        outputs.
+        outputs. Its ``data`` comes ``data_lag`` clocks after the take.
     result : Out(stream.Signature(slot_result_layout(params, user_width)))
         One per ``CONTRIBUTE`` and ``READ``, in op order.
     write_back : Out(stream.Signature(write_back_layout(params), always_ready=True))
@@ -804,7 +814,7 @@ class SlotPool(wiring.Component):
     WRITE_BACKS = PoolSlice.WRITE_BACKS
 
     def __init__(self, params=ControllerParams(), *, user_width=1, primitives=None,
-                 slice_bits=POOL_SLICE_BITS):
+                 slice_bits=POOL_SLICE_BITS, data_lag=0):
         if not isinstance(params, ControllerParams):
             raise TypeError(f"params must be a ControllerParams, not {params!r}")
         if not isinstance(user_width, int) or user_width < 1:
@@ -815,6 +825,10 @@ class SlotPool(wiring.Component):
                 or slice_bits & (slice_bits - 1)):
             raise ValueError(f"slice_bits must be a power of two of at least {REGISTER_BITS}, "
                              f"not {slice_bits!r}")
+        if not isinstance(data_lag, int) or not 0 <= data_lag <= PoolSlice.STAGES:
+            raise ValueError(f"data_lag must be an integer from 0 to {PoolSlice.STAGES} (the "
+                             f"clocks before P2 reads an op's line), not {data_lag!r}")
+        self._data_lag = data_lag
         self._params = params
         self._user_width = user_width
         self._primitives = primitives
@@ -858,7 +872,7 @@ class SlotPool(wiring.Component):
         for k, columns in enumerate(self._columns):
             m.submodules[f"slice{k}"] = pool = PoolSlice(
                 params, columns=columns, user_width=self._user_width,
-                primitives=self._primitives)
+                primitives=self._primitives, data_lag=self._data_lag)
             bits = slice(columns.start, columns.stop)
             m.d.comb += [
                 pool.op.valid.eq(self.op.valid),
@@ -921,15 +935,21 @@ class SlotPool(wiring.Component):
         for k, pool in enumerate(slices):
             piece_layout = data.StructLayout({"line": width, "invalid": 1,
                                               **({"others": others} if k == 0 else {})})
+            lag = PoolSlice.RESULT_WRITE_LAG
             m.submodules[f"results{k}"] = piece = EagerFIFO(
-                shape=piece_layout, depth=self.QUEUE_DEPTH,
-                write_lag=PoolSlice.RESULT_WRITE_LAG)
-            result, entry = pool.result.payload, piece.w_stream.payload
+                shape=piece_layout, depth=self.QUEUE_DEPTH, write_lag=(0, lag))
+            result, entry = pool.result.payload, Signal(piece_layout)
             m.d.comb += [piece.w_en.eq(pool.result.valid), piece.r_en.eq(self.result.ready),
                          pool.results_held.eq(piece.level),
                          entry.line.eq(result.line), entry.invalid.eq(result.invalid)]
             if k == 0:
                 m.d.comb += [entry.others[name].eq(result[name]) for name in others.members]
+            # The entry, ``lag`` clocks after the write, in registers without an enable.
+            for step in range(lag):
+                later = Signal(piece_layout, name=f"result{k}_late{step}", reset_less=True)
+                m.d.sync += later.eq(entry)
+                entry = later
+            m.d.comb += piece.w_data.eq(entry)
             pieces.append(piece)
             heads.append(piece.r_stream.payload)
         m.d.comb += [self.result.valid.eq(pieces[0].r_rdy),

@@ -34,6 +34,16 @@ class RegisterWindow(wiring.Component):
     from registers. The bus is shared with the controller's ``csr`` port, which goes first: a
     word waits while ``bus_free`` is low.
 
+    Parameters
+    ----------
+    params : ControllerParams
+    addr_width : int
+        Word address bits of the register bus.
+    data_lag : int
+        Clocks from a request's take to its ``data`` and ``byte_enable`` on ``request``: each
+        word takes them by a copy of its own of the take that many clocks late, and the first
+        word goes to the bus no earlier than the clock after.
+
     Members
     -------
     request : In(stream.Signature(window_request_layout(...)))
@@ -45,7 +55,10 @@ class RegisterWindow(wiring.Component):
     bus_free : In(1)
     """
 
-    def __init__(self, params=ControllerParams(), *, addr_width):
+    def __init__(self, params=ControllerParams(), *, addr_width, data_lag=0):
+        if not isinstance(data_lag, int) or data_lag < 0:
+            raise ValueError(f"data_lag must be a non-negative integer, not {data_lag!r}")
+        self._data_lag = data_lag
         self._params = params
         super().__init__({
             "request": In(stream.Signature(window_request_layout(params, addr_width))),
@@ -84,6 +97,18 @@ class RegisterWindow(wiring.Component):
         offered = self.request.payload
         with m.If(taking[0]):
             m.d.sync += [current.read.eq(offered.read), current.word.eq(offered.word)]
+        # The line's words and byte enables come ``data_lag`` clocks after the take: each
+        # word takes them by its copy of ``taking`` that many clocks late, and no word goes
+        # before the line is in (``settled``: busy on this clock and the ``data_lag`` before).
+        taking_data, settled, busy_before = taking, busy, busy
+        for lag in range(self._data_lag):
+            later = [Signal(init=1, name=f"taking_{k}_late{lag}") for k in range(words)]
+            m.d.sync += [late.eq(copy) for late, copy in zip(later, taking_data)]
+            taking_data = later
+            earlier = Signal(name=f"busy_late{lag}")
+            m.d.sync += earlier.eq(busy_before)
+            busy_before = earlier
+            settled = settled & earlier
         # The word issued is always the first of ``current``'s data and byte enables, which
         # shift down a word on the clock after it goes: each word of the line comes from its
         # neighbour, not through a mux that gathers the line's words from across the die;
@@ -92,10 +117,10 @@ class RegisterWindow(wiring.Component):
         # every other clock at most (``shifting``: the line is shifting on this one).
         fire = Signal()
         *shifts, shifting = register_copies(m, fire, words + 1, "shift")
-        m.d.comb += fire.eq(busy & (issued != words) & self.bus_free & ~shifting)
+        m.d.comb += fire.eq(settled & (issued != words) & self.bus_free & ~shifting)
         later_data = Cat(current.data[REGISTER_BITS:], Const(0, REGISTER_BITS))
         later_enables = Cat(current.byte_enable[REGISTER_BYTES:], Const(0, REGISTER_BYTES))
-        for k, (copy, shift) in enumerate(zip(taking, shifts)):
+        for k, (copy, shift) in enumerate(zip(taking_data, shifts)):
             with m.If(copy):
                 m.d.sync += [
                     current.data.word_select(k, REGISTER_BITS).eq(

@@ -43,6 +43,10 @@ def test_controller_refuses_other_params():
         message = f"slice_bits must be a power of two of at least {REGISTER_BITS}, not"
         with pytest.raises(ValueError, match=message):
             SlotPool(ControllerParams(), slice_bits=bad)
+    for bad in (-1, 4, 1.0):
+        with pytest.raises(ValueError, match=r"data_lag must be an integer from 0 to 3 \(the "
+                                             r"clocks before P2 reads an op's line\), not"):
+            SlotPool(ControllerParams(), data_lag=bad)
 
 
 def test_pool_slice_of_a_line_bit():

@@ -5,6 +5,7 @@ command, line and write must come out once, in order, unchanged, and reads in fl
 never exceed ``READS_IN_FLIGHT``."""
 
 import numpy as np
+import pytest
 
 from bench.sim import simulate
 from hdl.axi import AxiMemoryPort
@@ -65,16 +66,19 @@ def test_reads_come_back_in_order_and_bounded():
     assert lines == sent[:len(lines)], f"seed {SEED}: lines differ from the memory's, in order"
 
 
-def test_writes_in_order_with_zero_writes_between():
+@pytest.mark.parametrize("line_lag", [0, 1])
+def test_writes_in_order_with_zero_writes_between(line_lag):
     """Host writes come out in order, unchanged, each line and its byte enables a clock after
-    the take (the memory port's ``LINE_LAG``); zero writes only in the zero phase."""
+    the take (the memory port's ``LINE_LAG``), whether dispatch gives them with the write or
+    ``line_lag`` clocks after it; zero writes only in the zero phase."""
     assert AxiMemoryPort.LINE_LAG == 1, "the test reads a write's line a clock after its take"
-    dut = IdentityPath(PARAMS, host_id=HOST)
+    dut = IdentityPath(PARAMS, host_id=HOST, line_lag=line_lag)
     rng = np.random.default_rng(SEED)
     offered, written = [], []
 
     async def testbench(ctx):
         zero_phase = zeroing = False        # the phase, and its copy a clock late
+        taken_writes = {}                   # clock: the host write taken on it
         for clock in range(CLOCKS):
             if clock % 300 == 0:
                 zero_phase = not zero_phase and clock > 0
@@ -83,8 +87,12 @@ def test_writes_in_order_with_zero_writes_between():
                      "line": int(rng.integers(0, 1 << 62)) * 3, "strobe": int(rng.integers(256))}
             offer = bool(rng.random() < 0.5)
             ctx.set(dut.write.valid, offer)
-            ctx.set(dut.write.payload, write)
+            # The line and byte enables of the write taken ``line_lag`` clocks before.
+            late = taken_writes.get(clock - line_lag, write)
+            ctx.set(dut.write.payload, {"address": write["address"], "line": late["line"],
+                                        "strobe": late["strobe"]})
             if offer and ctx.get(dut.write.ready):
+                taken_writes[clock] = write
                 offered.append(("host", write["address"], write["line"], write["strobe"]))
             zero = {"id": POOL, "address": 0x8000 + clock * 8, "line": 0, "strobe": 0xFF}
             ctx.set(dut.zero_write.valid, zeroing)
@@ -111,5 +119,14 @@ def test_writes_in_order_with_zero_writes_between():
                         f"strobe {late.strobe:#x}"
 
     simulate(dut, testbench)
-    assert written == offered[:len(written)], f"seed {SEED}: host writes differ or reordered"
+    assert written == offered[:len(written)], \
+        f"seed {SEED}, line lag {line_lag}: host writes differ or reordered"
     assert len(written) > 500, f"seed {SEED}: only {len(written)} host writes went out"
+
+
+def test_line_lag_beyond_the_ports_is_refused():
+    for bad in (-1, AxiMemoryPort.LINE_LAG + 1, "1"):
+        with pytest.raises(ValueError, match=r"line_lag must be an integer from 0 to "
+                                             rf"{AxiMemoryPort.LINE_LAG} \(the memory port's "
+                                             r"LINE_LAG\), not"):
+            IdentityPath(PARAMS, host_id=HOST, line_lag=bad)

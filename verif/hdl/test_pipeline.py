@@ -58,7 +58,7 @@ class _TwoFifos(Elaboratable):
     #: Clocks of random traffic, and the clocks the reset is high on (half way).
     CLOCKS, RESETS = 600, {301, 302}
 
-    def __init__(self, width, depth, lag=None, write_lag=0):
+    def __init__(self, width, depth, lag=None, write_lag=None):
         self.width = width
         self.eager = EagerFIFO(width=width, depth=depth, lag=lag, write_lag=write_lag)
         self.reference = SyncFIFO(width=width, depth=depth)
@@ -117,7 +117,8 @@ def test_eager_fifo_behaves_as_a_sync_fifo(width, depth, seed):
     assert not errors, f"width {width}, depth {depth}, seed {seed}:\n" + "\n".join(errors[:10])
 
 
-@pytest.mark.parametrize("offset, clocks", [(5, 1), (CONTROL_COPY_BITS + 3, 2), (9, 3)])
+@pytest.mark.parametrize("offset, clocks", [(5, 1), (CONTROL_COPY_BITS + 3, 2), (9, 3),
+                                            (0, 1)])
 @pytest.mark.parametrize("depth", [1, 3])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_eager_fifo_lagged_bits_come_clocks_later(offset, clocks, depth, seed):
@@ -149,28 +150,37 @@ def test_eager_fifo_lagged_bits_come_clocks_later(offset, clocks, depth, seed):
         "\n".join(errors[:10])
 
 
-@pytest.mark.parametrize("write_lag, lag", [(1, None), (2, None), (1, (9, 2))])
+@pytest.mark.parametrize("write_lag, lag", [((0, 1), None), ((0, 2), None), ((9, 1), None),
+                                            ((0, 1), (9, 2)), ((20, 1), (20, 1))])
 @pytest.mark.parametrize("depth", [1, 3])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_eager_fifo_written_late_is_readable_write_lag_later(write_lag, lag, depth, seed):
-    """With ``write_lag`` = k, under random pushes and pops and a reset half way, against a
+def test_eager_fifo_written_late_is_readable_once_in(write_lag, lag, depth, seed):
+    """With ``write_lag`` = (offset, k), the writer giving an entry's bits from ``offset`` on
+    k clocks after its write, under random pushes and pops and a reset half way, against a
     model of the queue: ``w_rdy`` and ``level`` count every entry written and not taken;
-    ``r_rdy`` is high exactly while an entry written k + 1 or more clocks before is not
-    taken; the head (below ``lag``'s offset, and from it on ``lag`` clocks later) is the
-    oldest such entry."""
+    ``r_rdy`` is high exactly while an entry is not taken whose late bits are in the memory
+    in time for ``lag``'s late read; the head (below ``lag``'s offset, and from it on ``lag``
+    clocks later) is the oldest such entry."""
     dut = _TwoFifos(3 * CONTROL_COPY_BITS + 1, depth, lag=lag, write_lag=write_lag)
-    offset, clocks = lag or (dut.width, 0)
-    held, heads, errors = [], {}, []        # held: (clock written, word), oldest first
+    (write_offset, write_clocks), (offset, clocks) = write_lag, lag or (dut.width, 0)
+    wait = max(0, *(write_clocks * (b >= write_offset) - clocks * (b >= offset)
+                    for b in range(dut.width)))
+    late_mask = (1 << dut.width) - (1 << write_offset)
+    held, heads, pushed, errors = [], {}, {}, []     # held: (clock written, word)
 
     async def bench(ctx):
         for clock, (push, pop, word) in enumerate(dut.traffic(seed, 0.6, 0.6)):
             dut.drive(ctx, clock, push, pop, word)
+            # This clock's entry's bits below the offset, the late bits of the one before.
+            late_word = pushed.get(clock - write_clocks, word)
+            ctx.set(dut.eager.w_data, (word & ~late_mask) | (late_word & late_mask))
             if clock in dut.RESETS:         # the queue empties at the edge, and takes nothing
                 held.clear()
+                pushed.clear()
                 await ctx.tick()
                 continue
             eager = dut.eager
-            readable = [w for when, w in held if when + write_lag < clock]
+            readable = [w for when, w in held if when + wait < clock]
             want = {"w_rdy": int(len(held) < depth), "level": len(held),
                     "r_rdy": int(bool(readable))}
             for port, value in want.items():
@@ -192,6 +202,7 @@ def test_eager_fifo_written_late_is_readable_write_lag_later(write_lag, lag, dep
                 held.pop(0)
             if push and want["w_rdy"]:
                 held.append((clock, word))
+                pushed[clock] = word
             await ctx.tick()
 
     simulate(dut, bench)
@@ -201,11 +212,11 @@ def test_eager_fifo_written_late_is_readable_write_lag_later(write_lag, lag, dep
 
 @pytest.mark.parametrize("arguments, message", [
     ({"width": 8, "depth": 0}, "depth must be a positive integer"),
-    ({"width": 8, "depth": 2, "lag": (0, 1)}, "lag must be"),
+    ({"width": 8, "depth": 2, "lag": (-1, 1)}, "lag must be"),
     ({"width": 8, "depth": 2, "lag": (9, 1)}, "lag must be"),
     ({"width": 8, "depth": 2, "lag": (4, -1)}, "lag must be"),
-    ({"width": 8, "depth": 2, "write_lag": -1}, "write_lag must be"),
-    ({"width": 8, "depth": 2, "write_lag": 1.0}, "write_lag must be"),
+    ({"width": 8, "depth": 2, "write_lag": (0, -1)}, "write_lag must be"),
+    ({"width": 8, "depth": 2, "write_lag": 1}, "write_lag must be"),
     ({"depth": 2}, "exactly one of the entries' width and their shape"),
     ({"width": 8, "shape": unsigned(8), "depth": 2}, "exactly one"),
     ({"shape": signed(8), "depth": 2}, "must be unsigned or a layout"),

@@ -7,11 +7,15 @@ import types
 
 import numpy as np
 import pytest
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.stream import Signature as StreamSignature
+from amaranth.lib.wiring import In
 
 from bench.sim import send, simulate
 from golden.datapath import DatapathRequests, run_datapath
 from hdl.slot_ops import SlotOp
-from hdl.slots import SlotPool
+from hdl.slots import PoolSlice, SlotPool
 from spec.formats import state_to_memory, ternary_to_lines
 from spec.params import (
     POOL_SLICE_BITS,
@@ -81,6 +85,28 @@ def _line(rng, p, mode):
 SLICED = [(params, POOL_SLICE_BITS) for params in CONFIGS] + [(CONFIGS[0], REGISTER_BITS)]
 
 
+class _LateData(wiring.Component):
+    """The pool behind an ``op`` port whose lines come with their ops: the pool's ``op`` is
+    this one, but its ``data``, given ``data_lag`` clocks late, as the pool's ``data_lag``
+    says, through that many registers."""
+
+    def __init__(self, pool, data_lag):
+        self.pool, self.data_lag = pool, data_lag
+        super().__init__({"op": In(StreamSignature(pool.op.payload.shape()))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.pool = pool = self.pool
+        data = self.op.payload.data
+        for k in range(self.data_lag):
+            later = Signal.like(data, name=f"data_late{k}")
+            m.d.sync += later.eq(data)
+            data = later
+        m.d.comb += [pool.op.valid.eq(self.op.valid), self.op.ready.eq(pool.op.ready),
+                     pool.op.payload.eq(self.op.payload), pool.op.payload.data.eq(data)]
+        return m
+
+
 class _GoldenRun:
     """One run of :func:`test_slot_pool_against_golden`: six lines on few slots (two G-Binary
     and one G-Ternary line per slot pair, expected contributors below capacity on some lines
@@ -89,13 +115,14 @@ class _GoldenRun:
 
     THRESHOLD = 1
 
-    def __init__(self, params, slice_bits, seed, hints, stream):
+    def __init__(self, params, slice_bits, seed, hints, stream, data_lag=0):
         self.params, self.p = params, params.datapath
         self.hints, self.stream = hints, stream
-        self.where = f"seed {seed}, hints {hints}, {stream} stream"
+        self.where = f"seed {seed}, hints {hints}, {stream} stream, data lag {data_lag}"
         self.rng = np.random.default_rng(seed)
         self.lines = _Lines(params)
-        self.dut = SlotPool(params, user_width=16, slice_bits=slice_bits)
+        self.dut = SlotPool(params, user_width=16, slice_bits=slice_bits, data_lag=data_lag)
+        self.top = _LateData(self.dut, data_lag)
         self.tags = [ACC_BASE + k * ACC_STRIDE for k in range(6)]
         self.modes = [Mode.GBINARY.value, Mode.GTERNARY.value] * 3
         self.expected = [self.p.capacity, 2, 0, self.p.capacity, 1, 3]
@@ -134,12 +161,12 @@ class _GoldenRun:
             if op["evict_before"]:
                 sent.evicting = True
                 for index in range(slots):
-                    await send(ctx, dut.op, kind=SlotOp.EVICT, index=index)
+                    await send(ctx, self.top.op, kind=SlotOp.EVICT, index=index)
                 await ctx.tick().until(dut.idle)
                 sent.evicting, sent.horizon = False, number
             sent.op = number
             k = op["k"]
-            await send(ctx, dut.op, kind=op["kind"], index=k % slots, tag=self.tags[k],
+            await send(ctx, self.top.op, kind=op["kind"], index=k % slots, tag=self.tags[k],
                        data=int.from_bytes(op["data"].tobytes(), "little"),
                        full_line=int(op["full_line"]), mode=self.modes[k],
                        threshold=self.THRESHOLD, expected=self.expected[k], user=number)
@@ -149,7 +176,7 @@ class _GoldenRun:
                 await ctx.tick().repeat(int(rng.integers(1, 4) if rng.random() < 0.6
                                             else rng.integers(4, 30)))
         for index in range(slots):
-            await send(ctx, dut.op, kind=SlotOp.FLUSH, index=index)
+            await send(ctx, self.top.op, kind=SlotOp.FLUSH, index=index)
 
     async def collector(self, ctx):
         dut, rng, waited = self.dut, self.rng, 0
@@ -240,23 +267,31 @@ def _golden_runs():
                                   ("random", "random"), ("ahead", "runs")):
                 quick = seed == 1 and (hints == "random" or (
                     stream == "runs" and slice_bits < POOL_SLICE_BITS))
-                yield pytest.param(params, slice_bits, seed, hints, stream,
+                yield pytest.param(params, slice_bits, seed, hints, stream, 0,
                                    id=f"{hints}-{stream}-{seed}-{params.datapath.name}_"
                                       f"S{params.slots}-slice{slice_bits}",
                                    marks=[] if quick else [pytest.mark.slow])
+    # The ops' lines a clock late (the controller's), and as late as the pool allows.
+    for seed, data_lag in ((1, 1), (2, PoolSlice.STAGES)):
+        params, slice_bits = SLICED[0]
+        yield pytest.param(params, slice_bits, seed, "ahead", "runs", data_lag,
+                           id=f"ahead-runs-{seed}-{params.datapath.name}_S{params.slots}-"
+                              f"slice{slice_bits}-data_lag{data_lag}",
+                           marks=[] if data_lag == 1 else [pytest.mark.slow])
 
 
-@pytest.mark.parametrize("params, slice_bits, seed, hints, stream", list(_golden_runs()))
-def test_slot_pool_against_golden(params, slice_bits, seed, hints, stream):
+@pytest.mark.parametrize("params, slice_bits, seed, hints, stream, data_lag",
+                         list(_golden_runs()))
+def test_slot_pool_against_golden(params, slice_bits, seed, hints, stream, data_lag):
     """``hints``: none; the lines of the ops a few ahead of the one being sent, as the
     controller hints them; or any of the lines at random, resident or not, with the prefetch
     held now and then. ``stream``: each run of ops on a line at random, or on the lines of
     the first slots in turn (with the slots emptied now and then, most runs' first ops miss
     into an empty slot: prefetches install at once). Whatever the hints, every result and
-    every accumulator is golden."""
-    run = _GoldenRun(params, slice_bits, seed, hints, stream)
+    every accumulator is golden, also with the ops' lines given late (``data_lag``)."""
+    run = _GoldenRun(params, slice_bits, seed, hints, stream, data_lag)
     memory = _random_memory(run.dut, run.lines, run.rng, run.errors, run.where)
-    simulate(run.dut, run.driver, run.collector, processes=[memory, run.hinter], clock=CLOCK,
+    simulate(run.top, run.driver, run.collector, processes=[memory, run.hinter], clock=CLOCK,
              until=CLOCK * (WAIT_PER_OP * len(run.ops) + 200))
     assert not run.errors, "\n".join(run.errors[:10])
     run.check_memory()

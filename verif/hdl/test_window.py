@@ -21,19 +21,22 @@ BASE = 8            # word address of the line's first register
 CLOCKS = 400
 
 
+@pytest.mark.parametrize("data_lag", [0, 1, 2])
 @pytest.mark.parametrize("free_rate", [1.0, 0.6])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_line_write_then_read_through_a_shared_bus(seed, free_rate):
+def test_line_write_then_read_through_a_shared_bus(seed, free_rate, data_lag):
     """``free_rate``: the share of clocks the bus is free (1.0: always, so a window that
-    strobes on every clock it may is seen doing so)."""
+    strobes on every clock it may is seen doing so). ``data_lag``: the line and its byte
+    enables are on the port only that many clocks after the take (random bits on every other
+    clock), or, with 0, only while the request is offered."""
     rng = random.Random(seed)
-    where = f"seed {seed}, bus free {free_rate:.0%}"
+    where = f"seed {seed}, bus free {free_rate:.0%}, data lag {data_lag}"
     words = [rng.getrandbits(REGISTER_BITS) for _ in range(WORDS)]
     enables = [rng.choice([0xF, 0xF, 0x7, 0x0]) for _ in range(WORDS)]
     registers = {BASE + k: rng.getrandbits(REGISTER_BITS) for k in range(WORDS)}
     want = {BASE + k: words[k] if enables[k] == 0xF else registers[BASE + k]
             for k in range(WORDS)}
-    dut = RegisterWindow(PARAMS, addr_width=10)
+    dut = RegisterWindow(PARAMS, addr_width=10, data_lag=data_lag)
     strobes = []                # (clock, "r" or "w", address, bus free)
 
     async def testbench(ctx):
@@ -43,12 +46,19 @@ def test_line_write_then_read_through_a_shared_bus(seed, free_rate):
         async def access(read):
             nonlocal clock, reads
             ctx.set(dut.request.valid, 1)
-            ctx.set(dut.request.payload, {
-                "read": read, "word": BASE,
-                "data": sum(word << (k * REGISTER_BITS) for k, word in enumerate(words)),
-                "byte_enable": sum(e << (k * REGISTER_BYTES) for k, e in enumerate(enables))})
+            given = {"data": sum(word << (k * REGISTER_BITS) for k, word in enumerate(words)),
+                    "byte_enable": sum(e << (k * REGISTER_BYTES) for k, e in enumerate(enables))}
+            ctx.set(dut.request.payload, {"read": read, "word": BASE})
             ctx.set(dut.result.ready, 1)
+            taken_at = None
             for _ in range(CLOCKS):
+                valid = ctx.get(dut.request.valid)
+                due = (valid and not data_lag) or (taken_at is not None
+                                                   and clock == taken_at + data_lag)
+                for name, value in given.items():
+                    bits = len(getattr(dut.request.payload, name))
+                    ctx.set(getattr(dut.request.payload, name),
+                            value if due else rng.getrandbits(bits))
                 free = rng.random() < free_rate
                 ctx.set(dut.bus_free, free)
                 if reads[-1] is not None:
@@ -70,6 +80,7 @@ def test_line_write_then_read_through_a_shared_bus(seed, free_rate):
                 clock += 1
                 if accepted:
                     ctx.set(dut.request.valid, 0)
+                    taken_at = clock - 1
                 if done:
                     return line
             raise AssertionError(f"{where}: {'read' if read else 'write'} not answered "
@@ -93,3 +104,9 @@ def test_line_write_then_read_through_a_shared_bus(seed, free_rate):
     clocks = [c for c, *_ in strobes]
     assert all(b - a >= 2 for a, b in zip(clocks, clocks[1:])), \
         f"{where}: strobes on clocks {clocks}: two in a row"
+
+
+def test_negative_data_lag_is_refused():
+    for bad in (-1, 1.0):
+        with pytest.raises(ValueError, match="data_lag must be a non-negative integer, not"):
+            RegisterWindow(PARAMS, addr_width=10, data_lag=bad)
