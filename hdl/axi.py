@@ -145,10 +145,18 @@ class AxiMemoryPort(wiring.Component):
     write_response : Out(stream.Signature({"id", "error"}, always_ready=True))
     """
 
+    #: Clocks from a beat's read of the banks to its entry in the W queue's memory, beyond the
+    #: banks' ``READ_LATENCY``: the beat (the line chosen among the banks) is registered
+    #: beside the banks and written at copies of the queue's write pointer that come through a
+    #: tree (:class:`hdl.credit.CreditReceiver`'s ``write_lag``), so that neither the bank
+    #: select's mux nor the queue's valid reaches the queue's far columns within a clock.
+    W_WRITE_LAG = 1
+
     #: Clocks from a write's take to its first W beat, with nothing ahead of it: the banks read
     #: it from the second clock after the take, their data comes ``READ_LATENCY`` clocks after
-    #: the address, and the W queue gives an entry from the clock after its write.
-    FIRST_W = 2 + READ_LATENCY + 1
+    #: the address, it goes into the W queue ``W_WRITE_LAG`` clocks later, and the queue gives
+    #: an entry from the clock after that.
+    FIRST_W = 2 + READ_LATENCY + W_WRITE_LAG + 1
 
     #: One-line writes the W buffer holds: one for each clock from a take until the room it
     #: held is back (``FIRST_W``, then the room's register), so that they go at one per clock
@@ -164,8 +172,9 @@ class AxiMemoryPort(wiring.Component):
     #: Beats the W queue holds: W reads a beat from the banks only with a credit of the queue,
     #: and a credit comes back from a register a clock after W takes a beat, so the queue has
     #: an entry for each clock of that loop (:func:`hdl.credit.credit_loop`: the banks'
-    #: :data:`hdl.bram.READ_LATENCY` forward, none back) and W can send a beat on every clock.
-    W_QUEUE = credit_loop(READ_LATENCY, back=0)
+    #: :data:`hdl.bram.READ_LATENCY` forward, none back, an entry readable ``W_WRITE_LAG + 1``
+    #: clocks after its write) and W can send a beat on every clock.
+    W_QUEUE = credit_loop(READ_LATENCY, back=0, queue=1 + W_WRITE_LAG)
 
     def __init__(self, *, line_bits, address_bits, id_bits, burst_beats, bursts,
                  primitives=None):
@@ -468,15 +477,22 @@ class AxiMemoryPort(wiring.Component):
             m.submodules[f"w_read{k}"] = stage = PipelineRegister(_BEAT_FLAGS)
             m.d.comb += [stage.sink.valid.eq(flags.valid), stage.sink.payload.eq(flags.payload)]
             flags = stage.source
-        m.submodules.w_queue = queue = CreditReceiver(_w_beat_layout(line_bits),
-                                                      depth=self.W_QUEUE)
-        entry = queue.sink.payload
+        layout = _w_beat_layout(line_bits)
+        m.submodules.w_queue = queue = CreditReceiver(layout, depth=self.W_QUEUE,
+                                                      write_lag=self.W_WRITE_LAG)
+        entry = Signal(layout)
         m.d.comb += [
             queue.sink.valid.eq(flags.valid), entry.last.eq(flags.payload.last),
             entry.line.eq(flags.payload.line), w.read.credit.eq(queue.sink.credit),
             entry.data.eq(Cat(Array(out[bits] for out in outputs)[copy]
                               for bits, copy in zip(self.groups, w.bank_copies))),
             entry.strobe.eq(Mux(flags.payload.line, outputs[-1][line_bits:], -1))]
+        # The beat, ``W_WRITE_LAG`` clocks after its valid, in registers without an enable.
+        for k in range(self.W_WRITE_LAG):
+            later = Signal(layout, name=f"w_beat_late{k}", reset_less=True)
+            m.d.sync += later.eq(entry)
+            entry = later
+        m.d.comb += queue.sink.payload.eq(entry)
         axi, head = self.axi, queue.source
         m.d.comb += [axi.wvalid.eq(head.valid), axi.wdata.eq(head.payload.data),
                      axi.wstrb.eq(head.payload.strobe), axi.wlast.eq(head.payload.last),

@@ -155,6 +155,12 @@ class CreditReceiver(wiring.Component):
     The sender holds ``depth`` credits, so a payload always finds room; ``overrun`` is raised
     (and stays) if one did not, which only a sender given more credits than ``depth`` causes.
 
+    With ``write_lag`` = ``k``, a payload comes ``k`` clocks after its ``valid`` and is
+    written at copies of the queue's write pointer that come through a tree
+    (:class:`EagerFIFO`'s ``write_lag``), so that no arrival reaches the queue's far columns
+    within a clock; it is readable ``k`` clocks later, so the loop's ``queue`` is ``1 + k``
+    (:func:`credit_loop`).
+
     Members
     -------
     sink : In(CreditSignature(shape))
@@ -163,8 +169,10 @@ class CreditReceiver(wiring.Component):
         A payload arrived at a full queue and was lost (a sender with too many credits).
     """
 
-    def __init__(self, shape, *, depth):
-        self._queue = EagerFIFO(shape=shape, depth=depth)      # checks ``depth``
+    def __init__(self, shape, *, depth, write_lag=0):
+        _check_count("write_lag", write_lag)
+        self._queue = EagerFIFO(shape=shape, depth=depth,      # checks ``depth``
+                                write_lag=(0, write_lag))
         super().__init__({"sink": In(CreditSignature(shape)),
                           "source": Out(stream.Signature(shape)),
                           "overrun": Out(1)})

@@ -6,7 +6,7 @@ refused with a message."""
 
 import numpy as np
 import pytest
-from amaranth import Elaboratable, Module
+from amaranth import Elaboratable, Module, Signal
 from amaranth.lib import data, wiring
 
 from bench.sim import simulate
@@ -17,19 +17,29 @@ _ENTRY = data.StructLayout({"index": 12, "tag": 4})
 
 class _Link(Elaboratable):
     """A sender, ``stages`` relay registers each way, and a receiver of ``depth`` entries;
-    the sender starts with ``credits`` (the receiver's depth unless told)."""
+    the sender starts with ``credits`` (the receiver's depth unless told). With
+    ``write_lag``, the payloads reach the receiver that many clocks after their valids, as
+    its ``write_lag`` says."""
 
-    def __init__(self, *, stages, depth, credits=None):
+    def __init__(self, *, stages, depth, credits=None, write_lag=0):
         self.sender = CreditSender(_ENTRY, credits=credits or depth)
         self.relay = CreditRelay(_ENTRY, stages=stages)
-        self.receiver = CreditReceiver(_ENTRY, depth=depth)
+        self.receiver = CreditReceiver(_ENTRY, depth=depth, write_lag=write_lag)
+        self.write_lag = write_lag
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.sender, m.submodules.relay = self.sender, self.relay
         m.submodules.receiver = self.receiver
         wiring.connect(m, self.sender.source, self.relay.sink)
-        wiring.connect(m, self.relay.source, self.receiver.sink)
+        arriving, sink = self.relay.source, self.receiver.sink
+        payload = arriving.payload
+        for k in range(self.write_lag):
+            later = Signal.like(payload, name=f"payload_late{k}")
+            m.d.sync += later.eq(payload)
+            payload = later
+        m.d.comb += [sink.valid.eq(arriving.valid), sink.payload.eq(payload),
+                     arriving.credit.eq(sink.credit)]
         return m
 
 
@@ -61,14 +71,15 @@ def _run(link, offer, take, count):
     return received, arrivals
 
 
-@pytest.mark.parametrize("stages", [0, 1, 3])
+@pytest.mark.parametrize("stages, write_lag", [(0, 0), (1, 0), (3, 0), (0, 1), (1, 2)])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_link_delivers_every_payload_once_in_order(stages, seed):
+def test_link_delivers_every_payload_once_in_order(stages, write_lag, seed):
     rng = np.random.default_rng(seed)
-    depth, count = credit_loop(stages), 300
+    depth, count = credit_loop(stages, queue=1 + write_lag), 300
     offer = [bool(x) for x in rng.random(4000) < 0.7]
     take = [bool(x) for x in rng.random(4000) < 0.6]
-    received, _ = _run(_Link(stages=stages, depth=depth), offer, take, count)
+    received, _ = _run(_Link(stages=stages, depth=depth, write_lag=write_lag), offer, take,
+                       count)
     indices = [entry["index"] for entry in received]
     first_wrong = next((k for k, index in enumerate(indices) if index != k), None)
     assert indices == list(range(count)), \
@@ -78,15 +89,17 @@ def test_link_delivers_every_payload_once_in_order(stages, seed):
         f"seed {seed}, {stages} stages: a payload's fields were mixed up"
 
 
-@pytest.mark.parametrize("stages", [0, 1, 2])
-def test_a_receiver_of_the_credit_loop_takes_a_payload_every_clock(stages):
+@pytest.mark.parametrize("stages, write_lag", [(0, 0), (1, 0), (2, 0), (0, 1), (1, 2)])
+def test_a_receiver_of_the_credit_loop_takes_a_payload_every_clock(stages, write_lag):
     """Offered and taken on every clock: after the first arrival, one payload per clock with
-    ``credit_loop(stages)`` entries; with one entry fewer, a clock in every loop is lost."""
-    loop, clocks, count = credit_loop(stages), 200, 120
-    assert loop == 2 * stages + 3, "a relay's loop: its registers both ways and three"
+    ``credit_loop(stages, queue=1 + write_lag)`` entries; with one entry fewer, a clock in
+    every loop is lost."""
+    loop, clocks, count = credit_loop(stages, queue=1 + write_lag), 200, 120
+    assert loop == 2 * stages + 3 + write_lag, \
+        "a relay's loop: its registers both ways, three, and the receiver's write lag"
     for depth, rate in ((loop, 1.0), (loop - 1, (loop - 1) / loop)):
-        _, arrivals = _run(_Link(stages=stages, depth=depth), [True] * clocks, [True] * clocks,
-                           count)
+        _, arrivals = _run(_Link(stages=stages, depth=depth, write_lag=write_lag),
+                           [True] * clocks, [True] * clocks, count)
         first = arrivals.index(True)
         measured = count / (len(arrivals) - first)
         assert abs(measured - rate) < 0.02, \
@@ -131,6 +144,7 @@ def test_too_many_credits_raise_overrun():
     (lambda: CreditRelay(_ENTRY, stages=-1), "stages must be a non-negative integer"),
     (lambda: credit_loop(2, back=-1), "back must be a non-negative integer"),
     (lambda: CreditReceiver(_ENTRY, depth=0), "depth must be a positive integer"),
+    (lambda: CreditReceiver(_ENTRY, depth=2, write_lag=-1), "write_lag must be a non-negative"),
 ])
 def test_bad_parameters_are_refused(make, message):
     with pytest.raises(ValueError, match=message):
