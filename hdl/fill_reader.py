@@ -82,6 +82,9 @@ class FillReader(wiring.Component):
         planes 0 when ``n`` is 0; unspecified after an error).
     error : Out(1)
         Device memory answered a line of this read with an error.
+    failed : Out(1)
+        ``error`` as of the last clock edge (a register): the lines taken before this clock
+        came with one. Equal to ``error`` while ``held``.
     """
 
     def __init__(self, params, lanes):
@@ -102,6 +105,7 @@ class FillReader(wiring.Component):
             "line": Out(lanes.line_bits),
             "image": Out(lanes.state_lines * lanes.line_bits),
             "error": Out(1),
+            "failed": Out(1),
         })
 
     @staticmethod
@@ -133,9 +137,12 @@ class FillReader(wiring.Component):
         fill_n = Signal(width, reset_less=True)             # the n line's count
         beat = self.fill_data.payload
         # Lines of dropped reads still to come: they come first, and are not this read's.
+        # Whether none is (``clear``) is a register of its own, set from ``skip``'s next
+        # value, so that no compare of the count is in front of what a line's arrival steers.
         skip = Signal(range(2 * width + 2))
-        arriving = self.fill_data.valid & (skip == 0)
-        beat_error = beat.error & (skip == 0)
+        clear = Signal(init=1)
+        arriving = self.fill_data.valid & clear
+        beat_error = beat.error & clear
         held = step == _Step.DONE
         idle = step == _Step.IDLE
         # A state read goes on to the planes if its n line came without an error and says
@@ -149,7 +156,8 @@ class FillReader(wiring.Component):
             self.held.eq(held),
             self.held_next.eq(timed == _Step.DONE),
             self.error.eq(Mux(held, error, error | beat_error)),
-            self.skipping.eq(skip != 0),
+            self.failed.eq(error),
+            self.skipping.eq(~clear),
             self.image.eq(Cat(planes, fill_n)),
             self.fill_read.valid.eq((step == _Step.ISSUE_FIRST)
                                     | ((step == _Step.ISSUE_PLANES) & has_planes)
@@ -191,24 +199,27 @@ class FillReader(wiring.Component):
                         m.d.comb += timed.eq(_Step.DONE)
         with m.If(self.finish | self.cancel):
             m.d.comb += next_step.eq(_Step.IDLE)
-        self._skip(m, step, skip, beats, has_planes)
+        self._skip(m, step, skip, clear, beats, has_planes)
         self._capture(m, timed, Mux(step == _Step.PLANES, beats + arriving, 0), planes, first,
                       fill_n)
         return m
 
-    def _skip(self, m, step, skip, beats, has_planes):
+    def _skip(self, m, step, skip, clear, beats, has_planes):
         """``skip``: the lines of dropped reads still to come, a line fewer for each that
-        arrives, and a cancelled read's lines on top, as its step says."""
+        arrives, and a cancelled read's lines on top, as its step says; ``clear``: whether
+        it is 0."""
         width = self._params.datapath.counter_width
-        arriving = self.fill_data.valid & (skip == 0)
+        arriving = self.fill_data.valid & clear
         taken = self.fill_read.valid & self.fill_read.ready
         # One Mux chain, a continuous assignment (hdl.slots, Icarus).
         in_flight = Mux(step == _Step.ISSUE_FIRST, taken,
                         Mux(step == _Step.FIRST, ~arriving,
                             Mux(step == _Step.ISSUE_PLANES, Mux(taken & has_planes, width, 0),
                                 Mux(step == _Step.PLANES, width - beats - arriving, 0))))
-        m.d.sync += skip.eq(skip - (self.fill_data.valid & (skip != 0))
-                            + Mux(self.cancel, in_flight, 0))
+        following = Signal.like(skip)
+        m.d.comb += following.eq(skip - (self.fill_data.valid & ~clear)
+                                 + Mux(self.cancel, in_flight, 0))
+        m.d.sync += [skip.eq(following), clear.eq(following == 0)]
 
     def _capture(self, m, timed, timed_beats, planes, first, fill_n):
         """The lines, by column group, each with its own copies of the step and plane count.

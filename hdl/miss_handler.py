@@ -267,7 +267,7 @@ class MissHandler(wiring.Component):
         # A prefetch of a line an op has hit since it started (``passed``) is of no use: no
         # miss takes it, and no op is installed from it.
         pf.fresh = pf.prefetching & pf.live & ~pf.passed
-        usable = pf.fresh & reader.held & ~reader.error
+        usable = pf.fresh & reader.held & ~reader.failed
         # P2 takes the filled word on this clock (``install_due``, foreseen a clock ago) if
         # T1's op is of the prefetch's line (the guess that foresaw it may have been of
         # another op, which moved on or stayed in T1), the slot's word is in and empty and P2
@@ -281,7 +281,7 @@ class MissHandler(wiring.Component):
         # T1's op missed, its prefetch is under way, and its slot may be empty: it waits in
         # T1, without the miss's steps, for the fast install.
         pf.waiting = Signal()
-        m.d.comb += pf.waiting.eq(self.miss & pf.claim & ~reader.error & ~self.fast_install
+        m.d.comb += pf.waiting.eq(self.miss & pf.claim & ~reader.failed & ~self.fast_install
                                   & ~(self.data_ok & self.occupant_valid))
         # Foreseen from the reader's next step: the read may be in on the clock it is used.
         # From registers and the reader's lines only, as it steers P2's word in every column
@@ -294,7 +294,7 @@ class MissHandler(wiring.Component):
         # state read's first line, and ``held_next`` low.
         m.d.comb += pf.fast_next.eq((step == MissStep.RUN) & ~self.install_due
                                     & pf.fresh & reader.held_next
-                                    & ~reader.error & self.next_prefetched)
+                                    & ~reader.failed & self.next_prefetched)
         m.d.sync += self.install_due.eq(live & pf.fast_next)
         with m.If(self.departure | self.host_writes_pending | self.hold_prefetch):
             m.d.sync += pf.live.eq(0)
@@ -403,15 +403,15 @@ class MissHandler(wiring.Component):
                 with m.If(reader.done & answer_room):
                     answer_and_drop()
             with m.Case(MissStep.INSTALL):
-                with m.If(reader.held & reader.error & answer_room):
+                with m.If(reader.held & reader.failed & answer_room):
                     # The state is unknown: the contribution is answered, not counted.
                     answer_and_drop()
-                with m.If(reader.held & ~reader.error & ~self.p2_valid):
+                with m.If(reader.held & ~reader.failed & ~self.p2_valid):
                     # The op moves on with the filled word, which P2 writes to the slot. It
                     # has had room since it was taken, and the filled word comes from the
                     # reader's registers (``held``): ``install`` steers P2's word and T1's
                     # valid, so it is decided from registers (pipeline rule 3), not after the
                     # answer's room above (``If``, not ``Elif``: the two exclude each other
-                    # by ``reader.error``).
+                    # by ``reader.failed``).
                     m.d.comb += [self.install.eq(1), reader.finish.eq(1),
                                  self.events.fills.eq(1), self.next_step.eq(MissStep.RUN)]
