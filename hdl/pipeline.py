@@ -51,7 +51,7 @@ from amaranth.lib.wiring import In, Out
 from spec.params import CONTROL_COPY_BITS
 
 __all__ = ["PipelineRegister", "SkidBuffer", "EagerFIFO", "register_selected",
-           "column_slices", "register_copies", "register_tree", "out_of_reset"]
+           "column_slices", "register_copies", "register_tree", "delayed", "out_of_reset"]
 
 
 class PipelineRegister(wiring.Component):
@@ -149,7 +149,8 @@ class EagerFIFO(Elaboratable, FIFOInterface):
     them within a clock. An entry is readable once each of its bits can be read in time:
     ``r_rdy`` waits as many clocks more as the late bits come later than ``lag`` reads them
     (none when they are read at least as late as they are written). ``level`` and ``w_rdy``
-    count an entry from its write, so a writer's room is as without.
+    count an entry from its write, so a writer's room is as without, and a queue that is to take
+    an entry on every clock needs as many entries more as ``r_rdy`` waits.
 
     Its memory is written on every clock, at the entry after the last one taken, and read
     without a clock at the oldest: the handshakes move only its pointers and level, and reach
@@ -172,7 +173,8 @@ class EagerFIFO(Elaboratable, FIFOInterface):
         super().__init__(width=Shape.cast(self._shape).width, depth=depth)
         self._lag = self._checked_lag("lag", lag)
         self._write_lag = self._checked_lag("write_lag", write_lag)
-        # One level: the queue's entries are readable from the clock after their write.
+        # One level, counting an entry from its write: readable from the clock after it
+        # without a ``write_lag``, ``r_rdy`` clocks later with one.
         self.level = self.r_level = self.w_level
 
     def _checked_lag(self, name, lag):
@@ -360,6 +362,17 @@ def register_tree(m, value, levels, count, name, *, reset=False):
                  for copy in register_copies(m, source, len(range(k, size, len(level))),
                                              f"{name}_{depth}_{k}", reset=reset and not depth)]
     return level if levels else [value] * count
+
+
+def delayed(m, value, clocks, name):
+    """``value`` ``clocks`` clocks late, through registers without an enable or a reset
+    (``<name>_<k>``): the data of a write that a queue takes late (:class:`EagerFIFO`'s
+    ``write_lag``), beside the column groups that write it."""
+    for k in range(clocks):
+        later = Signal.like(value, name=f"{name}_{k}", reset_less=True)
+        m.d.sync += later.eq(value)
+        value = later
+    return value
 
 
 def out_of_reset(m, name="in_reset"):

@@ -139,6 +139,7 @@ from .pipeline import (
     PipelineRegister,
     SkidBuffer,
     column_slices,
+    delayed,
     register_copies,
     register_tree,
 )
@@ -164,6 +165,14 @@ from .slot_update import UPDATE_EVENTS, SlotUpdate
 from .tag_check import TagCheck
 
 __all__ = ["PoolSlice", "SlotPool"]
+
+
+def _checked_data_lag(data_lag):
+    """``data_lag`` of :class:`PoolSlice` and :class:`SlotPool`, or a ValueError."""
+    if not isinstance(data_lag, int) or not 0 <= data_lag <= PoolSlice.STAGES:
+        raise ValueError(f"data_lag must be an integer from 0 to {PoolSlice.STAGES} (the "
+                         f"clocks before P2 reads an op's line), not {data_lag!r}")
+    return data_lag
 
 
 class PoolSlice(wiring.Component):
@@ -199,7 +208,7 @@ class PoolSlice(wiring.Component):
 
     def __init__(self, params, *, columns, user_width=1, primitives=None, data_lag=0):
         assert READ_LATENCY == 2, "the pool's forwarding is built for a two-clock slot read"
-        self._data_lag = data_lag
+        self._data_lag = _checked_data_lag(data_lag)
         self._params = params
         self._slice = slice_params(params, len(columns))
         self._user_width = user_width
@@ -825,10 +834,7 @@ class SlotPool(wiring.Component):
                 or slice_bits & (slice_bits - 1)):
             raise ValueError(f"slice_bits must be a power of two of at least {REGISTER_BITS}, "
                              f"not {slice_bits!r}")
-        if not isinstance(data_lag, int) or not 0 <= data_lag <= PoolSlice.STAGES:
-            raise ValueError(f"data_lag must be an integer from 0 to {PoolSlice.STAGES} (the "
-                             f"clocks before P2 reads an op's line), not {data_lag!r}")
-        self._data_lag = data_lag
+        self._data_lag = _checked_data_lag(data_lag)
         self._params = params
         self._user_width = user_width
         self._primitives = primitives
@@ -944,12 +950,8 @@ class SlotPool(wiring.Component):
                          entry.line.eq(result.line), entry.invalid.eq(result.invalid)]
             if k == 0:
                 m.d.comb += [entry.others[name].eq(result[name]) for name in others.members]
-            # The entry, ``lag`` clocks after the write, in registers without an enable.
-            for step in range(lag):
-                later = Signal(piece_layout, name=f"result{k}_late{step}", reset_less=True)
-                m.d.sync += later.eq(entry)
-                entry = later
-            m.d.comb += piece.w_data.eq(entry)
+            # The entry, ``lag`` clocks after the write.
+            m.d.comb += piece.w_data.eq(delayed(m, entry, lag, f"result{k}_late"))
             pieces.append(piece)
             heads.append(piece.r_stream.payload)
         m.d.comb += [self.result.valid.eq(pieces[0].r_rdy),

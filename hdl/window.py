@@ -97,18 +97,7 @@ class RegisterWindow(wiring.Component):
         offered = self.request.payload
         with m.If(taking[0]):
             m.d.sync += [current.read.eq(offered.read), current.word.eq(offered.word)]
-        # The line's words and byte enables come ``data_lag`` clocks after the take: each
-        # word takes them by its copy of ``taking`` that many clocks late, and no word goes
-        # before the line is in (``settled``: busy on this clock and the ``data_lag`` before).
-        taking_data, settled, busy_before = taking, busy, busy
-        for lag in range(self._data_lag):
-            later = [Signal(init=1, name=f"taking_{k}_late{lag}") for k in range(words)]
-            m.d.sync += [late.eq(copy) for late, copy in zip(later, taking_data)]
-            taking_data = later
-            earlier = Signal(name=f"busy_late{lag}")
-            m.d.sync += earlier.eq(busy_before)
-            busy_before = earlier
-            settled = settled & earlier
+        taking_data, settled = self._late_takes(m, taking, busy)
         # The word issued is always the first of ``current``'s data and byte enables, which
         # shift down a word on the clock after it goes: each word of the line comes from its
         # neighbour, not through a mux that gathers the line's words from across the die;
@@ -169,3 +158,19 @@ class RegisterWindow(wiring.Component):
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += self.result.valid.eq(0)
         return m
+
+    def _late_takes(self, m, taking, busy):
+        """The line's words and byte enables come ``data_lag`` clocks after the take: each
+        word takes them by its copy of ``taking`` that many clocks late (the first list), and
+        no word goes before the line is in (``settled``: ``busy`` on this clock and the
+        ``data_lag`` before)."""
+        taking_data, settled, busy_before = taking, busy, busy
+        for lag in range(self._data_lag):
+            later = [Signal(init=1, name=f"taking_{k}_late{lag}") for k in range(len(taking))]
+            m.d.sync += [late.eq(copy) for late, copy in zip(later, taking_data)]
+            taking_data = later
+            earlier = Signal(name=f"busy_late{lag}")
+            m.d.sync += earlier.eq(busy_before)
+            busy_before = earlier
+            settled = settled & earlier
+        return taking_data, settled

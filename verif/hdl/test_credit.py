@@ -6,11 +6,12 @@ refused with a message."""
 
 import numpy as np
 import pytest
-from amaranth import Elaboratable, Module, Signal
+from amaranth import Elaboratable, Module
 from amaranth.lib import data, wiring
 
 from bench.sim import simulate
 from hdl.credit import CreditReceiver, CreditRelay, CreditSender, credit_loop
+from hdl.pipeline import delayed
 
 _ENTRY = data.StructLayout({"index": 12, "tag": 4})
 
@@ -33,11 +34,7 @@ class _Link(Elaboratable):
         m.submodules.receiver = self.receiver
         wiring.connect(m, self.sender.source, self.relay.sink)
         arriving, sink = self.relay.source, self.receiver.sink
-        payload = arriving.payload
-        for k in range(self.write_lag):
-            later = Signal.like(payload, name=f"payload_late{k}")
-            m.d.sync += later.eq(payload)
-            payload = later
+        payload = delayed(m, arriving.payload, self.write_lag, "payload_late")
         m.d.comb += [sink.valid.eq(arriving.valid), sink.payload.eq(payload),
                      arriving.credit.eq(sink.credit)]
         return m

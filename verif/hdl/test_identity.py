@@ -87,8 +87,10 @@ def test_writes_in_order_with_zero_writes_between(line_lag):
                      "line": int(rng.integers(0, 1 << 62)) * 3, "strobe": int(rng.integers(256))}
             offer = bool(rng.random() < 0.5)
             ctx.set(dut.write.valid, offer)
-            # The line and byte enables of the write taken ``line_lag`` clocks before.
-            late = taken_writes.get(clock - line_lag, write)
+            # The line and byte enables of the write taken ``line_lag`` clocks before, random
+            # bits when none was.
+            junk = {"line": int(rng.integers(0, 1 << 62)), "strobe": int(rng.integers(256))}
+            late = write if not line_lag else taken_writes.get(clock - line_lag, junk)
             ctx.set(dut.write.payload, {"address": write["address"], "line": late["line"],
                                         "strobe": late["strobe"]})
             if offer and ctx.get(dut.write.ready):

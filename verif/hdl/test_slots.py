@@ -7,13 +7,14 @@ import types
 
 import numpy as np
 import pytest
-from amaranth import Module, Signal
+from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.stream import Signature as StreamSignature
 from amaranth.lib.wiring import In
 
 from bench.sim import send, simulate
 from golden.datapath import DatapathRequests, run_datapath
+from hdl.pipeline import delayed
 from hdl.slot_ops import SlotOp
 from hdl.slots import PoolSlice, SlotPool
 from spec.formats import state_to_memory, ternary_to_lines
@@ -97,11 +98,7 @@ class _LateData(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.pool = pool = self.pool
-        data = self.op.payload.data
-        for k in range(self.data_lag):
-            later = Signal.like(data, name=f"data_late{k}")
-            m.d.sync += later.eq(data)
-            data = later
+        data = delayed(m, self.op.payload.data, self.data_lag, "data_late")
         m.d.comb += [pool.op.valid.eq(self.op.valid), self.op.ready.eq(pool.op.ready),
                      pool.op.payload.eq(self.op.payload), pool.op.payload.data.eq(data)]
         return m

@@ -27,8 +27,8 @@ CLOCKS = 400
 def test_line_write_then_read_through_a_shared_bus(seed, free_rate, data_lag):
     """``free_rate``: the share of clocks the bus is free (1.0: always, so a window that
     strobes on every clock it may is seen doing so). ``data_lag``: the line and its byte
-    enables are on the port only that many clocks after the take (random bits on every other
-    clock), or, with 0, only while the request is offered."""
+    enables are on the port only that many clocks after the take (random bits on every clock
+    but that one), or, with 0, only while the request is offered."""
     rng = random.Random(seed)
     where = f"seed {seed}, bus free {free_rate:.0%}, data lag {data_lag}"
     words = [rng.getrandbits(REGISTER_BITS) for _ in range(WORDS)]
