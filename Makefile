@@ -101,8 +101,9 @@ tools: yowasp
 # threads) can map a half-written file and die of SIGBUS: start each once, one after another,
 # before anything runs them side by side (a second or less each once cached).
 yowasp: $(STAMP)
-	@for tool in yosys boolector nextpnr-ecp5; do \
-		$(VENV)/bin/yowasp-$$tool --version >/dev/null || exit 1; done
+	@for tool in yosys boolector nextpnr-ecp5; do $(VENV)/bin/yowasp-$$tool --version >/dev/null 2>&1 \
+		|| { echo "error: $(VENV)/bin/yowasp-$$tool --version failed; run it to see why" >&2; \
+		exit 1; }; done
 
 # The virtual environment: created once, reinstalled only when the pins change.
 $(VENV_PY):
