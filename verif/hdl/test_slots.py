@@ -4,6 +4,7 @@ again, a device memory that answers late, and results stalled at random; then a 
 every slot, after which device memory must hold every line's exact accumulator image."""
 
 import types
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -238,6 +239,30 @@ class _GoldenRun:
             ctx.set(dut.hold_prefetch, self.hints == "random" and rng.random() < 0.1)
             await ctx.tick()
 
+    def prefetch_line_checker(self, slices):
+        """A process that checks, on every clock T1 holds an op in any of ``slices`` (the nets
+        of each :class:`PoolSlice`, filled as the simulator elaborates the pool), the miss
+        handler's ``t1_of_prefetch_line`` register against the compare it stands for: T1's
+        line is ``prefetch_tag``'s."""
+        lsb = self.params.accumulator_line_lsb
+
+        async def checker(ctx):
+            assert slices, "no slice's nets were recorded"
+            watched = [(n.t1_valid, n.t1.tag, n.miss.prefetch_tag, n.miss.t1_of_prefetch_line)
+                       for n in slices]
+            clock = 0
+            async for _, _, *values in ctx.tick().sample(*(s for w in watched for s in w)):
+                clock += 1
+                for k in range(len(watched)):
+                    valid, tag, prefetch_tag, flag = values[4 * k:4 * k + 4]
+                    want = tag >> lsb == prefetch_tag >> lsb
+                    if valid and flag != want:
+                        self.errors.append(
+                            f"{self.where}, clock {clock}, slice {k}: t1_of_prefetch_line "
+                            f"{flag}, but T1's tag {tag:#x} and the prefetch's "
+                            f"{prefetch_tag:#x} are {'' if want else 'not '}of one line")
+        return checker
+
     def check_memory(self):
         """After the flush, device memory holds every line's golden accumulator image."""
         p = self.p
@@ -288,10 +313,24 @@ def test_slot_pool_against_golden(params, slice_bits, seed, hints, stream, data_
     every accumulator is golden, also with the ops' lines given late (``data_lag``)."""
     run = _GoldenRun(params, slice_bits, seed, hints, stream, data_lag)
     memory = _random_memory(run.dut, run.lines, run.rng, run.errors, run.where)
-    simulate(run.top, run.driver, run.collector, processes=[memory, run.hinter], clock=CLOCK,
-             until=CLOCK * (WAIT_PER_OP * len(run.ops) + 200))
+    slices = []
+    with _recording_nets(slices):
+        simulate(run.top, run.driver, run.collector,
+                 processes=[memory, run.hinter, run.prefetch_line_checker(slices)],
+                 clock=CLOCK, until=CLOCK * (WAIT_PER_OP * len(run.ops) + 200))
     assert not run.errors, "\n".join(run.errors[:10])
     run.check_memory()
+
+
+def _recording_nets(slices):
+    """A context in which every :class:`PoolSlice` elaborated appends the nets its sections
+    share (``PoolSlice._nets``) to ``slices``, for checks of registers inside a slice."""
+    nets = PoolSlice._nets
+
+    def recorded(pool_slice):
+        slices.append(nets(pool_slice))
+        return slices[-1]
+    return mock.patch.object(PoolSlice, "_nets", recorded)
 
 
 def _random_memory(dut, lines, rng, errors, where):
