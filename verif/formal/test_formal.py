@@ -2,12 +2,24 @@
 and fails, with a counterexample trace, on its mutation (the whole controller's mutations in
 the slow tier). ``make formal`` runs all of them."""
 
+from unittest import mock
+
 import pytest
 
+import hdl.controller
+from bench.sim import simulate
 from bench.simulators import BUILD
+from formal.controller import ConfiguredControl, IdentityWriteChangesOnlyItsLine
 from formal.mutations import MUTATIONS
-from formal.properties import PROPERTIES, check_mutation, check_property
+from formal.properties import (
+    PORT_CONFIG,
+    PORT_DEPTHS,
+    PROPERTIES,
+    check_mutation,
+    check_property,
+)
 from formal.sby import Check
+from spec.cxl import ReqOpcode, RwDOpcode
 
 FAST = [prop for prop in PROPERTIES if prop.fast]
 
@@ -56,3 +68,68 @@ def test_a_check_refuses_unknown_modes_engines_and_depths():
     with pytest.raises(ValueError, match=r"engine must be one of \('smtbmc boolector',\), "
                                          r"not 'smtbmc z3'"):
         Check("bmc", 5, "smtbmc z3")
+
+
+def _identity_race(params):
+    """Clocks of the earliest trace in which an identity write could change a checked read of
+    the line after it (:class:`formal.controller.IdentityWriteChangesOnlyItsLine`), in
+    ``amaranth.sim`` at ``params`` with the harnesses' configured control registers: a read of
+    a line taken on clock 0 (the first a request may be taken), a MemWr of the line before it
+    on clock 1 (the harness checks no read taken with a write), device memory that takes every
+    command at once and answers the read with its beat on the clock after the write's W beat
+    (the first whose beat sees the W). Returns ``{event: clock}`` for ``read``, ``write``,
+    ``w``, ``r`` and ``drs``."""
+    line_bytes = params.datapath.line_bytes
+    line = 0x100
+    with mock.patch.object(hdl.controller, "ControlRegisters",
+                           lambda params: ConfiguredControl(params, 1)):
+        dut = hdl.controller.CxlMemController(params)
+    clocks = {}
+
+    async def testbench(ctx):
+        axi, req, rwd = dut.axi, dut.m2s_req, dut.m2s_rwd
+        for ready in (axi.arready, axi.awready, axi.wready, dut.s2m_ndr.ready,
+                      dut.s2m_drs.ready):
+            ctx.set(ready, 1)
+        ctx.set(req.payload, {"opcode": ReqOpcode.MEM_RD, "address": line // line_bytes << 1,
+                              "tag": 1})
+        ctx.set(rwd.payload, {"opcode": RwDOpcode.MEM_WR,
+                              "address": (line - line_bytes) // line_bytes, "tag": 2})
+        ctx.set(req.valid, 1)
+        for clock in range(RACE_CLOCKS):
+            ctx.set(rwd.valid, clock == 1)
+            ctx.set(axi.rvalid, clock == clocks.get("w", RACE_CLOCKS) + 1)
+            ctx.set(axi.rlast, 1)
+            for event, happens in (("read", ctx.get(req.valid) & ctx.get(req.ready)),
+                                   ("write", ctx.get(rwd.valid) & ctx.get(rwd.ready)),
+                                   ("w", ctx.get(axi.wvalid)), ("r", ctx.get(axi.rvalid)),
+                                   ("drs", ctx.get(dut.s2m_drs.valid))):
+                if happens and event not in clocks:
+                    clocks[event] = clock
+            if ctx.get(axi.arvalid):
+                ctx.set(axi.rid, ctx.get(axi.arid))
+            await ctx.tick()
+            ctx.set(req.valid, 0)
+    simulate(dut, testbench, clock=1e-8, name="identity_race")
+    return clocks
+
+
+#: Clocks within which the trace of :func:`_identity_race` ends.
+RACE_CLOCKS = 60
+
+
+def test_identity_write_depth_reaches_its_mutation():
+    """The depth of :class:`IdentityWriteChangesOnlyItsLine` reaches the earliest clock its
+    mutation (an identity write that lands on the line after its own) can show: that of a
+    read answered with a write's line, the write taken a clock behind the read. A lag added
+    on the write's way to memory or the read's way back moves that clock out of reach."""
+    clocks = _identity_race(PORT_CONFIG)
+    assert clocks.keys() == {"read", "write", "w", "r", "drs"}, \
+        f"the race at {PORT_CONFIG.name} did not finish within {RACE_CLOCKS} clocks: {clocks}"
+    assert (clocks["read"], clocks["write"]) == (0, 1), clocks
+    depth, _ = PORT_DEPTHS[IdentityWriteChangesOnlyItsLine]
+    # A check of depth d covers the clocks (steps) 0 to d - 1.
+    assert depth == clocks["drs"] + 1, \
+        (f"PORT_DEPTHS[IdentityWriteChangesOnlyItsLine] is {depth}; the earliest read its "
+         f"mutation can break is answered on clock {clocks['drs']} ({clocks}): set it to "
+         f"{clocks['drs'] + 1}")
