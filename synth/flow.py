@@ -337,6 +337,16 @@ def congestion_by_block(path):
 FAILING_AT = (1 / 2, 2 / 3, 5 / 6, 1)
 
 
+def _failing_first(required, freq_mhz):
+    """Every register (:func:`synth.sta.by_register`) with an endpoint that fails the first
+    clock of :data:`FAILING_AT`, worst first: ``{"mhz": ..., "registers": [...]}``, slacks at
+    that clock. The first step towards the constraint, all of it: the slack table's
+    :data:`SLACK_ROWS` worst registers hide the rest of what that step needs."""
+    mhz = round(freq_mhz * FAILING_AT[0], 1)
+    return {"mhz": mhz, "registers": [r for r in by_register(required, 1000 / mhz)
+                                      if r["failing"]]}
+
+
 def place_and_route(folder, top, seed, freq_mhz, router):
     """:func:`place_and_route_with` ``router``; if router2 stalls with at most
     :data:`ROUTER1_FINISH` overused wires, the placement is placed and routed again with
@@ -410,6 +420,7 @@ def place_and_route_with(folder, top, seed, freq_mhz, router):
             {"mhz": round(freq_mhz * f, 1), "failing": failing(required, 1000 / (freq_mhz * f))}
             for f in FAILING_AT],
         "slack_by_register": registers[:SLACK_ROWS],
+        "failing_first": _failing_first(required, freq_mhz),
         "failing_by_block": [b for b in by_block(required, 1000 / freq_mhz)
                              if b["failing"]][:SLACK_ROWS],
         "direct_wires": direct_wires(graph, 1000 / freq_mhz, SLACK_ROWS),
@@ -746,6 +757,16 @@ def _slack_tables(designs):
             out += [f"| `{b['block']}` | {b['endpoints']:,} | {b['failing']:,} | "
                     f"{b['worst_slack_ns']} | `{b['worst_from']}` |"
                     for b in r["failing_by_block"]]
+        first = r.get("failing_first")
+        if first and first["registers"]:
+            out += ["", f"Every register of the same placement with an endpoint that fails "
+                    f"{first['mhz']:g} MHz, the first clock counted above: "
+                    f"{len(first['registers']):,} of them, worst first (slack at "
+                    f"{first['mhz']:g} MHz):", "",
+                    "| register | endpoints | failing | worst slack ns | worst path from |",
+                    "|---|---|---|---|---|"]
+            out += [f"| `{f['register']}` | {f['endpoints']:,} | {f['failing']:,} | "
+                    f"{f['worst_slack_ns']} | `{f['worst_from']}` |" for f in first["registers"]]
         wires = r.get("direct_wires")
         if wires and wires["failing"]:
             out += ["", f"Of the same placement's {wires['connections']:,} connections from a "

@@ -88,6 +88,11 @@ def test_report_numbers_come_from_yosys_and_nextpnr_outputs(tmp_path, capsys):
             assert by_clock[-1]["failing"] == run["failing_endpoints"], by_clock
             assert all(a["failing"] <= b["failing"] for a, b in zip(by_clock, by_clock[1:])), \
                 by_clock
+            # Every endpoint that fails the first clock counted is in a listed register.
+            first = run["failing_first"]
+            assert first["mhz"] == by_clock[0]["mhz"] and sum(
+                r["failing"] for r in first["registers"]) == by_clock[0]["failing"], first
+            assert all(r["failing"] > 0 for r in first["registers"]), first
             blocks = run["failing_by_block"]
             assert all(b["failing"] > 0 for b in blocks) and \
                 sum(b["failing"] for b in blocks) <= run["failing_endpoints"], blocks
@@ -450,3 +455,23 @@ def test_report_lists_the_register_to_register_wires_that_fail_alone():
            "input (no logic between), 1 fail 100 MHz on their wire alone" in table, table
     assert "| `a` | `b_*` | 21.0 |" in table, table
     assert "| 3 of 7 | 400.0 | 47.9 |" in table, table
+
+
+def test_report_lists_every_register_failing_the_first_clock_counted():
+    """The first step towards the constraint, whole: every register that fails it, not only
+    the slack table's worst."""
+    rows = [{"register": f"r{k}_*", "endpoints": 4, "failing": 1 + k % 2,
+             "worst_slack_ns": -3.0 + k / 10, "worst_from": "p"} for k in range(SLACK_ROWS + 3)]
+    run = {"seed": 1, "router": "router2", "routed": True, "constraint_mhz": 100.0,
+           "seconds": 9.0, "fmax_mhz": 40.0, "timed_endpoints": 60, "failing_endpoints": 30,
+           "critical_path": {"from": "a", "to": "b", "cells": 2, "logic_ns": 1.0,
+                             "routing_ns": 24.0},
+           "failing_by_clock": [], "slack_by_register": rows[:SLACK_ROWS],
+           "failing_first": {"mhz": 50.0, "registers": rows},
+           "failing_by_block": [], "logic_alone_mhz": 400.0, "wires_alone_mhz": 41.0}
+    table = _table_of(run)
+    assert f"fails 50 MHz, the first clock counted above: {SLACK_ROWS + 3} of them" in table, \
+        table
+    for row in rows:
+        assert f"| `{row['register']}` | 4 | {row['failing']} | {row['worst_slack_ns']} | `p` |" \
+            in table, (row, table)
