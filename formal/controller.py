@@ -378,24 +378,27 @@ class _CheckedReadHarness(ControllerHarness):
 
 class IdentityWriteChangesOnlyItsLine(_CheckedReadHarness):
     """An identity line outside the region and its accumulators, chosen by the solver, with
-    any initial content, reads back exactly what was written to it, byte by byte as each
-    write's byte enables say: identity writes to the lines beside it never change it
-    (``docs/spec.md`` 2). The host reads the line on M2S Req (MemRd, MemRdData) and writes it
-    and the lines beside it on M2S RwD (MemWr, MemWrPtl, any data and byte enables), and
-    nothing else; backpressure, flushes and device memory are as for every harness."""
+    any initial content, reads back what was written to it, byte by byte as each write's
+    byte enables say: writes to the lines beside it never change it (``docs/spec.md`` 2).
+    The host reads the line on M2S Req (MemRd, MemRdData) and writes it and the lines beside
+    it on M2S RwD (MemWr, MemWrPtl, unpoisoned, any data and byte enables; a line beside it
+    may be an accumulator's), and nothing else; backpressure, flushes and device memory are
+    as for every harness. Within the depth of ``formal.properties.PORT_DEPTHS`` no checked
+    read can follow a completed write to the line itself (its response waits for memory's
+    B), so the reads checked there return the line's initial content."""
 
     def check(self, m, dut):
         # The host narrowed to the line and its neighbours: the lines a misaddressed write
         # lands on first. A read sees such a write only after the write has crossed the whole
         # controller (formal.properties.PORT_DEPTHS), and with every request free the solver
-        # had not finished the clock before that after 28 minutes; with this host it finishes
-        # each clock in a minute or two.
+        # had not finished clock 19 after 28 minutes; with this host it finishes each clock in
+        # a minute or two.
         line_bytes = self.params.datapath.line_bytes
         beside = (self.line - line_bytes, self.line, self.line + line_bytes)
         m.d.comb += [
             Assume(~dut.m2s_req.valid | (self.req_reads & (self.req_address == self.line))),
-            Assume(~dut.m2s_rwd.valid | (self.rwd_writes & Cat(self.rwd_address == line
-                                                                for line in beside).any())),
+            Assume(~dut.m2s_rwd.valid | (self.rwd_writes & Cat(self.rwd_address == address
+                                                                for address in beside).any())),
         ]
         super().check(m, dut)
 

@@ -16,7 +16,8 @@ designs' own latencies:
 - the controller's responder: bounded, ``RESPONDER_DEPTH`` clocks;
 - the whole controller at its ports (:mod:`formal.controller`): bounded, at the depths of
   ``PORT_DEPTHS``: deep enough for its mutation's counterexample, shallow enough for the
-  solver (its time per clock roughly triples each clock beyond 15 on the whole controller);
+  solver (with a free host, its time per clock roughly triples each clock beyond 15 on the
+  whole controller; a harness may narrow the host to go deeper);
 - the slot pool at its ports (:mod:`formal.slots`): bounded, at the depths of
   ``POOL_DEPTHS``.
 

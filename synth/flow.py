@@ -342,9 +342,9 @@ def _failing_first(required, freq_mhz):
     clock of :data:`FAILING_AT`, worst first: ``{"mhz": ..., "registers": [...]}``, slacks at
     that clock. The first step towards the constraint, all of it: the slack table's
     :data:`SLACK_ROWS` worst registers hide the rest of what that step needs."""
-    mhz = round(freq_mhz * FAILING_AT[0], 1)
-    return {"mhz": mhz, "registers": [r for r in by_register(required, 1000 / mhz)
-                                      if r["failing"]]}
+    period = 1000 / (freq_mhz * FAILING_AT[0])
+    return {"mhz": round(freq_mhz * FAILING_AT[0], 1),
+            "registers": [r for r in by_register(required, period) if r["failing"]]}
 
 
 def place_and_route(folder, top, seed, freq_mhz, router):

@@ -9,7 +9,11 @@ import pytest
 import hdl.controller
 from bench.sim import simulate
 from bench.simulators import BUILD
-from formal.controller import ConfiguredControl, IdentityWriteChangesOnlyItsLine
+from formal.controller import (
+    ConfiguredControl,
+    IdentityWriteChangesOnlyItsLine,
+    formal_table,
+)
 from formal.mutations import MUTATIONS
 from formal.properties import (
     PORT_CONFIG,
@@ -70,17 +74,29 @@ def test_a_check_refuses_unknown_modes_engines_and_depths():
         Check("bmc", 5, "smtbmc z3")
 
 
+#: Clocks within which the trace of :func:`_identity_race` ends.
+RACE_CLOCKS = 60
+
+
 def _identity_race(params):
     """Clocks of the earliest trace in which an identity write could change a checked read of
     the line after it (:class:`formal.controller.IdentityWriteChangesOnlyItsLine`), in
-    ``amaranth.sim`` at ``params`` with the harnesses' configured control registers: a read of
-    a line taken on clock 0 (the first a request may be taken), a MemWr of the line before it
-    on clock 1 (the harness checks no read taken with a write), device memory that takes every
-    command at once and answers the read with its beat on the clock after the write's W beat
-    (the first whose beat sees the W). Returns ``{event: clock}`` for ``read``, ``write``,
-    ``w``, ``r`` and ``drs``."""
+    ``amaranth.sim`` at ``params`` with the harnesses' configured control registers.
+
+    A read of a line outside the region, its accumulators and the register window is taken
+    on clock 0 (the first a request may be taken), a MemWr of the line before it on clock 1
+    (the harness checks no read taken on a write's clock, and none taken while a write is
+    owed: a write's response waits for memory's B, so a write first is the longer race).
+    Device memory is the harness's (:func:`formal.controller.axi_memory`) as fast as it can
+    be: it takes AR and AW at once, a W beat from the clock after its AW, and answers the
+    read with its beat once its AR is in and on the clock after the write's W beat at the
+    earliest (the first whose data the W changed), held until taken. Returns
+    ``{event: clock}`` for ``read``, ``write``, ``ar``, ``aw``, ``w``, ``r`` and ``drs``."""
     line_bytes = params.datapath.line_bytes
-    line = 0x100
+    _, (_, _, _, acc_end) = formal_table(params, 1)
+    line = acc_end + line_bytes             # it and the line before it are identity lines
+    assert not params.window_base <= line < params.window_base + params.window_bytes, \
+        f"the race's line {line:#x} is in the register window"
     with mock.patch.object(hdl.controller, "ControlRegisters",
                            lambda params: ConfiguredControl(params, 1)):
         dut = hdl.controller.CxlMemController(params)
@@ -88,8 +104,7 @@ def _identity_race(params):
 
     async def testbench(ctx):
         axi, req, rwd = dut.axi, dut.m2s_req, dut.m2s_rwd
-        for ready in (axi.arready, axi.awready, axi.wready, dut.s2m_ndr.ready,
-                      dut.s2m_drs.ready):
+        for ready in (axi.arready, axi.awready, dut.s2m_ndr.ready, dut.s2m_drs.ready):
             ctx.set(ready, 1)
         ctx.set(req.payload, {"opcode": ReqOpcode.MEM_RD, "address": line // line_bytes << 1,
                               "tag": 1})
@@ -98,12 +113,15 @@ def _identity_race(params):
         ctx.set(req.valid, 1)
         for clock in range(RACE_CLOCKS):
             ctx.set(rwd.valid, clock == 1)
-            ctx.set(axi.rvalid, clock == clocks.get("w", RACE_CLOCKS) + 1)
+            ctx.set(axi.wready, "aw" in clocks)
+            ctx.set(axi.rvalid, "ar" in clocks and "w" in clocks and "r" not in clocks)
             ctx.set(axi.rlast, 1)
-            for event, happens in (("read", ctx.get(req.valid) & ctx.get(req.ready)),
-                                   ("write", ctx.get(rwd.valid) & ctx.get(rwd.ready)),
-                                   ("w", ctx.get(axi.wvalid)), ("r", ctx.get(axi.rvalid)),
-                                   ("drs", ctx.get(dut.s2m_drs.valid))):
+            for event, happens in (
+                    ("read", ctx.get(req.valid) & ctx.get(req.ready)),
+                    ("write", ctx.get(rwd.valid) & ctx.get(rwd.ready)),
+                    ("ar", ctx.get(axi.arvalid)),
+                    ("aw", ctx.get(axi.awvalid)), ("w", ctx.get(axi.wvalid & axi.wready)),
+                    ("r", ctx.get(axi.rvalid & axi.rready)), ("drs", ctx.get(dut.s2m_drs.valid))):
                 if happens and event not in clocks:
                     clocks[event] = clock
             if ctx.get(axi.arvalid):
@@ -114,19 +132,17 @@ def _identity_race(params):
     return clocks
 
 
-#: Clocks within which the trace of :func:`_identity_race` ends.
-RACE_CLOCKS = 60
-
-
 def test_identity_write_depth_reaches_its_mutation():
-    """The depth of :class:`IdentityWriteChangesOnlyItsLine` reaches the earliest clock its
+    """The depth of :class:`IdentityWriteChangesOnlyItsLine` is that of the earliest clock its
     mutation (an identity write that lands on the line after its own) can show: that of a
     read answered with a write's line, the write taken a clock behind the read. A lag added
-    on the write's way to memory or the read's way back moves that clock out of reach."""
+    on the write's way to memory or the read's way back moves that clock beyond the depth,
+    and the mutation would escape; a shorter way makes the depth longer than it needs."""
     clocks = _identity_race(PORT_CONFIG)
-    assert clocks.keys() == {"read", "write", "w", "r", "drs"}, \
+    assert (clocks.get("read"), clocks.get("write")) == (0, 1), \
+        f"at {PORT_CONFIG.name} the read and the write were not taken on clocks 0 and 1: {clocks}"
+    assert clocks.keys() == {"read", "write", "ar", "aw", "w", "r", "drs"}, \
         f"the race at {PORT_CONFIG.name} did not finish within {RACE_CLOCKS} clocks: {clocks}"
-    assert (clocks["read"], clocks["write"]) == (0, 1), clocks
     depth, _ = PORT_DEPTHS[IdentityWriteChangesOnlyItsLine]
     # A check of depth d covers the clocks (steps) 0 to d - 1.
     assert depth == clocks["drs"] + 1, \
