@@ -20,7 +20,8 @@
 #   make formal     SymbiYosys proofs of the datapath, the control registers, the
 #                   controller's ports and the slot pool's, and a broken variant of the design
 #                   for each that must fail; build/reports/formal.md
-#                   (FORMAL_ARGS=, e.g. "-k Apply" or "--fast")
+#                   (FORMAL_ARGS=, e.g. "-k Apply", "--fast" or "--jobs 1"; by default one check
+#                   per core at a time)
 #   make lint       ruff on the Python, verilator --lint-only -Wall on the generated Verilog
 #   make train      the host runtime on real data (digits and text, 4 worker processes, 3
 #                   seeds): the claims with verdicts, traffic by route, health monitor,

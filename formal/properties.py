@@ -47,13 +47,13 @@ from .registers import (
     RejectedApplyKeepsTable,
 )
 from .responder import ResponsesOncePerCompletionInOrder
-from .sby import Check, run
+from .sby import Check, prepare, solve
 from .slots import LineCountExactThroughEvictions, ReadReflectsEveryContribution
 
 __all__ = ["DATAPATH_CONFIGS", "CONTROLLER_CONFIGS", "APPLY_MARGIN", "RESPONDER_DEPTH",
            "PORT_CONFIG", "PORT_DEPTHS", "POOL_DEPTHS",
            "Property", "PROPERTIES",
-           "check_property", "check_mutation"]
+           "prepare_property", "prepare_mutation", "check_property", "check_mutation"]
 
 #: Datapath configurations: the shortest line at two counter widths, the deepest and a short
 #: pipeline.
@@ -202,14 +202,27 @@ PROPERTIES = (*_datapath_properties(), *_register_properties(), *_controller_pro
               *_port_properties())
 
 
+def prepare_property(prop, build):
+    """Write the check of ``prop`` on its design into ``<build>/formal/<name>/``, for
+    :func:`formal.sby.solve`; returns the folder."""
+    return prepare(prop.harness(prop.params), prop.check, Path(build) / "formal" / prop.name)
+
+
+def prepare_mutation(prop, build):
+    """Write the check of ``prop`` on its mutation into
+    ``<build>/formal/<name>--<mutation>/``, for :func:`formal.sby.solve`; returns the folder.
+    The mutation is applied while its harness is elaborated, here, and only then."""
+    folder = Path(build) / "formal" / f"{prop.name}--{prop.mutation.name}"
+    with prop.mutation.applied():
+        return prepare(prop.harness(prop.params), prop.mutant, folder)
+
+
 def check_property(prop, build):
     """Check ``prop`` on its design in ``<build>/formal/<name>/``."""
-    return run(prop.harness(prop.params), prop.check, Path(build) / "formal" / prop.name)
+    return solve(prepare_property(prop, build))
 
 
 def check_mutation(prop, build):
     """Check ``prop`` on its mutation in ``<build>/formal/<name>--<mutation>/``: it must
     fail."""
-    folder = Path(build) / "formal" / f"{prop.name}--{prop.mutation.name}"
-    with prop.mutation.applied():
-        return run(prop.harness(prop.params), prop.mutant, folder)
+    return solve(prepare_mutation(prop, build))

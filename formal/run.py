@@ -3,15 +3,20 @@
 
 Each property must PASS on its design; each mutation must FAIL with a counterexample trace.
 The exit status is 1 if any did not. ``--fast`` runs only what ``make test`` runs; ``-k``
-selects properties whose name contains a text.
+selects properties whose name contains a text; ``--jobs`` is how many checks run at once (by
+default one per core): the harnesses are elaborated one after another, in this process, and
+their solvers run side by side.
 """
 
 import argparse
 import json
+import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .properties import PROPERTIES, check_mutation, check_property
+from .properties import PROPERTIES, prepare_mutation, prepare_property
+from .sby import solve
 
 __all__ = ["main"]
 
@@ -25,11 +30,26 @@ def _relative(path, root):
         return str(path)
 
 
-def _rows(selected, build, mutations, say):
+def _outcomes(selected, build, mutations, jobs):
+    """For each property of ``selected``, in order, a future of its check's
+    :class:`formal.sby.Outcome` and one of its mutation's (``None`` without ``mutations``),
+    solved ``jobs`` at a time. Each harness is elaborated in this thread (a mutation patches
+    the design's modules while it is), the solvers in ``jobs`` threads."""
+    pool = ThreadPoolExecutor(jobs)
+    futures = []
+    for prop in selected:
+        checked = pool.submit(solve, prepare_property(prop, build))
+        broken = pool.submit(solve, prepare_mutation(prop, build)) if mutations else None
+        futures.append((prop, checked, broken))
+    pool.shutdown(wait=False)
+    return futures
+
+
+def _rows(selected, build, mutations, say, jobs):
     root = Path(build).parent
     rows = []
-    for prop in selected:
-        outcome = check_property(prop, build)
+    for prop, checked, broken in _outcomes(selected, build, mutations, jobs):
+        outcome = checked.result()
         row = {"property": prop.name, "harness": prop.harness.__name__, "design": prop.design,
                "configuration": prop.params.name, "statement": prop.statement,
                "engine": prop.check.engine, "mode": prop.check.mode, "depth": prop.check.depth,
@@ -38,8 +58,8 @@ def _rows(selected, build, mutations, say):
                "trace": _relative(outcome.trace, root),
                "failed": [_relative(where, Path.cwd()) for where in outcome.failed]}
         say(f"{prop.name}: {outcome.status} ({outcome.seconds:.1f} s)")
-        if mutations:
-            broken = check_mutation(prop, build)
+        if broken is not None:
+            broken = broken.result()
             row["mutation"] = {
                 "name": prop.mutation.name, "fault": prop.mutation.fault,
                 "mode": prop.mutant.mode, "depth": prop.mutant.depth,
@@ -58,8 +78,8 @@ def _markdown(rows):
              "SymbiYosys on the named design at a small configuration: `prove` is k-induction "
              "(unbounded), `bmc` a bounded check of every trace of that many clocks from "
              "reset. Each property also runs on a deliberately broken design (its mutation), "
-             "which must fail with a counterexample. Times are wall-clock seconds on the "
-             "machine that ran it.", "",
+             "which must fail with a counterexample. Times are wall-clock seconds of each "
+             "check on the machine that ran it, `--jobs` checks at a time.", "",
              "| property | design | configuration | engine | mode | depth | result | time (s) |",
              "|---|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -104,13 +124,17 @@ def main(argv=None):
     parser.add_argument("-k", default="", help="only properties whose name contains this")
     parser.add_argument("--no-mutations", action="store_true",
                         help="do not check the mutations")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count(),
+                        help="checks that run at once (default: one per core)")
     args = parser.parse_args(argv)
     selected = [prop for prop in PROPERTIES
                 if args.k in prop.name and (prop.fast or not args.fast)]
     if not selected:
         parser.error(f"no property matches -k {args.k!r}")
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, not {args.jobs}")
     rows = _rows(selected, args.build, not args.no_mutations,
-                 lambda text: print(text, flush=True))
+                 lambda text: print(text, flush=True), args.jobs)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "formal.md").write_text(_markdown(rows))
     (args.out / "formal.json").write_text(json.dumps(rows, indent=2) + "\n")

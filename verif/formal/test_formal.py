@@ -2,10 +2,12 @@
 and fails, with a counterexample trace, on its mutation (the whole controller's mutations in
 the slow tier). ``make formal`` runs all of them."""
 
+import json
 from unittest import mock
 
 import pytest
 
+import formal.run
 import hdl.controller
 from bench.sim import simulate
 from bench.simulators import BUILD
@@ -149,3 +151,21 @@ def test_identity_write_depth_reaches_its_mutation():
         (f"PORT_DEPTHS[IdentityWriteChangesOnlyItsLine] is {depth}; the earliest read its "
          f"mutation can break is answered on clock {clocks['drs']} ({clocks}): set it to "
          f"{clocks['drs'] + 1}")
+
+
+def test_make_formal_runs_checks_side_by_side_and_reports_them_in_order(tmp_path, capsys):
+    """``python -m formal.run --jobs 2``: a property and its mutation solved at once, both in
+    the report, in the catalogue's order, with their verdicts; and a bad ``--jobs`` refused."""
+    name = next(prop.name for prop in FAST if prop.design == "AggregationDatapath")
+    status = formal.run.main(["--fast", "-k", name, "--jobs", "2", "--out", str(tmp_path),
+                              "--build", str(tmp_path / "build")])
+    (row,) = json.loads((tmp_path / "formal.json").read_text())
+    assert status == 0 and (row["property"], row["result"], row["mutation"]["result"]) == \
+        (name, "PASS", "FAIL"), row
+    assert f"| {row['harness']} |" in (tmp_path / "formal.md").read_text()
+    assert capsys.readouterr().out.splitlines()[:2] == [
+        f"{name}: PASS ({row['seconds']:.1f} s)",
+        f"{name} with {row['mutation']['name']}: FAIL ({row['mutation']['seconds']:.1f} s)"]
+    with pytest.raises(SystemExit):
+        formal.run.main(["--jobs", "0"])
+    assert "--jobs must be at least 1, not 0" in capsys.readouterr().err
