@@ -1,6 +1,7 @@
 """The fast formal checks (``formal.properties``, ``fast``): each property holds on its design,
 and fails, with a counterexample trace, on its mutation (the whole controller's mutations in
-the slow tier). ``make formal`` runs all of them."""
+the slow tier). ``make formal`` runs all of them. Also in simulation, the earliest trace of
+two bounded checks' mutations, which their depths must reach, and ``make formal``'s runner."""
 
 import json
 from unittest import mock
@@ -18,6 +19,7 @@ from formal.controller import (
 )
 from formal.mutations import MUTATIONS
 from formal.properties import (
+    POOL_DEPTHS,
     PORT_CONFIG,
     PORT_DEPTHS,
     PROPERTIES,
@@ -25,7 +27,11 @@ from formal.properties import (
     check_property,
 )
 from formal.sby import Check
+from formal.slots import ReadReflectsEveryContribution
+from hdl.slot_ops import SlotOp
+from hdl.slots import SlotPool
 from spec.cxl import ReqOpcode, RwDOpcode
+from spec.params import Mode
 
 FAST = [prop for prop in PROPERTIES if prop.fast]
 
@@ -169,3 +175,64 @@ def test_make_formal_runs_checks_side_by_side_and_reports_them_in_order(tmp_path
     with pytest.raises(SystemExit):
         formal.run.main(["--jobs", "0"])
     assert "--jobs must be at least 1, not 0" in capsys.readouterr().err
+
+
+def _pool_race(params):
+    """Clocks of the earliest trace in which a contribution's lane counts could be missing
+    from a read's answer (:class:`formal.slots.ReadReflectsEveryContribution`), in
+    ``amaranth.sim`` with the pool of the harness at ``params``: a whole-line contribution to
+    line 0 offered from clock 0 (the pool takes its first op once its reset's scan of the
+    slots is over), a ``READ`` of it offered from the clock after its take. Device memory
+    is the harness's as fast as it can be: it takes a fill read at once and gives a line on
+    every clock after it; results are taken at once. Returns ``{event: clock}`` for
+    ``contribution`` and ``read`` (taken), ``fill`` (the first read taken) and ``answer``
+    (the read's result)."""
+    p = params.datapath
+    dut = SlotPool(params, user_width=1)
+    clocks = {}
+
+    async def testbench(ctx):
+        ctx.set(dut.result.ready, 1)
+        ctx.set(dut.op.payload, {"kind": SlotOp.CONTRIBUTE, "tag": 0, "index": 0,
+                                 "data": (1 << p.line_bits) - 1, "full_line": 1,
+                                 "mode": Mode.GBINARY, "threshold": 1, "expected": p.capacity,
+                                 "user": 0})
+        ctx.set(dut.op.valid, 1)
+        left = 0                            # lines of the fill read still to come
+        for clock in range(RACE_CLOCKS):
+            ctx.set(dut.fill_read.ready, not left)
+            ctx.set(dut.fill_data.valid, (1 << dut.slices) - 1 if left else 0)
+            taken = ctx.get(dut.op.valid) and ctx.get(dut.op.ready)
+            if taken:
+                clocks.setdefault("read" if "contribution" in clocks else "contribution",
+                                  clock)
+            if ctx.get(dut.fill_read.valid) and not left:
+                clocks.setdefault("fill", clock)
+                left = ctx.get(dut.fill_read.payload.beats) + 1
+            if ctx.get(dut.result.valid) and ctx.get(dut.result.payload.user):
+                clocks.setdefault("answer", clock)
+            left = max(left - 1, 0)
+            await ctx.tick()
+            if taken:
+                ctx.set(dut.op.payload.kind, SlotOp.READ)
+                ctx.set(dut.op.payload.user, 1)
+                ctx.set(dut.op.valid, "read" not in clocks)
+    simulate(dut, testbench, clock=1e-8, name="pool_race")
+    return clocks
+
+
+def test_pool_read_depth_reaches_its_mutation():
+    """The depth of :class:`ReadReflectsEveryContribution` is that of the earliest clock its
+    mutation (a contribution's slot write that keeps the lane counts from before it) can
+    show: that of a read answered right behind the first contribution to its line, which
+    missed and was filled. A lag on the way moves that clock beyond the depth (stop 73's
+    result queue lag did), and the mutation would escape."""
+    clocks = _pool_race(PORT_CONFIG)
+    assert clocks.keys() == {"contribution", "read", "fill", "answer"}, \
+        f"the race at {PORT_CONFIG.name} did not finish within {RACE_CLOCKS} clocks: {clocks}"
+    assert clocks["contribution"] < clocks["fill"] < clocks["answer"], clocks
+    depth, _ = POOL_DEPTHS[ReadReflectsEveryContribution]
+    assert depth == clocks["answer"] + 1, \
+        (f"POOL_DEPTHS[ReadReflectsEveryContribution] is {depth}; the earliest read its "
+         f"mutation can break is answered on clock {clocks['answer']} ({clocks}): set it to "
+         f"{clocks['answer'] + 1}")
