@@ -1,7 +1,8 @@
 """The fast formal checks (``formal.properties``, ``fast``): each property holds on its design,
 and fails, with a counterexample trace, on its mutation (the whole controller's mutations in
 the slow tier). ``make formal`` runs all of them. Also in simulation, the earliest trace of
-two bounded checks' mutations, which their depths must reach, and ``make formal``'s runner."""
+the deep bounded checks' mutations, which their depths must reach, and ``make formal``'s
+runner."""
 
 import json
 from unittest import mock
@@ -27,7 +28,7 @@ from formal.properties import (
     check_property,
 )
 from formal.sby import Check
-from formal.slots import ReadReflectsEveryContribution
+from formal.slots import LineCountExactThroughEvictions, ReadReflectsEveryContribution
 from hdl.slot_ops import SlotOp
 from hdl.slots import SlotPool
 from spec.cxl import ReqOpcode, RwDOpcode
@@ -177,16 +178,17 @@ def test_make_formal_runs_checks_side_by_side_and_reports_them_in_order(tmp_path
     assert "--jobs must be at least 1, not 0" in capsys.readouterr().err
 
 
-def _pool_race(params):
-    """Clocks of the earliest trace in which a contribution's lane counts could be missing
-    from a read's answer (:class:`formal.slots.ReadReflectsEveryContribution`), in
-    ``amaranth.sim`` with the pool of the harness at ``params``: a whole-line contribution to
-    line 0 offered from clock 0 (the pool takes its first op once its reset's scan of the
-    slots is over), a ``READ`` of it offered from the clock after its take. Device memory
-    is the harness's as fast as it can be: it takes a fill read at once and gives a line on
-    every clock after it; results are taken at once. Returns ``{event: clock}`` for
-    ``contribution`` and ``read`` (taken), ``fill`` (the first read taken) and ``answer``
-    (the read's result)."""
+def _pool_race(params, behind):
+    """Clocks of the earliest trace in which a contribution could be missing from what the
+    slot pool of the harnesses (:mod:`formal.slots`) gives for its line, in ``amaranth.sim``
+    at ``params``: a whole-line contribution to line 0 offered from clock 0 (the pool takes
+    its first op once its reset's scan of the slots is over), and an op of kind ``behind``
+    (a ``READ`` of the line, a ``FLUSH`` of its slot) offered from the clock after its take.
+    Device memory is the harness's as fast as it can be: it takes a fill read at once and
+    gives a line on every clock after it; results and write-backs are taken at once, and
+    none is pending. Returns ``{event: clock}`` for ``contribution`` and ``behind`` (taken),
+    ``fill`` (the first read taken), ``answer`` (the result of ``behind``, if it has one)
+    and ``idle`` (the first clock after ``behind``'s take that the pool is idle)."""
     p = params.datapath
     dut = SlotPool(params, user_width=1)
     clocks = {}
@@ -204,19 +206,21 @@ def _pool_race(params):
             ctx.set(dut.fill_data.valid, (1 << dut.slices) - 1 if left else 0)
             taken = ctx.get(dut.op.valid) and ctx.get(dut.op.ready)
             if taken:
-                clocks.setdefault("read" if "contribution" in clocks else "contribution",
+                clocks.setdefault("behind" if "contribution" in clocks else "contribution",
                                   clock)
             if ctx.get(dut.fill_read.valid) and not left:
                 clocks.setdefault("fill", clock)
                 left = ctx.get(dut.fill_read.payload.beats) + 1
             if ctx.get(dut.result.valid) and ctx.get(dut.result.payload.user):
                 clocks.setdefault("answer", clock)
+            if "behind" in clocks and clock > clocks["behind"] and ctx.get(dut.idle):
+                clocks.setdefault("idle", clock)
             left = max(left - 1, 0)
             await ctx.tick()
             if taken:
-                ctx.set(dut.op.payload.kind, SlotOp.READ)
+                ctx.set(dut.op.payload.kind, behind)
                 ctx.set(dut.op.payload.user, 1)
-                ctx.set(dut.op.valid, "read" not in clocks)
+                ctx.set(dut.op.valid, "behind" not in clocks)
     simulate(dut, testbench, clock=1e-8, name="pool_race")
     return clocks
 
@@ -227,8 +231,8 @@ def test_pool_read_depth_reaches_its_mutation():
     show: that of a read answered right behind the first contribution to its line, which
     missed and was filled. A lag on the way moves that clock beyond the depth (stop 73's
     result queue lag did), and the mutation would escape."""
-    clocks = _pool_race(PORT_CONFIG)
-    assert clocks.keys() == {"contribution", "read", "fill", "answer"}, \
+    clocks = _pool_race(PORT_CONFIG, SlotOp.READ)
+    assert clocks.keys() == {"contribution", "behind", "fill", "answer", "idle"}, \
         f"the race at {PORT_CONFIG.name} did not finish within {RACE_CLOCKS} clocks: {clocks}"
     assert clocks["contribution"] < clocks["fill"] < clocks["answer"], clocks
     depth, _ = POOL_DEPTHS[ReadReflectsEveryContribution]
@@ -236,3 +240,19 @@ def test_pool_read_depth_reaches_its_mutation():
         (f"POOL_DEPTHS[ReadReflectsEveryContribution] is {depth}; the earliest read its "
          f"mutation can break is answered on clock {clocks['answer']} ({clocks}): set it to "
          f"{clocks['answer'] + 1}")
+
+
+def test_pool_count_depth_reaches_its_mutation():
+    """The depth of :class:`LineCountExactThroughEvictions` reaches the earliest clock its
+    mutation (slot writes that leave the slot clean, so that a flush writes nothing back)
+    can show: the first clock the pool is idle after a flush of the slot of the line's first
+    contribution, on the mutant, when device memory still lacks the contribution."""
+    with MUTATIONS["LineCountExactThroughEvictions"].applied():
+        clocks = _pool_race(PORT_CONFIG, SlotOp.FLUSH)
+    assert {"contribution", "behind", "idle"} <= clocks.keys(), \
+        f"the race at {PORT_CONFIG.name} did not finish within {RACE_CLOCKS} clocks: {clocks}"
+    depth, _ = POOL_DEPTHS[LineCountExactThroughEvictions]
+    assert depth >= clocks["idle"] + 1, \
+        (f"POOL_DEPTHS[LineCountExactThroughEvictions] is {depth}; the mutant's pool is idle "
+         f"with the line's contribution missing from memory on clock {clocks['idle']} "
+         f"({clocks}): raise it to at least {clocks['idle'] + 1}")
