@@ -733,6 +733,15 @@ def markdown(report):
     return "\n".join(out) + "\n"
 
 
+def _grouped_table(rows, key):
+    """Markdown rows of endpoint groups (:mod:`synth.sta`'s, grouped by ``key``: "register"
+    or "block"): their endpoints, failing ones, worst slack and where it starts from."""
+    return [f"| {key} | endpoints | failing | worst slack ns | worst path from |",
+            "|---|---|---|---|---|"] + [
+        f"| `{g[key]}` | {g['endpoints']:,} | {g['failing']:,} | {g['worst_slack_ns']} | "
+        f"`{g['worst_from']}` |" for g in rows]
+
+
 def _slack_tables(designs):
     """For each placed design, its first routed seed's endpoints by register, worst first, and by
     block, most failing first: what stands between the design and its constraint, and where."""
@@ -744,29 +753,17 @@ def _slack_tables(designs):
         out += ["", f"{d['design']} {d['config']}, seed {r['seed']}: the {SLACK_ROWS} registers "
                 f"with the worst slack at {r['constraint_mhz']:g} MHz (a register's copies "
                 "count together, `*` for their index; the register its worst path starts "
-                "from):", "",
-                "| register | endpoints | failing | worst slack ns | worst path from |",
-                "|---|---|---|---|---|"]
-        out += [f"| `{f['register']}` | {f['endpoints']:,} | {f['failing']:,} | "
-                f"{f['worst_slack_ns']} | `{f['worst_from']}` |" for f in r["slack_by_register"]]
+                "from):", "", *_grouped_table(r["slack_by_register"], "register")]
         if r["failing_by_block"]:
             out += ["", f"The same placement's failing endpoints by block (the first two levels "
                     f"of the cell's name), at most {SLACK_ROWS}, most failing first:", "",
-                    "| block | endpoints | failing | worst slack ns | worst path from |",
-                    "|---|---|---|---|---|"]
-            out += [f"| `{b['block']}` | {b['endpoints']:,} | {b['failing']:,} | "
-                    f"{b['worst_slack_ns']} | `{b['worst_from']}` |"
-                    for b in r["failing_by_block"]]
+                    *_grouped_table(r["failing_by_block"], "block")]
         first = r.get("failing_first")
         if first and first["registers"]:
             out += ["", f"Every register of the same placement with an endpoint that fails "
                     f"{first['mhz']:g} MHz, the first clock counted above: "
                     f"{len(first['registers']):,} of them, worst first (slack at "
-                    f"{first['mhz']:g} MHz):", "",
-                    "| register | endpoints | failing | worst slack ns | worst path from |",
-                    "|---|---|---|---|---|"]
-            out += [f"| `{f['register']}` | {f['endpoints']:,} | {f['failing']:,} | "
-                    f"{f['worst_slack_ns']} | `{f['worst_from']}` |" for f in first["registers"]]
+                    f"{first['mhz']:g} MHz):", "", *_grouped_table(first["registers"], "register")]
         wires = r.get("direct_wires")
         if wires and wires["failing"]:
             out += ["", f"Of the same placement's {wires['connections']:,} connections from a "
