@@ -11,7 +11,14 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory, address_copies, copy_slices
+from .bram import (
+    PRIMITIVES,
+    READ_LATENCY,
+    Interleave,
+    RegisteredMemory,
+    address_copies,
+    copy_slices,
+)
 from .credit import CreditReceiver, CreditSender, credit_loop
 from .pipeline import (
     PipelineRegister,
@@ -102,10 +109,14 @@ class AxiMemoryPort(wiring.Component):
       channel in the order the writes were taken (a clock's burst first, then its line): W
       may go ahead of AW (AXI4 allows it), so one-line writes go at one per clock even to a
       memory that takes a burst's W only after its AW. Each kind of write has a ring of its
-      own, a burst's line ``b`` in bank ``b``, a one-line write's line and byte enables in
+      own, a burst's lines in the burst bank, a one-line write's line and byte enables in
       the line bank, and a ring of one bit per write keeps their order. The banks are block
       RAM (:class:`hdl.bram.RegisteredMemory`, read two clocks after the address): a line
       queue of LUT RAM is a hundred cells spread over the die, a block RAM column is 36 bits.
+      The burst bank holds a burst's lines interleaved (:class:`hdl.bram.Interleave`): each
+      block column holds the same bits of every beat, so that the beat W sends is chosen
+      beside each block, from its own outputs (with a bank per beat, each bit's choice
+      gathered the outputs of blocks spread over the die, and routing failed there).
       A take moves only pointers: each bank is written on every clock at its ring's next
       free entry, taken or not (the line bank ``LINE_LAG`` clocks late, when the owner gives
       the line, at copies of the entry it was taken at), so that no bank's address depends
@@ -204,6 +215,9 @@ class AxiMemoryPort(wiring.Component):
         # Copies of the entries the one-line bank (a line and its byte enables) is written and
         # read at: one per group of its block columns.
         self._line_copies = address_copies(line_bits + line_bits // 8)
+        # A burst's lines in one word of the burst bank, each block column holding the same
+        # bits of every beat.
+        self._interleave = Interleave(width=line_bits, ways=burst_beats)
         # Entries of each kind's ring: a power of two (the pointers wrap), with one free
         # beyond what may be held, the one written on every clock. The order ring has room
         # for every write held and the two a clock may take.
@@ -237,20 +251,21 @@ class AxiMemoryPort(wiring.Component):
 
     @property
     def banks(self):
-        """The W banks by name: ``(kind, width, depth)`` of each, a burst line's (kind
-        ``"burst"``, one per beat) and the one-line writes' (``"line"``: a line and its byte
-        enables)."""
+        """The W banks by name: ``(kind, width, depth)`` of each, the bursts' (kind
+        ``"burst"``: a burst's lines interleaved) and the one-line writes' (``"line"``: a line
+        and its byte enables)."""
         line_bits = self._line_bits
-        banks = {f"w_bank{b}": ("burst", line_bits, self._entries["burst"])
-                 for b in range(self._burst_beats)}
-        banks["w_line"] = ("line", line_bits + line_bits // 8, self._entries["line"])
-        return banks
+        return {"w_bursts": ("burst", self._interleave.word_bits, self._entries["burst"]),
+                "w_line": ("line", line_bits + line_bits // 8, self._entries["line"])}
 
     @property
     def bank_groups(self):
-        """The address groups of a burst's banks: the slices of a line's bits that one copy
-        of the banks' write and read entries reaches (:func:`hdl.bram.copy_slices`)."""
-        return copy_slices(self._line_bits, address_copies(self._line_bits))
+        """The address groups of the burst bank: the slices of a line's bits (of every beat)
+        that one copy of the bank's write and read entries reaches
+        (:func:`hdl.bram.copy_slices`)."""
+        word_bits = self._interleave.word_bits
+        return [self._interleave.value_bits(bits)
+                for bits in copy_slices(word_bits, address_copies(word_bits))]
 
     def elaborate(self, platform):
         m = Module()
@@ -458,16 +473,16 @@ class AxiMemoryPort(wiring.Component):
                                       len(self.groups), "w_bank")
 
     def _w_banks(self, m, w):
-        """The banks, a burst line's each and one for one-line writes (a line and its byte
-        enables), block RAM read :data:`hdl.bram.READ_LATENCY` clocks after its address; the
-        line read, chosen in each column group by the group's copy of the bank, joins its
-        beat's flags, and the W queue (:class:`hdl.credit.CreditReceiver`) that W leaves
-        from."""
-        line_bits = self._line_bits
+        """The banks, the bursts' (a burst's lines interleaved) and the one-line writes' (a
+        line and its byte enables), block RAM read :data:`hdl.bram.READ_LATENCY` clocks after
+        its address; the line read, chosen in each column group by the group's copy of the
+        beat (the line bank: number ``burst_beats``), joins its beat's flags, and the W queue
+        (:class:`hdl.credit.CreditReceiver`) that W leaves from."""
+        line_bits, interleave = self._line_bits, self._interleave
         burst_lines = self.write_burst.payload.lines
-        sources = {f"w_bank{b}": burst_lines[b * line_bits:][:line_bits]
-                   for b in range(self._burst_beats)}
-        sources["w_line"] = Cat(self.write_line.payload.line, self.write_line.payload.strobe)
+        sources = {"w_bursts": interleave.pack(burst_lines[b * line_bits:][:line_bits]
+                                               for b in range(self._burst_beats)),
+                   "w_line": Cat(self.write_line.payload.line, self.write_line.payload.strobe)}
         outputs = []
         for name, (kind, width, depth) in self.banks.items():
             source = sources[name]
@@ -477,7 +492,8 @@ class AxiMemoryPort(wiring.Component):
             m.d.comb += [bank.write_data.eq(source), bank.write_en.eq((1 << copies) - 1),
                          *(bank.write_addr[k].eq(w.produce[kind][k]) for k in range(copies)),
                          *(bank.read_addr[k].eq(w.read_at[kind][k]) for k in range(copies))]
-            outputs.append(bank.read_data)
+            outputs += ([interleave.unpack(bank.read_data, b) for b in range(self._burst_beats)]
+                        if kind == "burst" else [bank.read_data])
         # The read's flags, in step with its line.
         flags = w.read
         for k in range(READ_LATENCY):

@@ -16,7 +16,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["PRIMITIVES", "READ_LATENCY", "ECP5_DEPTH", "ECP5_WIDTH", "BLOCKS_PER_COPY",
-           "address_copies", "copy_slices", "ecp5_blocks", "RegisteredMemory"]
+           "address_copies", "copy_slices", "ecp5_blocks", "Interleave", "RegisteredMemory"]
 
 #: The vendor primitive forms a design can be generated with (``None``: inferred memories).
 PRIMITIVES = (None, "ecp5")
@@ -57,6 +57,54 @@ def ecp5_blocks(width, depth):
     """How many DP16KD blocks the ECP5 form of a :class:`RegisteredMemory` of ``depth`` words
     of ``width`` bits takes: its block columns times its banks."""
     return -(-width // ECP5_WIDTH) * -(-depth // ECP5_DEPTH)
+
+
+class Interleave:
+    """Several values of ``width`` bits (``ways``) side by side in one word, laid out so that
+    each block column (:data:`ECP5_WIDTH` bits) holds the same bits of every value: ``chunk``
+    bits of each, value 0's first. A choice among the values read from a
+    :class:`RegisteredMemory` of such words is then made beside each block, from its own
+    outputs, not from blocks spread over the die.
+
+    Bit ``i`` of value ``v`` is at ``(i // chunk) * group_bits + v * chunk + i % chunk``, where
+    a group (the ``chunk`` bits of every value) fills whole block columns; the bits beyond the
+    values (padding) are 0.
+    """
+
+    def __init__(self, *, width, ways):
+        if not isinstance(width, int) or width < 1:
+            raise ValueError(f"width must be a positive integer, not {width!r}")
+        if not isinstance(ways, int) or ways < 1:
+            raise ValueError(f"ways must be a positive integer, not {ways!r}")
+        self.width, self.ways = width, ways
+        self.chunk = max(1, ECP5_WIDTH // ways)
+        self.group_bits = -(-ways * self.chunk // ECP5_WIDTH) * ECP5_WIDTH
+        self._groups = -(-width // self.chunk)
+
+    @property
+    def word_bits(self):
+        """Bits of a word: whole groups."""
+        return self._groups * self.group_bits
+
+    def pack(self, values):
+        """The word holding ``values`` (``ways`` values of ``width`` bits each)."""
+        padded = [Cat(value, C(0, self._groups * self.chunk - self.width)) for value in values]
+        pad = C(0, self.group_bits - self.ways * self.chunk)
+        return Cat(*(Cat(*(value[g * self.chunk:][:self.chunk] for value in padded), pad)
+                     for g in range(self._groups)))
+
+    def unpack(self, word, way):
+        """Value ``way`` of ``word``."""
+        start = way * self.chunk
+        return Cat(*(word[g * self.group_bits + start:][:self.chunk]
+                     for g in range(self._groups)))[:self.width]
+
+    def value_bits(self, word_bits):
+        """The bits of the values that the slice ``word_bits`` of a word holds (of some of
+        them), as a slice: the groups it touches."""
+        first = word_bits.start // self.group_bits
+        last = -(-word_bits.stop // self.group_bits)
+        return slice(first * self.chunk, min(self.width, last * self.chunk))
 
 
 class RegisteredMemory(wiring.Component):

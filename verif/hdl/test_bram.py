@@ -1,14 +1,16 @@
 """The block RAM with a registered output (hdl.bram): its two-clock read in the portable form
 under ``amaranth.sim``, and the ECP5 form (DP16KD instances) under Icarus Verilog against a
-model of the block in its 512 x 36 mode, both against the same reference."""
+model of the block in its 512 x 36 mode, both against the same reference; and the interleaved
+layout of several values in its words."""
 
 import subprocess
 
 import numpy as np
 import pytest
+from amaranth import Const
 
 from bench.sim import simulate
-from hdl.bram import ECP5_DEPTH, ECP5_WIDTH, READ_LATENCY, RegisteredMemory
+from hdl.bram import ECP5_DEPTH, ECP5_WIDTH, READ_LATENCY, Interleave, RegisteredMemory
 from hdl.generate import component_verilog
 
 #: A model of the DP16KD as ``RegisteredMemory`` sets it up (the LFE5U's sysMEM block in its
@@ -227,3 +229,47 @@ def test_each_copy_of_the_addresses_reaches_its_group_of_columns_only(tmp_path, 
         shown = f"{value:#x}" if isinstance(value, int) else value
         assert value == expected, \
             f"{form} form, {what}: {shown}, expected {expected:#x} (one column of ones)"
+
+
+@pytest.mark.parametrize("width,ways", [(512, 4), (64, 5), (70, 1), (40, 40), (9, 3)])
+def test_interleave_puts_each_bit_of_every_value_in_one_block_column(width, ways):
+    """Each value's bit ``i`` is where the layout says, in the same block column as bit ``i``
+    of every other value; ``unpack`` gives each value back; padding is 0; ``value_bits`` of
+    a block column covers the value bits it holds."""
+    layout = Interleave(width=width, ways=ways)
+    rng = np.random.default_rng(width * 100 + ways)
+    values = [int.from_bytes(rng.bytes(-(-width // 8)), "little") % (1 << width)
+              for _ in range(ways)]
+    word = Const.cast(layout.pack(Const(v, width) for v in values)).value
+    assert word >> layout.word_bits == 0 and layout.word_bits % ECP5_WIDTH == 0, \
+        f"width {width}, ways {ways}: a word of {layout.word_bits} bits (not whole columns)"
+    placed = 0
+    for i in range(width):
+        positions = [(i // layout.chunk) * layout.group_bits + v * layout.chunk + i % layout.chunk
+                     for v in range(ways)]
+        columns = {p // ECP5_WIDTH for p in positions}
+        assert len(columns) == 1 or layout.chunk == 1, \
+            f"width {width}, ways {ways}: bit {i} of the values in block columns {columns}"
+        for v, position in enumerate(positions):
+            assert (word >> position) & 1 == (values[v] >> i) & 1, \
+                f"width {width}, ways {ways}: bit {i} of value {v} not at word bit {position}"
+            placed |= 1 << position
+            covered = layout.value_bits(slice(position // ECP5_WIDTH * ECP5_WIDTH,
+                                              (position // ECP5_WIDTH + 1) * ECP5_WIDTH))
+            assert covered.start <= i < covered.stop, \
+                f"width {width}, ways {ways}: value_bits of bit {position}'s column is " \
+                f"{covered}, without bit {i}"
+    assert word & ~placed == 0, f"width {width}, ways {ways}: padding bits not 0"
+    for v in range(ways):
+        got = Const.cast(layout.unpack(Const(word, layout.word_bits), v)).value
+        assert got == values[v], f"width {width}, ways {ways}: value {v} unpacked as " \
+                                 f"{got:#x}, packed {values[v]:#x}"
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"width": 0, "ways": 4}, "width must be a positive integer"),
+    ({"width": 8, "ways": 0}, "ways must be a positive integer"),
+])
+def test_interleave_rejects_bad_parameters(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Interleave(**kwargs)
