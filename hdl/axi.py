@@ -97,14 +97,14 @@ class AxiMemoryPort(wiring.Component):
       register, and ``ARREADY`` reaches no logic of the owner.
     - ``write_burst`` (``burst_beats`` lines, every byte enabled) is taken on every clock it
       is valid: it has no ``ready``. Its owner keeps at most ``bursts`` of them in the port,
-      by ``bursts_held``, a register: the bursts in the W buffer (below) as of the last clock
-      edge, those whose AW has not left for the AW register or whose W has not all gone. So
-      a slot pool's write-backs leave its result unit straight into the port, and wait
-      nowhere else.
+      by ``bursts_held``, a register: the bursts in the W buffer (below) taken up to the last
+      clock edge, less those whose AW had left for the AW register and whose W had all gone
+      by the edge before it (``HELD_LAG``: no channel's ready reaches it). So a slot pool's
+      write-backs leave its result unit straight into the port, and wait nowhere else.
     - ``write_line`` (one line, with its byte enables) is taken while ``ready``, a register
-      that falls once ``LINE_WRITES`` one-line writes are held, on the same clock as a burst
-      or not. Its ``line`` and ``strobe`` come ``LINE_LAG`` clocks after the take, its ``id``
-      and ``address`` on the take's clock.
+      that falls once ``LINE_WRITES`` one-line writes are held, counted as ``bursts_held``
+      counts bursts, on the same clock as a burst or not. Its ``line`` and ``strobe`` come
+      ``LINE_LAG`` clocks after the take, its ``id`` and ``address`` on the take's clock.
     - Every write waits in the *W buffer* until its AW and its W beats have gone, each
       channel in the order the writes were taken (a clock's burst first, then its line): W
       may go ahead of AW (AXI4 allows it), so one-line writes go at one per clock even to a
@@ -176,10 +176,17 @@ class AxiMemoryPort(wiring.Component):
     #: an entry from the clock after that.
     FIRST_W = 2 + READ_LATENCY + W_WRITE_LAG + 1
 
+    #: Clock edges from a write's last move (its AW into the AW register or its last W beat)
+    #: to the one after which ``bursts_held`` and ``write_line.ready`` no longer count it:
+    #: the counts' registers, then the room's. The room is made from the counts' registers
+    #: and the clock's takes alone, so that neither ``AWREADY`` and ``WREADY`` nor the
+    #: channels' moves reach the owner within a clock.
+    HELD_LAG = 2
+
     #: One-line writes the W buffer holds: one for each clock from a take until the room it
-    #: held is back (``FIRST_W``, then the room's register), so that they go at one per clock
-    #: to a memory that takes each W beat as it comes.
-    LINE_WRITES = FIRST_W + 1
+    #: held is back (``FIRST_W``, then ``HELD_LAG``), so that they go at one per clock to a
+    #: memory that takes each W beat as it comes.
+    LINE_WRITES = FIRST_W + HELD_LAG
 
     #: Clocks from a one-line write's take to its line and byte enables: they go straight to
     #: the W banks' column groups, and an owner may read them from a queue through a register
@@ -372,8 +379,10 @@ class AxiMemoryPort(wiring.Component):
                 m.d.comb += next_count.eq(unsent[kind, channel] + w.taken[kind])
                 m.d.sync += count.eq(next_count)
                 counts[kind, channel] = count, next_count
-        held = {kind: Mux(counts[kind, "aw"][1] > counts[kind, "w"][1], counts[kind, "aw"][1],
-                          counts[kind, "w"][1]) for kind in ("burst", "line")}
+        # What each kind holds after this clock's takes, at most (``HELD_LAG``): the larger
+        # count as of the last edge, and this clock's take.
+        held = {kind: Mux(counts[kind, "aw"][0] > counts[kind, "w"][0], counts[kind, "aw"][0],
+                          counts[kind, "w"][0]) + w.taken[kind] for kind in ("burst", "line")}
         # Whether any write waits for AW and for W's reads: registers (AW's valid and W's
         # reads, which W's pointers follow, start from a flip-flop). AW's is made from the
         # counts' next values; the reads' leaves out the writes taken on this clock, so that a

@@ -268,9 +268,10 @@ class PoolSlice(wiring.Component):
 
     #: Write-backs the memory port (:class:`hdl.axi.AxiMemoryPort`) holds for the pool, the
     #: queue they wait in: as many as the result queue's entries, and one for each clock from
-    #: the port's take of a write-back to its first W beat (``FIRST_W``), so that the port's
-    #: latency takes no room from the ops.
-    WRITE_BACKS = QUEUE_DEPTH + AxiMemoryPort.FIRST_W
+    #: the port's take of a write-back to its first W beat (``FIRST_W``) and from its last
+    #: beat to its room's return (``HELD_LAG``), so that the port's latency takes no room from
+    #: the ops.
+    WRITE_BACKS = QUEUE_DEPTH + AxiMemoryPort.FIRST_W + AxiMemoryPort.HELD_LAG
 
     #: Clock edges from the one that takes a hit's op on ``op`` to the first that can take its
     #: result on ``result``, with nothing else in the pool: T0, the stages, the unit's input
