@@ -124,12 +124,12 @@ class AxiMemoryPort(wiring.Component):
       for each group of its block columns (a burst bank's: ``bank_groups``).
     - W's beats are read from the banks in order into the *W queue* (``W_QUEUE`` beats),
       which W leaves from: a read needs a credit of the queue (:mod:`hdl.credit`), so
-      ``WREADY`` moves the queue's pointers and the counts of what waits (``bursts_held``),
-      never the entries the banks are read at. The banks read a
-      write from the second clock after its take, as AW sends it (from its register,
-      refilled on the edge after the take's), when the order ring already says which bank
-      holds it, so that no take reaches the choice of the bank; its first beat is on W
-      ``FIRST_W`` clocks after the take.
+      ``WREADY`` moves the queue's pointers and the counts of what waits (which
+      ``bursts_held`` follows a clock later), never the entries the banks are read at. The
+      banks read a write from the second clock after its take, as AW sends it (from its
+      register, refilled on the edge after the take's), when the order ring already says
+      which bank holds it, so that no take reaches the choice of the bank; its first beat is
+      on W ``FIRST_W`` clocks after the take.
     - AW leaves from a register and W from the W queue, read without a clock: ``AWREADY``
       and ``WREADY`` reach no logic of the owner. ``write_response`` is valid for a clock per
       B response, with its ID and ``error``.
@@ -164,10 +164,11 @@ class AxiMemoryPort(wiring.Component):
     """
 
     #: Clocks from a beat's read of the banks to its entry in the W queue's memory, beyond the
-    #: banks' ``READ_LATENCY``: the beat (the line chosen among the banks) is registered
-    #: beside the banks and written at copies of the queue's write pointer that come through a
-    #: tree (:class:`hdl.credit.CreditReceiver`'s ``write_lag``), so that neither the bank
-    #: select's mux nor the queue's valid reaches the queue's far columns within a clock.
+    #: banks' ``READ_LATENCY``: the beat (the line chosen among the burst's beats and the
+    #: line bank) is registered beside the banks and written at copies of the queue's write
+    #: pointer that come through a tree (:class:`hdl.credit.CreditReceiver`'s ``write_lag``),
+    #: so that neither the beat's mux nor the queue's valid reaches the queue's far columns
+    #: within a clock.
     W_WRITE_LAG = 1
 
     #: Clocks from a write's take to its first W beat, with nothing ahead of it: the banks read
@@ -475,9 +476,9 @@ class AxiMemoryPort(wiring.Component):
                                w.after_takes(w_order))),
             line_ahead.eq(Mux(w.read_last, w.after_takes(w_order_ahead2),
                               w.after_takes(w_order_ahead)))]
-        # The bank read: the line bank (number ``beats``) for a one-line write, else the
-        # beat's; a copy for each column group of the banks' data, in step with the data
-        # (:data:`hdl.bram.READ_LATENCY`), through a tree of that many levels.
+        # The line read: the line bank's (number ``beats``) for a one-line write, else the
+        # burst bank's beat; a copy for each column group of the banks' data, in step with the
+        # data (:data:`hdl.bram.READ_LATENCY`), through a tree of that many levels.
         w.bank_copies = register_tree(m, Mux(w.read_line, beats, beat), READ_LATENCY,
                                       len(self.groups), "w_bank")
 

@@ -10,7 +10,7 @@ simulation runs, is an inferred memory and a register behind it, with the same t
 timing.
 """
 
-from amaranth import C, Cat, ClockSignal, Instance, Module, Signal, unsigned
+from amaranth import C, Cat, ClockSignal, Instance, Module, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -68,7 +68,9 @@ class Interleave:
 
     Bit ``i`` of value ``v`` is at ``(i // chunk) * group_bits + v * chunk + i % chunk``, where
     a group (the ``chunk`` bits of every value) fills whole block columns; the bits beyond the
-    values (padding) are 0.
+    values (padding) are 0. With more than :data:`ECP5_WIDTH` values a group (a bit of each)
+    spans several columns, and a number of values that does not divide it leaves part of each
+    group's last column unused (19 values: 17 of its 36 bits).
     """
 
     def __init__(self, *, width, ways):
@@ -88,6 +90,10 @@ class Interleave:
 
     def pack(self, values):
         """The word holding ``values`` (``ways`` values of ``width`` bits each)."""
+        values = [Value.cast(value) for value in values]
+        if len(values) != self.ways or any(len(value) != self.width for value in values):
+            raise ValueError(f"pack takes {self.ways} values of {self.width} bits, not "
+                             f"{[len(value) for value in values]}")
         padded = [Cat(value, C(0, self._groups * self.chunk - self.width)) for value in values]
         pad = C(0, self.group_bits - self.ways * self.chunk)
         return Cat(*(Cat(*(value[g * self.chunk:][:self.chunk] for value in padded), pad)

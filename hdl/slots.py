@@ -787,8 +787,9 @@ class SlotPool(wiring.Component):
         columns of the lines (:meth:`slice_of`), for a taker that steers those columns by a
         copy of its own (pipeline rule 2).
     write_backs_held : In(range(WRITE_BACKS + 1))
-        Write-backs the memory port holds, as of the last clock edge: the pool makes one only
-        while it has room for it there, ``WRITE_BACKS`` in all.
+        Write-backs the memory port holds, at most (``AxiMemoryPort.bursts_held``: a
+        write-back's room comes back ``HELD_LAG`` clocks after its last move): the pool makes
+        one only while it has room for it there, ``WRITE_BACKS`` in all.
     fill_read : Out(stream.Signature(fill_command_layout(params)))
         Device-memory reads of a fill or of a result line; the lines come back on
         ``fill_data`` in order, and the pool takes each on the clock it is valid.

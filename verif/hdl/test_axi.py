@@ -3,7 +3,8 @@ at random. Write bursts (offered whenever ``bursts_held`` allows, never refused)
 writes (offered at random, taken while ``ready``) reach AW and W once each, in the order they
 were taken (a clock's burst before its line), with each line's strobe, full strobes on a burst
 and WLAST on each write's last beat; ``bursts_held`` counts, on every clock, the bursts not yet
-sent on both AW and W, and one-line writes stop at ``LINE_WRITES`` held; every B and R
+sent on both AW and W by ``HELD_LAG`` clocks before, and one-line writes stop at ``LINE_WRITES``
+held; every B and R
 beat comes back with its ID and error (an R beat with an error as a line of 0); read commands
 become one AR each. A write's first W beat leaves ``FIRST_W`` clocks after its take, and W
 then sends a beat on every clock. The W banks here give a wrong word for a read of a word
@@ -18,7 +19,7 @@ from amaranth import Module, Mux, Signal
 import hdl.axi
 from bench.sim import send, simulate
 from hdl.axi import RESP_OKAY, AxiMemoryPort
-from hdl.bram import READ_LATENCY, RegisteredMemory, copy_slices
+from hdl.bram import READ_LATENCY, Interleave, RegisteredMemory, address_copies, copy_slices
 
 LINE_BITS = 32
 BURST_BEATS = 3
@@ -69,6 +70,30 @@ def _port(held=BURSTS, beats=BURST_BEATS, line_bits=LINE_BITS):
                          burst_beats=beats, bursts=held)
 
 
+
+
+@pytest.mark.parametrize("line_bits,beats", [(512, 6), (512, 4), (32, 3), (1024, 8), (64, 40)])
+def test_bank_groups_cover_the_line_once_each_where_its_copy_reaches(line_bits, beats):
+    """The burst bank's address groups (``bank_groups``) cut the line into slices in order,
+    and every beat's bits of a group's slice sit in the block columns its copy of the
+    addresses reaches (:func:`hdl.bram.copy_slices` of the bank's word)."""
+    port = _port(beats=beats, line_bits=line_bits)
+    groups = port.bank_groups
+    where = f"{line_bits}-bit lines, {beats} beats"
+    starts = [0] + [bits.stop for bits in groups[:-1]]
+    assert [bits.start for bits in groups] == starts and groups[-1].stop == line_bits, \
+        f"{where}: bank groups {groups} do not cut 0 to {line_bits} in order"
+    layout = Interleave(width=line_bits, ways=beats)
+    words = copy_slices(layout.word_bits, address_copies(layout.word_bits))
+    assert len(words) == len(groups), f"{where}: {len(groups)} groups, {len(words)} copies"
+    for g, (bits, word) in enumerate(zip(groups, words)):
+        for i in range(bits.start, bits.stop):
+            for beat in range(beats):
+                position = ((i // layout.chunk) * layout.group_bits + beat * layout.chunk
+                            + i % layout.chunk)
+                assert word.start <= position < word.stop, \
+                    f"{where}: bit {i} of beat {beat} at word bit {position}, outside group " \
+                    f"{g}'s columns {word}"
 
 def _set_burst_valid(ctx, port, valid):
     """Offer a write burst (or not), its valid's copies alike, as the port's owner keeps them."""

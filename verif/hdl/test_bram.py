@@ -231,39 +231,43 @@ def test_each_copy_of_the_addresses_reaches_its_group_of_columns_only(tmp_path, 
             f"{form} form, {what}: {shown}, expected {expected:#x} (one column of ones)"
 
 
-@pytest.mark.parametrize("width,ways", [(512, 4), (64, 5), (70, 1), (40, 40), (9, 3)])
+@pytest.mark.parametrize("width,ways", [(512, 4), (512, 6), (64, 5), (70, 1), (40, 36),
+                                        (9, 3), (16, 19), (8, 40)])
 def test_interleave_puts_each_bit_of_every_value_in_one_block_column(width, ways):
-    """Each value's bit ``i`` is where the layout says, in the same block column as bit ``i``
-    of every other value; ``unpack`` gives each value back; padding is 0; ``value_bits`` of
-    a block column covers the value bits it holds."""
+    """Each value's bit ``i`` is where the layout says; with at most a column's bits of
+    values, in the same block column as bit ``i`` of every other value; ``unpack`` gives each
+    value back; padding is 0; ``value_bits`` of a block column is exactly the bits it holds."""
     layout = Interleave(width=width, ways=ways)
+    where = f"width {width}, ways {ways}"
     rng = np.random.default_rng(width * 100 + ways)
     values = [int.from_bytes(rng.bytes(-(-width // 8)), "little") % (1 << width)
               for _ in range(ways)]
-    word = Const.cast(layout.pack(Const(v, width) for v in values)).value
-    assert word >> layout.word_bits == 0 and layout.word_bits % ECP5_WIDTH == 0, \
-        f"width {width}, ways {ways}: a word of {layout.word_bits} bits (not whole columns)"
-    placed = 0
+    packed = layout.pack(Const(v, width) for v in values)
+    assert len(packed) == layout.word_bits and layout.word_bits % ECP5_WIDTH == 0, \
+        f"{where}: a word of {len(packed)} bits, word_bits {layout.word_bits} (whole columns)"
+    word = Const.cast(packed).value
+    placed, held = 0, {}
     for i in range(width):
         positions = [(i // layout.chunk) * layout.group_bits + v * layout.chunk + i % layout.chunk
                      for v in range(ways)]
         columns = {p // ECP5_WIDTH for p in positions}
-        assert len(columns) == 1 or layout.chunk == 1, \
-            f"width {width}, ways {ways}: bit {i} of the values in block columns {columns}"
+        assert len(columns) == 1 or ways > ECP5_WIDTH, \
+            f"{where}: bit {i} of the values in block columns {sorted(columns)}"
         for v, position in enumerate(positions):
             assert (word >> position) & 1 == (values[v] >> i) & 1, \
-                f"width {width}, ways {ways}: bit {i} of value {v} not at word bit {position}"
+                f"{where}: bit {i} of value {v} not at word bit {position}"
             placed |= 1 << position
-            covered = layout.value_bits(slice(position // ECP5_WIDTH * ECP5_WIDTH,
-                                              (position // ECP5_WIDTH + 1) * ECP5_WIDTH))
-            assert covered.start <= i < covered.stop, \
-                f"width {width}, ways {ways}: value_bits of bit {position}'s column is " \
-                f"{covered}, without bit {i}"
-    assert word & ~placed == 0, f"width {width}, ways {ways}: padding bits not 0"
+            held.setdefault(position // ECP5_WIDTH, set()).add(i)
+    assert word & ~placed == 0, f"{where}: padding bits not 0"
+    for column, bits in held.items():
+        covered = layout.value_bits(slice(column * ECP5_WIDTH, (column + 1) * ECP5_WIDTH))
+        want = slice(min(bits), max(bits) + 1)
+        assert covered == want, f"{where}: value_bits of block column {column} is {covered}, " \
+                                f"it holds bits {want.start} to {want.stop - 1}"
     for v in range(ways):
         got = Const.cast(layout.unpack(Const(word, layout.word_bits), v)).value
-        assert got == values[v], f"width {width}, ways {ways}: value {v} unpacked as " \
-                                 f"{got:#x}, packed {values[v]:#x}"
+        assert got == values[v], f"{where}: value {v} unpacked as {got:#x}, packed " \
+                                 f"{values[v]:#x}"
 
 
 @pytest.mark.parametrize("kwargs,message", [
@@ -273,3 +277,9 @@ def test_interleave_puts_each_bit_of_every_value_in_one_block_column(width, ways
 def test_interleave_rejects_bad_parameters(kwargs, message):
     with pytest.raises(ValueError, match=message):
         Interleave(**kwargs)
+
+
+@pytest.mark.parametrize("values", [[Const(0, 8)] * 2, [Const(0, 8), Const(0, 7), Const(0, 8)]])
+def test_interleave_packs_only_its_values(values):
+    with pytest.raises(ValueError, match="pack takes 3 values of 8 bits"):
+        Interleave(width=8, ways=3).pack(values)
