@@ -713,7 +713,10 @@ class PoolSlice(wiring.Component):
                                                         "user")),
             miss.op.first.eq(n.t1_first_line),
             miss.miss.eq(n.miss_now), miss.data_ok.eq(n.t1_data_ok),
-            miss.occupant_valid.eq(n.current.valid), miss.p2_valid.eq(n.p2_valid),
+            # Whether T1's slot holds a line: the tag check's register, equal to the slot
+            # word's valid bit once the word is in, so that no decision that moves the stages
+            # waits for the slot's block RAM (read through the forwarding selects).
+            miss.occupant_valid.eq(n.tag_check.occupied), miss.p2_valid.eq(n.p2_valid),
             miss.unit_empty.eq(n.unit_empty), miss.room.eq(n.credit.room),
             # P2 takes a line out of its slot: a retag that installs none, of a slot that
             # held one (from registers and the forwarding select, as ``retag``).

@@ -1,5 +1,7 @@
 """The slot pool's tag check: whether T1's op's line is in its slot (:mod:`hdl.slots`)."""
 
+import types
+
 from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
@@ -69,6 +71,10 @@ class TagCheck(wiring.Component):
         T1's op's line is in its slot (a register).
     hit_next : Out(1)
         ``hit`` after this edge.
+    occupied : Out(1)
+        T1's op's slot holds a line, its own or another (a register, kept as ``hit`` is, but
+        for P2's op of the clock): the valid bit of T1's slot word, which P2's op of the
+        clock is not in, without the slot's block RAM in front of the decisions made of it.
     probe_index, probe_tag : In(ArrayLayout(slot_index_bits, probes)), In(ArrayLayout(...))
         Lines to look up for a prefetch (:class:`hdl.prefetch.FillHints`), each on a read
         port of its own.
@@ -105,7 +111,7 @@ class TagCheck(wiring.Component):
             "p2_install": In(1), "retag": In(1),
             "p2_on_t0": In(1), "p2_on_ta": In(1), "p2_on_t1": In(1),
             "t1_installs": In(1), "t1_on_ta": In(1),
-            "hit": Out(1), "hit_next": Out(1),
+            "hit": Out(1), "hit_next": Out(1), "occupied": Out(1),
             "probe_index": In(data.ArrayLayout(index_bits, probes)),
             "probe_tag": In(data.ArrayLayout(address_bits, probes)),
             "probe_resident": Out(probes),
@@ -126,30 +132,17 @@ class TagCheck(wiring.Component):
                      tags.write_data.eq(late.data), tags.read_addr[0].eq(self.t0_next_index)]
         self._probe(m, late)
 
-        def installs(tag):
-            """Whether P2's op installs line ``tag`` in its slot."""
-            return self.p2_install & (self.p2_tag[lsb:] == tag[lsb:])
-
-        def hit_after_edge(on_slot, tag, before):
-            """Whether a slot holds line ``tag`` after this edge, given that it did
-            (``before``) until it, and whether P2's op is on it (``on_slot``)."""
-            return Mux(retag & on_slot, installs(tag), before)
-
-        # TA's check: its slot's tag as the memory stood two edges before the op entered TA
-        # (the block RAM's word on TA's first clock, ``fresh``, and a register of it after),
-        # unless P2 has given the slot another line or none since, on the edge the op
-        # entered TA included (``ta_retagged``; then ``ta_retag_hit`` says whether the
-        # slot's line is the op's).
+        # TA's slot's word as the memory stood two edges before the op entered TA (the block
+        # RAM's word on TA's first clock, ``fresh``, and a register of it after), unless P2
+        # has given the slot another line or none since, on the edge the op entered TA
+        # included (``ta_retagged``).
         fresh = Signal()
         kept = Signal(self.tag_layout)
         m.d.sync += fresh.eq(self.ta_loads)
         with m.If(fresh):
             m.d.sync += kept.eq(tags.read_data)
-        ta_tag = self.tag_layout(Mux(fresh, tags.read_data, kept))
+        ta_word = self.tag_layout(Mux(fresh, tags.read_data, kept))
         ta_retagged = Signal()
-        ta_retag_hit = Signal()
-        ta_hit = Mux(ta_retagged, ta_retag_hit,
-                     ta_tag.valid & (ta_tag.tag == self.ta_tag[lsb:]))
         # The memory's writes on the next edge (``late``, P2's retag of the last clock) and
         # on the one after it (``late_after``, this clock's), made registers of whether they
         # are to T0's slot a clock before: from P2's slot (or ``late``'s) and T0's next.
@@ -158,29 +151,63 @@ class TagCheck(wiring.Component):
         m.d.sync += [late_on_t0.eq(retag & (self.p2_index == self.t0_next_index)),
                      earlier_on_t0.eq(late.en & (late.addr == self.t0_next_index)),
                      earlier.eq(late.data)]
+        with m.If(self.ta_loads):
+            m.d.sync += ta_retagged.eq((retag & self.p2_on_t0) | late_on_t0 | earlier_on_t0)
+        with m.Elif(retag & self.p2_on_ta):
+            m.d.sync += ta_retagged.eq(1)
+        slots = types.SimpleNamespace(ta_word=ta_word, ta_retagged=ta_retagged,
+                                      late_on_t0=late_on_t0, late=late.data, earlier=earlier)
 
-        def holds(word, tag):
-            """Whether the tag memory's ``word`` puts line ``tag`` in its slot."""
+        # T1's line in its slot: P2's op installs the line, a word holds it.
+        def installs_line(tag):
+            return self.p2_install & (self.p2_tag[lsb:] == tag[lsb:])
+
+        def holds_line(word, tag):
             return word.valid & (word.tag == tag[lsb:])
 
-        newest_hit = Mux(late_on_t0, holds(late.data, self.t0_tag),
-                         holds(earlier, self.t0_tag))
+        self._t1_flag(m, slots, "hit", self.hit, self.hit_next, installs_line, holds_line,
+                      behind_install=self.t1_tag[lsb:] == self.ta_tag[lsb:])
+        # T1's slot occupied: any install fills it, a valid word holds a line. Behind a fast
+        # install, the slot is as P2 finds it (empty: a fast install is into an empty slot),
+        # as T1's slot word is: P2's op of the clock is not in it.
+        self._t1_flag(m, slots, "occupied", self.occupied, Signal(name="occupied_next"),
+                      lambda tag: self.p2_install, lambda word, tag: word.valid,
+                      behind_install=0)
+        return m
+
+    def _t1_flag(self, m, slots, name, flag, flag_next, installs, holds, behind_install):
+        """A register ``flag`` (and its next value ``flag_next``) of what T1's slot holds,
+        kept exact as the op moves from T0 through TA into T1 and P2 retags slots:
+        ``installs(tag)``, whether P2's retag makes the slot hold what the op with line
+        ``tag`` looks for; ``holds(word, tag)``, whether a tag memory word does;
+        ``behind_install``, what an op holds that moves into T1 behind a fast install of its
+        slot (``t1_installs``). ``slots``: what every flag shares (TA's word and whether it
+        was retagged since it was read, and the memory's writes on its way)."""
+        retag = self.retag
+
+        def after_edge(on_slot, tag, before):
+            """The flag of a slot after this edge, given that it was ``before`` until it, and
+            whether P2's op is on it (``on_slot``)."""
+            return Mux(retag & on_slot, installs(tag), before)
+
+        # TA's flag: from its slot's word, or, once retagged, from the newest retag
+        # (``retag_flag``).
+        retag_flag = Signal(name=f"ta_retag_{name}")
+        ta_flag = Mux(slots.ta_retagged, retag_flag, holds(slots.ta_word, self.ta_tag))
+        newest = Mux(slots.late_on_t0, holds(slots.late, self.t0_tag),
+                     holds(slots.earlier, self.t0_tag))
         with m.If(self.ta_loads):
-            m.d.sync += [ta_retagged.eq((retag & self.p2_on_t0) | late_on_t0 | earlier_on_t0),
-                         ta_retag_hit.eq(Mux(retag & self.p2_on_t0, installs(self.t0_tag),
-                                             newest_hit))]
+            m.d.sync += retag_flag.eq(Mux(retag & self.p2_on_t0, installs(self.t0_tag), newest))
         with m.Elif(retag & self.p2_on_ta):
-            m.d.sync += [ta_retagged.eq(1), ta_retag_hit.eq(installs(self.ta_tag))]
+            m.d.sync += retag_flag.eq(installs(self.ta_tag))
         # An op that moves into T1 behind a fast install of its slot: the slot holds T1's line
         # from this edge on.
-        behind_install = self.t1_installs & self.t1_on_ta
-        m.d.comb += self.hit_next.eq(Mux(
+        behind = self.t1_installs & self.t1_on_ta
+        m.d.comb += flag_next.eq(Mux(
             self.ta_moves,
-            Mux(behind_install, self.t1_tag[lsb:] == self.ta_tag[lsb:],
-                hit_after_edge(self.p2_on_ta, self.ta_tag, ta_hit)),
-            hit_after_edge(self.p2_on_t1, self.t1_tag, self.hit)))
-        m.d.sync += self.hit.eq(self.hit_next)
-        return m
+            Mux(behind, behind_install, after_edge(self.p2_on_ta, self.ta_tag, ta_flag)),
+            after_edge(self.p2_on_t1, self.t1_tag, flag)))
+        m.d.sync += flag.eq(flag_next)
 
     def _probe(self, m, late):
         """``probe_resident``: a memory of the valid bits and the lowest ``PROBE_BITS`` tag

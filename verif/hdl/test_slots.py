@@ -239,28 +239,40 @@ class _GoldenRun:
             ctx.set(dut.hold_prefetch, self.hints == "random" and rng.random() < 0.1)
             await ctx.tick()
 
-    def prefetch_line_checker(self, slices):
+    def register_checker(self, slices):
         """A process that checks, on every clock T1 holds an op in any of ``slices`` (the nets
-        of each :class:`PoolSlice`, filled as the simulator elaborates the pool), the miss
-        handler's ``t1_of_prefetch_line`` register against the compare it stands for: T1's
-        line is ``prefetch_tag``'s."""
+        of each :class:`PoolSlice`, filled as the simulator elaborates the pool), registers
+        that stand for a compare or a word made elsewhere against what they stand for: the
+        miss handler's ``t1_of_prefetch_line``, T1's line is ``prefetch_tag``'s; and, once
+        T1's slot word is in (``t1_data_ok``), the tag check's ``occupied``, the word's valid
+        bit."""
         lsb = self.params.accumulator_line_lsb
+        names = ("valid", "data_ok", "tag", "prefetch_tag", "of_prefetch_line", "occupied",
+                 "word_valid")
 
         async def checker(ctx):
             assert slices, "no slice's nets were recorded"
-            watched = [(n.t1_valid, n.t1.tag, n.miss.prefetch_tag, n.miss.t1_of_prefetch_line)
+            watched = [(n.t1_valid, n.t1_data_ok, n.t1.tag, n.miss.prefetch_tag,
+                        n.miss.t1_of_prefetch_line, n.tag_check.occupied, n.current.valid)
                        for n in slices]
             clock = 0
             async for _, _, *values in ctx.tick().sample(*(s for w in watched for s in w)):
                 clock += 1
                 for k in range(len(watched)):
-                    valid, tag, prefetch_tag, flag = values[4 * k:4 * k + 4]
-                    want = tag >> lsb == prefetch_tag >> lsb
-                    if valid and flag != want:
+                    t1 = dict(zip(names, values[len(names) * k:len(names) * (k + 1)]))
+                    where = f"{self.where}, clock {clock}, slice {k}"
+                    if not t1["valid"]:
+                        continue
+                    want = t1["tag"] >> lsb == t1["prefetch_tag"] >> lsb
+                    if t1["of_prefetch_line"] != want:
                         self.errors.append(
-                            f"{self.where}, clock {clock}, slice {k}: t1_of_prefetch_line "
-                            f"{flag}, but T1's tag {tag:#x} and the prefetch's "
-                            f"{prefetch_tag:#x} are {'' if want else 'not '}of one line")
+                            f"{where}: t1_of_prefetch_line {t1['of_prefetch_line']}, but T1's "
+                            f"tag {t1['tag']:#x} and the prefetch's {t1['prefetch_tag']:#x} "
+                            f"are {'' if want else 'not '}of one line")
+                    if t1["data_ok"] and t1["occupied"] != t1["word_valid"]:
+                        self.errors.append(
+                            f"{where}: the tag check's occupied {t1['occupied']}, T1's slot "
+                            f"word (tag {t1['tag']:#x}) valid {t1['word_valid']}")
         return checker
 
     def check_memory(self):
@@ -316,7 +328,7 @@ def test_slot_pool_against_golden(params, slice_bits, seed, hints, stream, data_
     slices = []
     with _recording_nets(slices):
         simulate(run.top, run.driver, run.collector,
-                 processes=[memory, run.hinter, run.prefetch_line_checker(slices)],
+                 processes=[memory, run.hinter, run.register_checker(slices)],
                  clock=CLOCK, until=CLOCK * (WAIT_PER_OP * len(run.ops) + 200))
     assert not run.errors, "\n".join(run.errors[:10])
     run.check_memory()
