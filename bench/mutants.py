@@ -46,8 +46,9 @@ MUTANTS = [
         'CAPACITY (unless it arrives on the clock right after the previous one), so a line '
         'accepts only 2**W - 2 spaced contributions.',
         'hdl/slots.py',
-        'full_taken = register_copies(m, n.next_word.state.n == p.capacity, copies,',
-        'full_taken = register_copies(m, n.next_word.state.n == p.capacity - 1, copies,'),
+        'm, _of_next_word(n, lambda word: word.state.n == p.capacity), copies, "full_taken")',
+        'm, _of_next_word(n, lambda word: word.state.n == p.capacity - 1), copies, '
+        '"full_taken")'),
     Mutant(
         'back_to_back_past_capacity',
         'Back-to-back contributions to a line at capacity are still accepted: the one right '
@@ -89,16 +90,16 @@ MUTANTS = [
         "When an op's slot was written by P2 on the last edge, it takes the word from W2 "
         'instead of W1, so of two contributions to one line two ops apart the first is lost.',
         'hdl/slots.py',
-        'n.current = by_group(m, p, n.entry_layout, sel_w1, n.w1, w2_or_read, "current")',
-        'n.current = by_group(m, p, n.entry_layout, sel_w1, w2, w2_or_read, "current")'),
+        'n.current = by_group(m, p, n.entry_layout, n.sel_w1, n.w1, w2_or_read, "current")',
+        'n.current = by_group(m, p, n.entry_layout, n.sel_w1, w2, w2_or_read, "current")'),
     Mutant(
         'forward_w2_dropped',
         'The W2 forwarding case is dropped: an op whose slot P2 wrote on its read\'s own edge '
         'takes the stale block-RAM word, so of two contributions to one line three ops apart '
         'the first is lost.',
         'hdl/slots.py',
-        'w2_or_read = by_group(m, p, n.entry_layout, sel_w2, w2, rdata, "w2_or_read")',
-        'w2_or_read = by_group(m, p, n.entry_layout, sel_w2, rdata, rdata, "w2_or_read")'),
+        'w2_or_read = by_group(m, p, n.entry_layout, n.sel_w2, w2, n.rdata, "w2_or_read")',
+        'w2_or_read = by_group(m, p, n.entry_layout, n.sel_w2, n.rdata, n.rdata, "w2_or_read")'),
     Mutant(
         'fill_ignores_departed',
         'A miss starts its fill at once even when a line has left its slot since every write '

@@ -175,6 +175,16 @@ def _checked_data_lag(data_lag):
     return data_lag
 
 
+def _of_next_word(n, test):
+    """``test`` (a compare of a slot word's tag or count) of the word P2 takes from T1
+    (``n.next_word``), made of ``test`` of each word it is chosen from, by the last copies of
+    their selects: each compare starts from registers (the slot RAM's output register, W1,
+    W2, T1's op) and only a bit goes through the selects, not a carry chain behind the
+    muxes of a whole word."""
+    current = Mux(n.sel_w1[-1], test(n.w1), Mux(n.sel_w2[-1], test(n.w2), test(n.rdata)))
+    return Mux(n.installing[-1], test(n.miss.filled), current)
+
+
 class PoolSlice(wiring.Component):
     """The slot pool in the lanes of some of the line's columns (``columns``): every slot's
     lanes there, and a whole copy of the pool's control (see the module docstring), with a
@@ -563,11 +573,11 @@ class PoolSlice(wiring.Component):
         # The selects of a slot's word, one copy per column group (pipeline rule 2), and one
         # for the word's other fields.
         copies = p.control_copies + 1
-        sel_w1 = register_copies(m, n.p2_valid & n.p2_on_read, copies, "sel_w1")
-        sel_w2 = register_copies(m, collided, copies, "sel_w2")
-        rdata = n.entry_layout(slots.read_data)
-        w2_or_read = by_group(m, p, n.entry_layout, sel_w2, w2, rdata, "w2_or_read")
-        n.current = by_group(m, p, n.entry_layout, sel_w1, n.w1, w2_or_read, "current")
+        n.sel_w1 = register_copies(m, n.p2_valid & n.p2_on_read, copies, "sel_w1")
+        n.sel_w2 = register_copies(m, collided, copies, "sel_w2")
+        n.w2, n.rdata = w2, n.entry_layout(slots.read_data)
+        w2_or_read = by_group(m, p, n.entry_layout, n.sel_w2, w2, n.rdata, "w2_or_read")
+        n.current = by_group(m, p, n.entry_layout, n.sel_w1, n.w1, w2_or_read, "current")
 
     def _p2(self, m, n):
         """P2's registers: the op of T1 with its slot's word (or the op with its fill, or
@@ -583,8 +593,8 @@ class PoolSlice(wiring.Component):
         # P2 takes a fill only in INSTALL, and nothing else then: the word it takes is the
         # filled one throughout INSTALL, chosen by copies of the miss handler's
         # ``fill_next``.
-        installing = register_copies(m, miss.fill_next, copies, "installing")
-        n.next_word = by_group(m, p, n.entry_layout, installing, miss.filled, n.current,
+        n.installing = register_copies(m, miss.fill_next, copies, "installing")
+        n.next_word = by_group(m, p, n.entry_layout, n.installing, miss.filled, n.current,
                                "next_word")
         # A CLEAR's range check, made in T1 for both words P2 may start from (pipeline rule
         # 3: a carry chain over the address stays out of P2's write enable).
@@ -610,8 +620,9 @@ class PoolSlice(wiring.Component):
             *(n.p2_fields[name].eq(t1[name]) for name in n.stage_fields),
             n.p2_fields.kind.eq(Mux(miss.evict, SlotOp.EVICT, t1.kind)),
             p2_word.eq(n.next_word), n.p2_install.eq(miss.install | miss.fast_install),
-            covered_read.eq(in_clear_range(n.next_word)), covered_w1.eq(in_clear_range(n.word)),
-            n.last_taken.eq(n.next_word.state.n == n.t1_before_last),
+            covered_read.eq(_of_next_word(n, in_clear_range)),
+            covered_w1.eq(Mux(n.fwd1[-1], in_clear_range(n.w1), in_clear_range(p2_word))),
+            n.last_taken.eq(_of_next_word(n, lambda word: word.state.n == n.t1_before_last)),
         ]
         m.d.comb += [n.p2[name].eq(n.p2_fields[name]) for name in n.stage_fields]
         # P2 gives its slot another line (an install) or none (an eviction, a drop, a clear
@@ -634,8 +645,8 @@ class PoolSlice(wiring.Component):
             m, ((Mux(miss.evict, SlotOp.EVICT, t1.kind) == SlotOp.CONTRIBUTE)
                 & aggregates(t1.mode) & t1.full_line), copies, "may_add")
         ternary = register_copies(m, t1.mode == Mode.GTERNARY, groups, "ternary")
-        full_taken = register_copies(m, n.next_word.state.n == p.capacity, copies,
-                                     "full_taken")
+        full_taken = register_copies(
+            m, _of_next_word(n, lambda word: word.state.n == p.capacity), copies, "full_taken")
         # What P2's word tells the op behind it, made without P2's adder (``update.after``).
         full_w1 = register_copies(m, update.after.full, copies, "full_w1")
         full = [Mux(fwd, at_w1, taken) for fwd, at_w1, taken in zip(n.fwd1, full_w1,
