@@ -28,7 +28,8 @@ class IdentityPath(wiring.Component):
     register stage without an enable (pipeline rule 1) into a queue of ``READS_IN_FLIGHT``
     entries, read without a clock, whose read moves only its pointer (a head register would be
     enabled by the responder's decision); a read is taken only while that queue has room for
-    it and every read in flight.
+    it and every read in flight. (The queue takes a line as it is returned and writes it a
+    clock later, from that register, at copies of its write pointer: its ``write_lag``.)
 
     The one-line write port is shared with a clear's zero writes: chosen by the zero phase of
     the last clock, so that the line's mux (the port's W buffer input, spread over the die) is
@@ -122,13 +123,15 @@ class IdentityPath(wiring.Component):
         taken = self.read.valid & self.read.ready
         m.d.comb += self.read_room.eq(queue.w_rdy & (reads_in_flight < self.READS_IN_FLIGHT))
         returned = self.read_data
+        # A line is taken into the queue on the clock it is returned, and written there from
+        # a register a clock later (``write_lag``), at copies of the write pointer that come
+        # through a tree: the port's valid reaches no line column within a clock.
         line = Signal(self.lines.payload.shape(), reset_less=True)
-        line_valid = Signal()
-        m.d.sync += [line_valid.eq(returned.valid & (returned.payload.id == self._host_id)),
-                     line.data.eq(returned.payload.data), line.error.eq(returned.payload.error)]
+        m.d.sync += [line.data.eq(returned.payload.data), line.error.eq(returned.payload.error)]
         m.submodules.lines = lines = EagerFIFO(shape=self.lines.payload.shape(),
-                                               depth=self.READS_IN_FLIGHT)
-        m.d.comb += [lines.w_en.eq(line_valid), lines.w_data.eq(line)]
+                                               depth=self.READS_IN_FLIGHT, write_lag=(0, 1))
+        m.d.comb += [lines.w_en.eq(returned.valid & (returned.payload.id == self._host_id)),
+                     lines.w_data.eq(line)]
         wiring.connect(m, lines.r_stream, wiring.flipped(self.lines))
         m.d.sync += reads_in_flight.eq(reads_in_flight + taken - (lines.r_rdy & lines.r_en))
 
