@@ -91,15 +91,24 @@ MUTANTS = [
         'instead of W1, so of two contributions to one line two ops apart the first is lost.',
         'hdl/slots.py',
         'n.current = by_group(m, p, n.entry_layout, n.sel_w1, n.w1, w2_or_read, "current")',
-        'n.current = by_group(m, p, n.entry_layout, n.sel_w1, w2, w2_or_read, "current")'),
+        'n.current = by_group(m, p, n.entry_layout, n.sel_w1, n.w2, w2_or_read, "current")'),
     Mutant(
         'forward_w2_dropped',
-        'The W2 forwarding case is dropped: an op whose slot P2 wrote on its read\'s own edge '
+        'The W2 forwarding case is dropped: an op whose slot P2 wrote on the edge after its read '
         'takes the stale block-RAM word, so of two contributions to one line three ops apart '
         'the first is lost.',
         'hdl/slots.py',
-        'w2_or_read = by_group(m, p, n.entry_layout, n.sel_w2, w2, n.rdata, "w2_or_read")',
-        'w2_or_read = by_group(m, p, n.entry_layout, n.sel_w2, n.rdata, n.rdata, "w2_or_read")'),
+        'w2_or_read = by_group(m, p, n.entry_layout, n.sel_w2, n.w2, w3_or_read, "w2_or_read")',
+        'w2_or_read = by_group(m, p, n.entry_layout, n.sel_w2, w3_or_read, w3_or_read, '
+        '"w2_or_read")'),
+    Mutant(
+        'forward_w3_dropped',
+        'The W3 forwarding case is dropped: an op whose slot W1 wrote on its read\'s own edge '
+        'takes the stale block-RAM word, so of two contributions to one line four ops apart '
+        'the first is lost.',
+        'hdl/slots.py',
+        'w3_or_read = by_group(m, p, n.entry_layout, n.sel_w3, n.w3, n.rdata, "w3_or_read")',
+        'w3_or_read = by_group(m, p, n.entry_layout, n.sel_w3, n.rdata, n.rdata, "w3_or_read")'),
     Mutant(
         'fill_ignores_departed',
         'A miss starts its fill at once even when a line has left its slot since every write '

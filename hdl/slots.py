@@ -37,9 +37,11 @@ The boxes named in capitals are components of their own, each with its test:
   the result of that check, a register kept exact by every write to the slot since: the
   decision to move on or to miss has no logic in front of it
   (pipeline rule 3). While ``t1_data_ok``, the slot's word is ``current``: the word read, or
-  P2's word of the slot on one of the two clock edges the read could not see (``W1`` on
-  the last, ``W2`` on the one before, whose write lands on the read's own edge: P2's word is
-  written to its slot on the edge ``W1`` takes it).
+  P2's word of the slot on one of the three clock edges the read could not see (``W1`` on
+  the last, ``W2`` on the one before, ``W3`` on the one before that, whose write lands on
+  the read's own edge: P2's word is written to its slot from ``W1``, on the edge after
+  ``W1`` takes it, so that the block RAM's data pins are driven by registers, not by P2's
+  adders).
   An op whose word is not in (after a miss, say) reads its slot again before it moves on
   (``reread``).
 - **P2** adds a contribution in one clock. It starts from T1's ``current``, or from ``W1``
@@ -179,9 +181,10 @@ def _of_next_word(n, test):
     """``test`` (a compare of a slot word's tag or count) of the word P2 takes from T1
     (``n.next_word``), made of ``test`` of each word it is chosen from, by the last copies of
     their selects: each compare starts from registers (the slot RAM's output register, W1,
-    W2, T1's op) and only a bit goes through the selects, not a carry chain behind the
+    W2, W3, T1's op) and only a bit goes through the selects, not a carry chain behind the
     muxes of a whole word."""
-    current = Mux(n.sel_w1[-1], test(n.w1), Mux(n.sel_w2[-1], test(n.w2), test(n.rdata)))
+    current = Mux(n.sel_w1[-1], test(n.w1), Mux(n.sel_w2[-1], test(n.w2),
+                                                 Mux(n.sel_w3[-1], test(n.w3), test(n.rdata))))
     return Mux(n.installing[-1], test(n.miss.filled), current)
 
 
@@ -243,7 +246,7 @@ class PoolSlice(wiring.Component):
         })
 
     #: Stages an op is in from its slot's read to the result unit: one per clock of the read
-    #: (TA, T1), then P2. The forwarding (``W1``, ``W2``, ``ra_index``, ``rd_index``) is built
+    #: (TA, T1), then P2. The forwarding (``W1`` to ``W3``, ``ra_index``, ``rd_index``) is built
     #: for a read of two clocks.
     STAGES = READ_LATENCY + 1
 
@@ -357,6 +360,8 @@ class PoolSlice(wiring.Component):
         n.ra_index = Signal(index_bits)
         n.ra_valid = Signal()
         n.w1 = Signal(n.entry_layout, reset_less=True)
+        # Whether W1 holds a word P2 made, and of which slot: its write is on the next edge.
+        n.w1_valid, n.w1_index = Signal(), Signal(index_bits)
         # P2 (``_p2``): its op (its line read from ``op_data``, ``_op_intake``), and whether
         # it writes a fill to its slot in any case.
         n.p2 = Signal(n.op_layout)
@@ -542,9 +547,10 @@ class PoolSlice(wiring.Component):
 
     def _slot_reads(self, m, n):
         """The slot reads. The slots are read every clock; ``n.current`` is the word of slot
-        ``rd_index`` as it stands: the data read, or P2's word of the slot on one of the two
+        ``rd_index`` as it stands: the data read, or P2's word of the slot on one of the three
         clock edges whose writes the read could not see (W1: the last edge, W2: the one
-        before, whose write lands on the read's own edge). The read's
+        before, W3: the one before that, whose write, from W1 a clock late, lands on the
+        read's own edge). The read's
         address is chosen from ``n.choosers``, and again from copies of them per group of the
         slot RAM's block columns (pipeline rule 2), beside its blocks."""
         p, slots = self._slice.datapath, n.slots
@@ -553,9 +559,9 @@ class PoolSlice(wiring.Component):
         # P2's op on the edge of ra's read was on its slot (compared with both slots the read
         # may be of, in parallel with the choice between them).
         collided = Signal()
-        w2 = Signal(n.entry_layout, reset_less=True)
+        n.w2, n.w3 = (Signal(n.entry_layout, name=name, reset_less=True) for name in ("w2", "w3"))
         m.d.sync += [n.ra_index.eq(read_addr), n.ra_valid.eq(1), rd_index.eq(n.ra_index),
-                     w2.eq(n.w1), n.w1.eq(n.update.new)]
+                     n.w3.eq(n.w2), n.w2.eq(n.w1), n.w1.eq(n.update.new)]
 
         def read_choice(running, t1_valid, t1_data_ok, t1_read_landing, t1_slot, t0_slot):
             """Whether the slot read is T1's slot's again (``reread``), and its address."""
@@ -570,13 +576,19 @@ class PoolSlice(wiring.Component):
         m.d.comb += [slots.read_addr[k].eq(read_choice(*copy)[1])
                      for k, copy in enumerate(group_copies)]
         m.d.sync += collided.eq(n.p2_valid & Mux(n.reread, n.p2_on_t1, n.p2_on_t0))
+        # W1's op was on the slot read on this edge: the write of W3 that lands on it.
+        collided_w1 = Signal()
+        m.d.sync += collided_w1.eq(n.w1_valid & Mux(n.reread, n.w1_index == n.t1.index,
+                                                   n.w1_index == n.t0.index))
         # The selects of a slot's word, one copy per column group (pipeline rule 2), and one
         # for the word's other fields.
         copies = p.control_copies + 1
         n.sel_w1 = register_copies(m, n.p2_valid & n.p2_on_read, copies, "sel_w1")
         n.sel_w2 = register_copies(m, collided, copies, "sel_w2")
-        n.w2, n.rdata = w2, n.entry_layout(slots.read_data)
-        w2_or_read = by_group(m, p, n.entry_layout, n.sel_w2, w2, n.rdata, "w2_or_read")
+        n.sel_w3 = register_copies(m, collided_w1, copies, "sel_w3")
+        n.rdata = n.entry_layout(slots.read_data)
+        w3_or_read = by_group(m, p, n.entry_layout, n.sel_w3, n.w3, n.rdata, "w3_or_read")
+        w2_or_read = by_group(m, p, n.entry_layout, n.sel_w2, n.w2, w3_or_read, "w2_or_read")
         n.current = by_group(m, p, n.entry_layout, n.sel_w1, n.w1, w2_or_read, "current")
 
     def _p2(self, m, n):
@@ -604,18 +616,20 @@ class PoolSlice(wiring.Component):
         def in_clear_range(entry):
             return (entry.tag >= t1.tag) & (entry.tag < t1.high)
 
-        # P2's word is written to its slot on the edge W1 takes it, with P2's valid and slot
-        # in copies of their own, one per group of the slot RAM's block columns (hdl.bram):
-        # a read made on that edge takes the word from W2 instead (``_slot_reads``).
+        # P2's word is written to its slot from W1, on the edge after W1 takes it, with W1's
+        # valid and slot in copies of their own, one per group of the slot RAM's block
+        # columns (hdl.bram): a read made on that edge takes the word from W3 instead
+        # (``_slot_reads``).
         p2_next = n.advance | miss.evict | miss.install | miss.fast_install
         ram_copies = len(slots.write_en)
         m.d.comb += [
-            slots.write_data.eq(n.update.new),
-            slots.write_en.eq(Cat(register_copies(m, p2_next, ram_copies, "slot_write_en",
+            slots.write_data.eq(n.w1),
+            slots.write_en.eq(Cat(register_copies(m, n.p2_valid, ram_copies, "slot_write_en",
                                                   reset=True))),
             *(slots.write_addr[k].eq(copy) for k, copy in enumerate(
-                register_copies(m, t1.index, ram_copies, "slot_write_addr")))]
+                register_copies(m, n.p2.index, ram_copies, "slot_write_addr")))]
         m.d.sync += [
+            n.w1_valid.eq(n.p2_valid), n.w1_index.eq(n.p2.index),
             n.p2_valid.eq(p2_next),
             *(n.p2_fields[name].eq(t1[name]) for name in n.stage_fields),
             n.p2_fields.kind.eq(Mux(miss.evict, SlotOp.EVICT, t1.kind)),
