@@ -177,15 +177,20 @@ def _checked_data_lag(data_lag):
     return data_lag
 
 
-def _of_next_word(n, test):
-    """``test`` (a compare of a slot word's tag or count) of the word P2 takes from T1
-    (``n.next_word``), made of ``test`` of each word it is chosen from, by the last copies of
+def _of_current(n, test):
+    """``test`` (a compare of a slot word's tag or count) of T1's slot's word
+    (``n.current``), made of ``test`` of each word it is chosen from, by the last copies of
     their selects: each compare starts from registers (the slot RAM's output register, W1,
-    W2, W3, T1's op) and only a bit goes through the selects, not a carry chain behind the
-    muxes of a whole word."""
-    current = Mux(n.sel_w1[-1], test(n.w1), Mux(n.sel_w2[-1], test(n.w2),
-                                                 Mux(n.sel_w3[-1], test(n.w3), test(n.rdata))))
-    return Mux(n.installing[-1], test(n.miss.filled), current)
+    W2, W3) and only a bit goes through the selects, not a carry chain behind the muxes of a
+    whole word."""
+    return Mux(n.sel_w1[-1], test(n.w1), Mux(n.sel_w2[-1], test(n.w2),
+                                              Mux(n.sel_w3[-1], test(n.w3), test(n.rdata))))
+
+
+def _of_next_word(n, test):
+    """``test`` of the word P2 takes from T1 (``n.next_word``: the filled word while
+    ``installing``, else ``current``), as :func:`_of_current` makes it."""
+    return Mux(n.installing[-1], test(n.miss.filled), _of_current(n, test))
 
 
 class PoolSlice(wiring.Component):
@@ -634,7 +639,8 @@ class PoolSlice(wiring.Component):
             *(n.p2_fields[name].eq(t1[name]) for name in n.stage_fields),
             n.p2_fields.kind.eq(Mux(miss.evict, SlotOp.EVICT, t1.kind)),
             p2_word.eq(n.next_word), n.p2_install.eq(miss.install | miss.fast_install),
-            covered_read.eq(_of_next_word(n, in_clear_range)),
+            # P2 takes a CLEAR only while not ``installing``: its word is ``current``.
+            covered_read.eq(_of_current(n, in_clear_range)),
             covered_w1.eq(Mux(n.fwd1[-1], in_clear_range(n.w1), in_clear_range(p2_word))),
             n.last_taken.eq(_of_next_word(n, lambda word: word.state.n == n.t1_before_last)),
         ]
