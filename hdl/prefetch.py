@@ -78,8 +78,9 @@ class FillHints(wiring.Component):
     in the tags (``probe_*``) as it enters, and the head again on every clock, each look-up
     on a port of its own (``LOOK_UPS``) addressed straight from a register; the candidate is
     offered (``candidate.valid``, from registers) from the clock after its hint while its
-    last look-up says it is not resident, and leaves the queue when the miss handler takes
-    it, or a look-up finds it resident or its op in T1 (a clock before).
+    last look-up says it is not resident, and leaves the queue on the clock after the miss
+    handler takes it (not offered again meanwhile), or when a look-up finds it resident or its
+    op in T1 (a clock before).
     The tags are a clock or two behind P2's changes, so a line may be offered a clock after it
     became resident: a prefetch is a guess, which the miss handler checks before it uses one.
 
@@ -146,11 +147,16 @@ class FillHints(wiring.Component):
         # The read starts at the state's n line: the tag's low bits are 0, so its offset is
         # put there, with no adder (FillReader.first_line).
         first = Cat(Const(self._n_line_offset, lsb), head.line.tag[lsb:])
+        # A candidate taken leaves the queue on the next clock, by a register, and is not
+        # offered meanwhile: the miss handler's decision to take it (made late in the clock,
+        # from the tags and the stages) reaches no entry of the queue within a clock. The
+        # reader it starts is busy for longer than that, so no prefetch waits for it.
+        taken = Signal()
+        m.d.sync += taken.eq(candidate.valid & candidate.ready)
         m.d.comb += [candidate.payload.tag.eq(head.line.tag),
                      candidate.payload.first.eq(first),
-                     candidate.valid.eq(held & ~seen_resident & ~gone),
-                     pop.eq((candidate.valid & candidate.ready)
-                            | (held & (seen_resident | gone)))]
+                     candidate.valid.eq(held & ~seen_resident & ~gone & ~taken),
+                     pop.eq(taken | (held & (seen_resident | gone)))]
         return m
 
     def _queue(self, m, entry, push, value, pop):
