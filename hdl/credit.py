@@ -12,7 +12,7 @@ A link is :class:`CreditSender` at the producer, relays if the distance needs th
 :class:`CreditReceiver` at the consumer, joined by ``wiring.connect``.
 """
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -24,11 +24,12 @@ __all__ = ["CreditSignature", "CreditSender", "CreditRelay", "CreditReceiver", "
 def credit_loop(forward, back=None, queue=1):
     """Clocks from a payload's send to the first clock its credit may be spent again: the
     send's edge and the ``forward`` registers on the way to the receiver, the receiver's queue
-    (``queue`` clocks from a write to a read: 1 for :class:`hdl.pipeline.EagerFIFO`, 2 for
-    Amaranth's ``SyncFIFOBuffered``), its credit register, the ``back`` registers on the way
-    back (``forward`` unless told: :class:`CreditRelay` puts as many on each way) and the
-    sender's ``ready`` register. A receiver of this many entries takes a payload on every
-    clock (``verif/hdl/test_credit.py`` measures it)."""
+    (``queue`` clocks from a write to a read: 0 for a :class:`CreditReceiver` with ``bypass``,
+    1 for :class:`hdl.pipeline.EagerFIFO`, 2 for Amaranth's ``SyncFIFOBuffered``), its credit
+    register, the ``back`` registers on the way back (``forward`` unless told:
+    :class:`CreditRelay` puts as many on each way) and the sender's ``ready`` register. A
+    receiver of this many entries takes a payload on every clock
+    (``verif/hdl/test_credit.py`` measures it)."""
     back = forward if back is None else back
     for name, value in (("forward", forward), ("back", back), ("queue", queue)):
         _check_count(name, value)
@@ -161,6 +162,11 @@ class CreditReceiver(wiring.Component):
     within a clock; it is readable ``k`` clocks later, so the loop's ``queue`` is ``1 + k``
     (:func:`credit_loop`).
 
+    With ``bypass``, a payload that arrives while the queue is empty and ``source`` takes one
+    passes on the clock it arrives, not written to the queue: the loop's ``queue`` is 0. The
+    taker's ``ready`` then reaches the queue's write pointer and level (not its memory, which
+    is written on every clock).
+
     Members
     -------
     sink : In(CreditSignature(shape))
@@ -169,8 +175,12 @@ class CreditReceiver(wiring.Component):
         A payload arrived at a full queue and was lost (a sender with too many credits).
     """
 
-    def __init__(self, shape, *, depth, write_lag=0):
+    def __init__(self, shape, *, depth, write_lag=0, bypass=False):
         _check_count("write_lag", write_lag)
+        if bypass and write_lag:
+            raise ValueError(f"a receiver with bypass takes each payload with its valid: "
+                             f"write_lag must be 0, not {write_lag!r}")
+        self._bypass = bypass
         self._queue = EagerFIFO(shape=shape, depth=depth,      # checks ``depth``
                                 write_lag=(0, write_lag))
         super().__init__({"sink": In(CreditSignature(shape)),
@@ -185,9 +195,18 @@ class CreditReceiver(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.queue = queue = self._queue
-        wiring.connect(m, queue.r_stream, wiring.flipped(self.source))
-        m.d.comb += [queue.w_en.eq(self.sink.valid), queue.w_data.eq(self.sink.payload)]
-        m.d.sync += self.sink.credit.eq(queue.r_en & queue.r_rdy)
-        with m.If(self.sink.valid & ~queue.w_rdy):
+        sink, source = self.sink, self.source
+        stored = sink.valid
+        if self._bypass:
+            # ``r_rdy`` is a register, so the payload's select is one.
+            stored = sink.valid & (queue.r_rdy | ~source.ready)
+            m.d.comb += [source.valid.eq(queue.r_rdy | sink.valid),
+                         source.payload.eq(Mux(queue.r_rdy, queue.r_data, sink.payload)),
+                         queue.r_en.eq(source.ready)]
+        else:
+            wiring.connect(m, queue.r_stream, wiring.flipped(source))
+        m.d.comb += [queue.w_en.eq(stored), queue.w_data.eq(sink.payload)]
+        m.d.sync += sink.credit.eq(source.valid & source.ready)
+        with m.If(stored & ~queue.w_rdy):
             m.d.sync += self.overrun.eq(1)
         return m

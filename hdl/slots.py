@@ -28,11 +28,13 @@ The boxes named in capitals are components of their own, each with its test:
   so that its word is out as an op enters TA. P2's changes to it are written a clock late,
   from registers, so that its write enables have no logic in front of them; the op entering
   TA takes the writes its read missed as changes of its slot's line.
-- Ops enter through ``intake``, a skid buffer (:class:`hdl.pipeline.SkidBuffer`), so that
-  ``op.ready`` is a register, and wait in **T0**, a register, so that the pool's logic
-  starts from registers, not from its caller's. An op's line of data does not travel with
-  it (pipeline rule 1): it is written on arrival to ``op_data``, a small memory written
-  every clock, and P2 reads it there.
+- Ops arrive over a credit link (:mod:`hdl.credit`): :class:`SlotPool` takes an op while it
+  holds a credit (``op.ready`` is a register) and relays it to every slice through a register
+  of its own, into ``intake``, a queue that passes an op on at once when it is empty; each op
+  T0 takes from it sends a credit back. The op then waits in **T0**, a register, so that the
+  pool's logic starts from registers, not from its caller's. An op's line of data does not
+  travel with it (pipeline rule 1): it is written on arrival to ``op_data``, a small memory
+  written every clock, and P2 reads it there.
 - **TA** holds an op whose slot is being read, and checks its tag. **T1** holds the op with
   the result of that check, a register kept exact by every write to the slot since: the
   decision to move on or to miss has no logic in front of it
@@ -126,6 +128,7 @@ from spec.params import POOL_SLICE_BITS, REGISTER_BITS, ControllerParams, Mode, 
 
 from .axi import AxiMemoryPort
 from .bram import PRIMITIVES, READ_LATENCY, RegisteredMemory, address_copies
+from .credit import CreditReceiver, CreditRelay, CreditSender, CreditSignature, credit_loop
 from .datapath import (
     AggregationDatapath,
     decision_inputs,
@@ -139,7 +142,6 @@ from .output_credit import OutputCredit
 from .pipeline import (
     EagerFIFO,
     PipelineRegister,
-    SkidBuffer,
     column_slices,
     delayed,
     register_copies,
@@ -214,7 +216,9 @@ class PoolSlice(wiring.Component):
 
     Members
     -------
-    Those of :class:`SlotPool`, with the same timing, in the slice's columns: ``op``'s
+    Those of :class:`SlotPool`, with the same timing, in the slice's columns, but ``op``,
+    which is a :class:`hdl.credit.CreditSignature` (the ops :class:`SlotPool` relays, each
+    ``data_lag`` clocks before its line; a credit back for each op the intake frees): ``op``'s
     ``data``, ``result``'s ``line`` and ``invalid``, and ``events.invalid`` are the slice's
     own; ``write_back`` is a :func:`slice_write_back_layout`; ``fill_data`` a
     :func:`fill_line_layout`, with the line's count beside the slice's columns. But
@@ -233,7 +237,7 @@ class PoolSlice(wiring.Component):
         self._primitives = primitives
         lanes = self._slice.datapath
         super().__init__({
-            "op": In(stream.Signature(slot_op_layout(self._slice, user_width))),
+            "op": In(CreditSignature(slot_op_layout(self._slice, user_width))),
             "result": Out(stream.Signature(slot_result_layout(self._slice, user_width),
                                            always_ready=True)),
             "results_held": In(range(self.QUEUE_DEPTH + 1)),
@@ -270,10 +274,21 @@ class PoolSlice(wiring.Component):
     #: these entries, bounds them.
     SPARE = 4 + RESULT_WRITE_LAG
 
+    #: Registers an op passes from :class:`SlotPool`'s ``op`` to each slice's intake (a
+    #: :class:`hdl.credit.CreditRelay` per slice), so that the pool's caller's decision to send
+    #: reaches no slice within a clock.
+    OP_RELAY = 1
+    assert OP_RELAY == 1, "SlotPool's idle sees an op in the relay at the slices' intakes"
+
+    #: Entries of the intake, a :class:`hdl.credit.CreditReceiver` that passes an op on at once
+    #: when it is empty: the credit loop through ``OP_RELAY`` registers each way, so that an op
+    #: may enter on every clock.
+    INTAKE_DEPTH = credit_loop(OP_RELAY, queue=0)
+
     #: Entries of ``op_data``, where an op's line waits until P2 reads it (a power of two, so
-    #: that ``data_slot`` wraps): the intake's two, T0's, TA's, T1's, P2's, and the one being
+    #: that ``data_slot`` wraps): the intake's, T0's, TA's, T1's, P2's, and the one being
     #: written.
-    DATA_SLOTS = 8
+    DATA_SLOTS = 1 << (INTAKE_DEPTH + 1 + STAGES + 1 - 1).bit_length()
 
     #: Pipeline registers of the result unit (at most the datapath's ``latency``): it only
     #: reads states back (majority, gate), from a register of its own (``unit_input``), so
@@ -387,8 +402,9 @@ class PoolSlice(wiring.Component):
         is written to ``op_data`` on every clock at ``arrival_slot``, which moves on when an op
         enters, and the op carries its ``data_slot`` instead, through the stages to P2, which
         reads the line there (``n.p2.data``), at copies of T1's data slot a clock late: P2
-        takes T1's op on every edge, so no decision reaches the copies. The op enters through
-        a skid buffer (``op.ready`` is a register, ``n.intake``). ``op_data`` is cut into the
+        takes T1's op on every edge, so no decision reaches the copies. The op arrives over a
+        credit link (``op``) into ``n.intake``, a queue of ``INTAKE_DEPTH`` that passes it on
+        at once when it is empty. ``op_data`` is cut into the
         column groups of rule 2, each written and read at copies of the two slots of its
         own; a line that comes ``data_lag`` clocks after its op is written at copies of the
         arrival slot that come through a tree of ``data_lag + 1`` levels, so that the op's
@@ -397,7 +413,7 @@ class PoolSlice(wiring.Component):
         data_groups = column_slices(p.line_bits)
         arrival_slot = Signal(range(self.DATA_SLOTS))
         next_arrival = Signal.like(arrival_slot)
-        m.d.comb += next_arrival.eq(arrival_slot + (self.op.valid & self.op.ready))
+        m.d.comb += next_arrival.eq(arrival_slot + self.op.valid)
         m.d.sync += arrival_slot.eq(next_arrival)
         arrival_copies = register_tree(m, next_arrival, 1 + self._data_lag, len(data_groups),
                                        "arrival_slot", reset=True)
@@ -411,9 +427,10 @@ class PoolSlice(wiring.Component):
                          data_write.data.eq(self.op.payload.data[bits]),
                          data_read.addr.eq(p2_data_copies[g]),
                          n.p2.data[bits].eq(data_read.data)]
-        m.submodules.intake = n.intake = SkidBuffer(n.stage_layout)
+        m.submodules.intake = n.intake = CreditReceiver(n.stage_layout, depth=self.INTAKE_DEPTH,
+                                                        bypass=True)
         m.d.comb += [n.intake.sink.valid.eq(self.op.valid),
-                     self.op.ready.eq(n.intake.sink.ready),
+                     self.op.credit.eq(n.intake.sink.credit),
                      n.intake.sink.payload.eq(Cat(*(self.op.payload[name]
                                                     for name in n.stage_fields), arrival_slot))]
 
@@ -762,7 +779,7 @@ class PoolSlice(wiring.Component):
         wiring.connect(m, n.hints.candidate, miss.prefetch)
         with m.If(~n.scanning & ~n.t0_valid & ~n.ta_valid & ~n.t1_valid & ~n.p2_valid):
             m.d.sync += n.settling.eq(0)
-        m.d.comb += self.idle.eq(~n.settling & ~n.intake.full & ~n.t0_valid & ~n.ta_valid
+        m.d.comb += self.idle.eq(~n.settling & ~n.intake.source.valid & ~n.t0_valid & ~n.ta_valid
                                  & ~n.t1_valid & ~n.p2_valid & n.unit_empty & n.running
                                  & ~self.writes_pending & ~miss.prefetch_busy)
 
@@ -808,9 +825,11 @@ class SlotPool(wiring.Component):
     Members
     -------
     op : In(stream.Signature(slot_op_layout(params, user_width)))
-        ``ready`` while ``intake`` is empty: low from the clock after an op could not enter,
-        while the pool scans its slots after reset, handles a miss, or waits for room in its
-        outputs. Its ``data`` comes ``data_lag`` clocks after the take.
+        ``ready`` (a register) while the pool holds a credit for it: the ops taken wait in
+        each slice's intake, ``PoolSlice.INTAKE_DEPTH`` of them, which they reach
+        ``PoolSlice.OP_RELAY`` clocks after the take, so that the caller's decision to send
+        reaches no slice within a clock; an op may be taken on every clock while the pool
+        keeps up. Its ``data`` comes ``data_lag`` clocks after the take.
     result : Out(stream.Signature(slot_result_layout(params, user_width)))
         One per ``CONTRIBUTE`` and ``READ``, in op order.
     write_back : Out(stream.Signature(write_back_layout(params), always_ready=True))
@@ -849,8 +868,8 @@ class SlotPool(wiring.Component):
         after the others, from a register beside each slice (it is only counted).
     """
 
-    #: A slice's (:class:`PoolSlice`): the slices add no register.
-    HIT_LATENCY = PoolSlice.HIT_LATENCY
+    #: A slice's (:class:`PoolSlice`) and the relay's to it.
+    HIT_LATENCY = PoolSlice.OP_RELAY + PoolSlice.HIT_LATENCY
 
     #: Entries of the result queue (a slice's).
     QUEUE_DEPTH = PoolSlice.QUEUE_DEPTH
@@ -911,16 +930,25 @@ class SlotPool(wiring.Component):
         params = self._params
         p = params.datapath
         slices = []
+        relay = PoolSlice.OP_RELAY
+        # An op's line reaches a slice ``data_lag`` clocks after the op's take, its op
+        # ``relay`` clocks after it; a line that comes sooner waits in registers.
+        slice_lag, line_wait = max(0, self._data_lag - relay), max(0, relay - self._data_lag)
+        fields = self._op_fields(m)
         for k, columns in enumerate(self._columns):
             m.submodules[f"slice{k}"] = pool = PoolSlice(
                 params, columns=columns, user_width=self._user_width,
-                primitives=self._primitives, data_lag=self._data_lag)
+                primitives=self._primitives, data_lag=slice_lag)
+            m.submodules[f"op_relay{k}"] = op_relay = CreditRelay(fields.shape, stages=relay)
             bits = slice(columns.start, columns.stop)
             m.d.comb += [
-                pool.op.valid.eq(self.op.valid),
-                *(pool.op.payload[name].eq(self.op.payload[name])
-                  for name in slot_op_layout(params, 1).members if name != "data"),
-                pool.op.payload.data.eq(self.op.payload.data[bits]),
+                op_relay.sink.valid.eq(fields.valid), op_relay.sink.payload.eq(fields.payload),
+                pool.op.valid.eq(op_relay.source.valid),
+                op_relay.source.credit.eq(pool.op.credit),
+                *(pool.op.payload[name].eq(op_relay.source.payload[name])
+                  for name in fields.shape.members),
+                pool.op.payload.data.eq(delayed(m, self.op.payload.data[bits], line_wait,
+                                                f"data{k}_late")),
                 pool.write_backs_held.eq(self.write_backs_held),
                 pool.fill_read.ready.eq(self.fill_read.ready),
                 pool.fill_data.valid.eq(self.fill_data.valid[k]),
@@ -946,7 +974,9 @@ class SlotPool(wiring.Component):
                        for pool in slices)
 
         m.d.comb += [
-            self.op.ready.eq(first.op.ready),
+            fields.credit.eq(m.submodules.op_relay0.sink.credit),
+            # An op taken is on the slices' intakes the clock after (``OP_RELAY``), where
+            # their ``idle`` sees it.
             self.idle.eq(first.idle),
             self.events.eq(first.events),
             self.events.invalid.eq(Cat(invalid).any()),
@@ -961,6 +991,22 @@ class SlotPool(wiring.Component):
                                     n_line(p, first.write_back.payload.n))),
         ]
         return m
+
+    def _op_fields(self, m):
+        """The ops' sender (:class:`hdl.credit.CreditSender`, beside the pool's caller): ``op``
+        is taken while it holds a credit, one per entry of a slice's intake (all slices take
+        and free theirs alike, slice 0's credits stand for all). Returns the sent ops without
+        their lines (``valid``, ``payload`` of ``shape``), to be relayed to every slice, and
+        the ``credit`` that returns."""
+        layout = slot_op_layout(self._params, self._user_width)
+        shape = data.StructLayout({name: layout[name].shape for name in layout.members
+                                   if name != "data"})
+        m.submodules.op_credits = sender = CreditSender(shape, credits=PoolSlice.INTAKE_DEPTH)
+        m.d.comb += [sender.sink.valid.eq(self.op.valid), self.op.ready.eq(sender.sink.ready),
+                     *(sender.sink.payload[name].eq(self.op.payload[name])
+                       for name in shape.members)]
+        return types.SimpleNamespace(shape=shape, valid=sender.source.valid,
+                                     payload=sender.source.payload, credit=sender.source.credit)
 
     def _result_queue(self, m, slices):
         """The result queue, a piece beside each slice (``results<k>``, ``QUEUE_DEPTH``

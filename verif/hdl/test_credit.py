@@ -1,6 +1,7 @@
 """Credit links (hdl.credit): every payload arrives once and in order under random sends and
 takes, through 0 to 3 relay stages each way; a receiver of ``credit_loop(stages)`` entries takes
-a payload on every clock and one entry fewer does not; the sender's ``ready`` is a register;
+a payload on every clock and one entry fewer does not, also with a receiver that passes a payload
+on at once (``bypass``); the sender's ``ready`` is a register;
 a sender with more credits than the receiver's depth raises ``overrun``; bad parameters are
 refused with a message."""
 
@@ -20,12 +21,12 @@ class _Link(Elaboratable):
     """A sender, ``stages`` relay registers each way, and a receiver of ``depth`` entries;
     the sender starts with ``credits`` (the receiver's depth unless told). With
     ``write_lag``, the payloads reach the receiver that many clocks after their valids, as
-    its ``write_lag`` says."""
+    its ``write_lag`` says; with ``bypass``, the receiver's."""
 
-    def __init__(self, *, stages, depth, credits=None, write_lag=0):
+    def __init__(self, *, stages, depth, credits=None, write_lag=0, bypass=False):
         self.sender = CreditSender(_ENTRY, credits=credits or depth)
         self.relay = CreditRelay(_ENTRY, stages=stages)
-        self.receiver = CreditReceiver(_ENTRY, depth=depth, write_lag=write_lag)
+        self.receiver = CreditReceiver(_ENTRY, depth=depth, write_lag=write_lag, bypass=bypass)
         self.write_lag = write_lag
 
     def elaborate(self, platform):
@@ -68,40 +69,51 @@ def _run(link, offer, take, count):
     return received, arrivals
 
 
-@pytest.mark.parametrize("stages, write_lag", [(0, 0), (1, 0), (3, 0), (0, 1), (1, 2)])
+#: (relay stages, the receiver's write lag, its bypass) of the links under test.
+_LINKS = [(0, 0, False), (1, 0, False), (3, 0, False), (0, 1, False), (1, 2, False),
+          (0, 0, True), (1, 0, True), (2, 0, True)]
+
+
+def _queue_clocks(write_lag, bypass):
+    """The receiver's clocks from a write to a read (:func:`credit_loop`'s ``queue``)."""
+    return 0 if bypass else 1 + write_lag
+
+
+@pytest.mark.parametrize("stages, write_lag, bypass", _LINKS)
 @pytest.mark.parametrize("seed", [1, 2])
-def test_link_delivers_every_payload_once_in_order(stages, write_lag, seed):
+def test_link_delivers_every_payload_once_in_order(stages, write_lag, bypass, seed):
     rng = np.random.default_rng(seed)
-    depth, count = credit_loop(stages, queue=1 + write_lag), 300
+    depth, count = credit_loop(stages, queue=_queue_clocks(write_lag, bypass)), 300
     offer = [bool(x) for x in rng.random(4000) < 0.7]
     take = [bool(x) for x in rng.random(4000) < 0.6]
-    received, _ = _run(_Link(stages=stages, depth=depth, write_lag=write_lag), offer, take,
-                       count)
+    received, _ = _run(_Link(stages=stages, depth=depth, write_lag=write_lag, bypass=bypass),
+                       offer, take, count)
     indices = [entry["index"] for entry in received]
     first_wrong = next((k for k, index in enumerate(indices) if index != k), None)
+    where = f"seed {seed}, {stages} stages, write lag {write_lag}, bypass {bypass}"
     assert indices == list(range(count)), \
-        f"seed {seed}, {stages} stages: {len(indices)} of {count} payloads; first out of " \
-        f"order at {first_wrong}"
+        f"{where}: {len(indices)} of {count} payloads; first out of order at {first_wrong}"
     assert all(entry["tag"] == entry["index"] % 16 for entry in received), \
-        f"seed {seed}, {stages} stages: a payload's fields were mixed up"
+        f"{where}: a payload's fields were mixed up"
 
 
-@pytest.mark.parametrize("stages, write_lag", [(0, 0), (1, 0), (2, 0), (0, 1), (1, 2)])
-def test_a_receiver_of_the_credit_loop_takes_a_payload_every_clock(stages, write_lag):
+@pytest.mark.parametrize("stages, write_lag, bypass", [
+    link for link in _LINKS if link[0] < 3])
+def test_a_receiver_of_the_credit_loop_takes_a_payload_every_clock(stages, write_lag, bypass):
     """Offered and taken on every clock: after the first arrival, one payload per clock with
-    ``credit_loop(stages, queue=1 + write_lag)`` entries; with one entry fewer, a clock in
-    every loop is lost."""
-    loop, clocks, count = credit_loop(stages, queue=1 + write_lag), 200, 120
-    assert loop == 2 * stages + 3 + write_lag, \
-        "a relay's loop: its registers both ways, three, and the receiver's write lag"
+    ``credit_loop`` entries; with one entry fewer, a clock in every loop is lost."""
+    queue = _queue_clocks(write_lag, bypass)
+    loop, clocks, count = credit_loop(stages, queue=queue), 400, 120
+    assert loop == 2 * stages + 2 + queue, \
+        "a relay's loop: its registers both ways, two, and the receiver's queue"
     for depth, rate in ((loop, 1.0), (loop - 1, (loop - 1) / loop)):
-        _, arrivals = _run(_Link(stages=stages, depth=depth, write_lag=write_lag),
-                           [True] * clocks, [True] * clocks, count)
+        _, arrivals = _run(_Link(stages=stages, depth=depth, write_lag=write_lag,
+                                 bypass=bypass), [True] * clocks, [True] * clocks, count)
         first = arrivals.index(True)
         measured = count / (len(arrivals) - first)
         assert abs(measured - rate) < 0.02, \
-            f"{stages} stages, {depth} entries (loop {loop}): {measured:.3f} payloads per " \
-            f"clock, expected {rate:.3f}"
+            f"{stages} stages, bypass {bypass}, {depth} entries (loop {loop}): " \
+            f"{measured:.3f} payloads per clock, expected {rate:.3f}"
 
 
 def test_sender_ready_is_a_register():
@@ -142,6 +154,7 @@ def test_too_many_credits_raise_overrun():
     (lambda: credit_loop(2, back=-1), "back must be a non-negative integer"),
     (lambda: CreditReceiver(_ENTRY, depth=0), "depth must be a positive integer"),
     (lambda: CreditReceiver(_ENTRY, depth=2, write_lag=-1), "write_lag must be a non-negative"),
+    (lambda: CreditReceiver(_ENTRY, depth=2, write_lag=1, bypass=True), "write_lag must be 0"),
 ])
 def test_bad_parameters_are_refused(make, message):
     with pytest.raises(ValueError, match=message):

@@ -551,6 +551,35 @@ def test_hit_latency():
                               f"SlotPool.HIT_LATENCY {SlotPool.HIT_LATENCY}")
 
 
+def test_not_idle_while_an_op_is_on_its_way():
+    """From the edge that takes an op until its result is in the result queue, ``idle`` is
+    low: also while the op is in the relay to the slices or in an intake, where no slice's
+    stage holds it yet (the controller starts a scan only on an idle pool). The result is in
+    the queue ``RESULT_WRITE_LAG + 1`` edges before it can be taken."""
+    params = CONFIGS[0]
+    p = params.datapath
+    dut = SlotPool(params, user_width=16)
+    idle_at = []
+
+    async def driver(ctx):
+        ctx.set(dut.result.ready, 1)
+        await _contribute(ctx, dut, p, ACC_BASE, 0)       # a miss: the line is filled
+        await ctx.tick().until(dut.result.valid)
+        await ctx.tick().until(dut.idle)
+        await send(ctx, dut.op, kind=SlotOp.READ, index=0, tag=ACC_BASE, data=0, full_line=1,
+                   mode=Mode.GBINARY.value, threshold=1, expected=p.capacity, user=1)
+        # In the clock after the take's edge on.
+        for clock in range(1, SlotPool.HIT_LATENCY - PoolSlice.RESULT_WRITE_LAG):
+            if ctx.get(dut.idle):
+                idle_at.append(clock)
+            await ctx.tick()
+
+    simulate(dut, driver, processes=[_plain_memory(dut, p, [])])
+    assert not idle_at, (f"idle was high on clocks {idle_at} after the take of a read, "
+                         f"before its result was queued (SlotPool.HIT_LATENCY "
+                         f"{SlotPool.HIT_LATENCY})")
+
+
 def test_prefetched_lines_are_taken_one_per_clock():
     """Contributions line after line (8 to each line, each line in an empty slot), each hinted
     8 ops ahead as the controller hints them, with a memory that answers 2 clocks late: the
