@@ -929,26 +929,14 @@ class SlotPool(wiring.Component):
         m = Module()
         params = self._params
         p = params.datapath
-        slices = []
         relay = PoolSlice.OP_RELAY
-        # An op's line reaches a slice ``data_lag`` clocks after the op's take, its op
-        # ``relay`` clocks after it; a line that comes sooner waits in registers.
-        slice_lag, line_wait = max(0, self._data_lag - relay), max(0, relay - self._data_lag)
-        fields = self._op_fields(m)
+        slices = []
         for k, columns in enumerate(self._columns):
             m.submodules[f"slice{k}"] = pool = PoolSlice(
                 params, columns=columns, user_width=self._user_width,
-                primitives=self._primitives, data_lag=slice_lag)
-            m.submodules[f"op_relay{k}"] = op_relay = CreditRelay(fields.shape, stages=relay)
+                primitives=self._primitives, data_lag=max(0, self._data_lag - relay))
             bits = slice(columns.start, columns.stop)
             m.d.comb += [
-                op_relay.sink.valid.eq(fields.valid), op_relay.sink.payload.eq(fields.payload),
-                pool.op.valid.eq(op_relay.source.valid),
-                op_relay.source.credit.eq(pool.op.credit),
-                *(pool.op.payload[name].eq(op_relay.source.payload[name])
-                  for name in fields.shape.members),
-                pool.op.payload.data.eq(delayed(m, self.op.payload.data[bits], line_wait,
-                                                f"data{k}_late")),
                 pool.write_backs_held.eq(self.write_backs_held),
                 pool.fill_read.ready.eq(self.fill_read.ready),
                 pool.fill_data.valid.eq(self.fill_data.valid[k]),
@@ -961,6 +949,7 @@ class SlotPool(wiring.Component):
                 pool.hold_prefetch.eq(self.hold_prefetch),
             ]
             slices.append(pool)
+        self._relay_ops(m, slices)
         first = slices[0]
         self._result_queue(m, slices)
         write_back = self.write_back.payload
@@ -974,7 +963,6 @@ class SlotPool(wiring.Component):
                        for pool in slices)
 
         m.d.comb += [
-            fields.credit.eq(m.submodules.op_relay0.sink.credit),
             # An op taken is on the slices' intakes the clock after (``OP_RELAY``), where
             # their ``idle`` sees it.
             self.idle.eq(first.idle),
@@ -992,21 +980,38 @@ class SlotPool(wiring.Component):
         ]
         return m
 
-    def _op_fields(self, m):
-        """The ops' sender (:class:`hdl.credit.CreditSender`, beside the pool's caller): ``op``
-        is taken while it holds a credit, one per entry of a slice's intake (all slices take
-        and free theirs alike, slice 0's credits stand for all). Returns the sent ops without
-        their lines (``valid``, ``payload`` of ``shape``), to be relayed to every slice, and
-        the ``credit`` that returns."""
+    def _relay_ops(self, m, slices):
+        """The ops' way to the slices. ``op`` is taken while the pool holds a credit (a
+        :class:`hdl.credit.CreditSender`, one credit per entry of a slice's intake: slice 0's
+        intake returns them, and all slices take and free theirs alike), and relayed to each
+        slice through registers of its own (a :class:`hdl.credit.CreditRelay` per slice,
+        ``PoolSlice.OP_RELAY`` stages), without its line. The line reaches each slice
+        ``data_lag`` clocks after the take, so ``data_lag - OP_RELAY`` clocks after the op (a
+        line that comes sooner waits in registers)."""
+        relay = PoolSlice.OP_RELAY
         layout = slot_op_layout(self._params, self._user_width)
-        shape = data.StructLayout({name: layout[name].shape for name in layout.members
-                                   if name != "data"})
-        m.submodules.op_credits = sender = CreditSender(shape, credits=PoolSlice.INTAKE_DEPTH)
+        fields = data.StructLayout({name: layout[name].shape for name in layout.members
+                                    if name != "data"})
+        m.submodules.op_credits = sender = CreditSender(fields, credits=PoolSlice.INTAKE_DEPTH)
         m.d.comb += [sender.sink.valid.eq(self.op.valid), self.op.ready.eq(sender.sink.ready),
                      *(sender.sink.payload[name].eq(self.op.payload[name])
-                       for name in shape.members)]
-        return types.SimpleNamespace(shape=shape, valid=sender.source.valid,
-                                     payload=sender.source.payload, credit=sender.source.credit)
+                       for name in fields.members)]
+        line_wait = max(0, relay - self._data_lag)
+        for k, (pool, columns) in enumerate(zip(slices, self._columns)):
+            m.submodules[f"op_relay{k}"] = op_relay = CreditRelay(fields, stages=relay)
+            m.d.comb += [
+                op_relay.sink.valid.eq(sender.source.valid),
+                op_relay.sink.payload.eq(sender.source.payload),
+                pool.op.valid.eq(op_relay.source.valid),
+                op_relay.source.credit.eq(pool.op.credit),
+                *(pool.op.payload[name].eq(op_relay.source.payload[name])
+                  for name in fields.members),
+                pool.op.payload.data.eq(delayed(
+                    m, self.op.payload.data[columns.start:columns.stop], line_wait,
+                    f"data{k}_late")),
+            ]
+            if k == 0:
+                m.d.comb += sender.source.credit.eq(op_relay.sink.credit)
 
     def _result_queue(self, m, slices):
         """The result queue, a piece beside each slice (``results<k>``, ``QUEUE_DEPTH``
