@@ -407,7 +407,16 @@ class AxiMemoryPort(wiring.Component):
         kind's own AW pointer."""
         burst, line = self.write_burst, self.write_line
         aw_order = Signal(range(self._orders))
-        m.d.sync += aw_order.eq(aw_order + w.aw_moves)
+        aw_order_ahead = Signal(range(self._orders), init=1)
+        next_aw_order = Signal.like(aw_order)
+        m.d.comb += next_aw_order.eq(aw_order + w.aw_moves)
+        m.d.sync += [aw_order.eq(next_aw_order), aw_order_ahead.eq(next_aw_order + 1),
+                     # Whether the write at ``aw_order`` is a one-line write: a register, read
+                     # from the ring after this clock's takes at the entry the pointer is at
+                     # after the edge, so that AW's choices (its address, its counts, its
+                     # valid) start from a flip-flop, not from a select over the ring.
+                     w.aw_line.eq(Mux(w.aw_moves, w.after_takes(aw_order_ahead),
+                                      w.after_takes(aw_order)))]
         address_layout = data.StructLayout({"id": len(burst.payload.id),
                                             "address": len(burst.payload.address)})
         addresses = {}
@@ -426,8 +435,7 @@ class AxiMemoryPort(wiring.Component):
             "id": len(burst.payload.id), "address": len(burst.payload.address),
             "beats": range(1, beats + 1)})).create()
         chosen = address_layout(Mux(w.aw_line, addresses["line"], addresses["burst"]))
-        m.d.comb += [w.aw_line.eq(w.is_line.bit_select(aw_order, 1)),
-                     aw_command.valid.eq(w.waiting["aw"]),
+        m.d.comb += [aw_command.valid.eq(w.waiting["aw"]),
                      aw_command.payload.id.eq(chosen.id),
                      aw_command.payload.address.eq(chosen.address),
                      aw_command.payload.beats.eq(Mux(w.aw_line, 1, beats)),
