@@ -62,7 +62,7 @@ from .devload import DevLoadMeter
 from .dispatch import DISPATCH_EVENTS, ROUTES, Dispatch, route_of
 from .identity import IdentityPath
 from .ingress import Ingress, Operation, request_fields_layout, request_layout, request_line_layout
-from .pipeline import EagerFIFO, register_copies
+from .pipeline import EagerFIFO, delayed, register_copies
 from .prefetch import HintSource
 from .responder import Responder
 from .scan_tasks import ScanTasks
@@ -406,8 +406,12 @@ class CxlMemController(wiring.Component):
         # its write.
         m.submodules.decoded = queue = fifo.SyncFIFOBuffered(
             width=entry.size, depth=credit_loop(latency, back=0, queue=2))
+        # The lines are written a clock late too, at copies of the write pointer that come
+        # through a tree (``write_lag``), so that the decoder's valid reaches none of the
+        # queue's columns within a clock; read at least as late, they are readable as soon.
         m.submodules.decoded_lines = line_queue = EagerFIFO(
-            width=line_layout.size, depth=queue.depth, lag=(0, self.DISPATCH_LINE_LAG))
+            width=line_layout.size, depth=queue.depth, lag=(0, self.DISPATCH_LINE_LAG),
+            write_lag=(0, 1))
         request = ingress.request
         m.submodules.decode_credits = credits = CreditSender(request.payload.shape(),
                                                              credits=queue.depth)
@@ -442,7 +446,7 @@ class CxlMemController(wiring.Component):
                                          route_of(payload, decoder.decoded))),
                      queue.r_en.eq(pop),
                      line_queue.w_en.eq(valid),
-                     line_queue.w_data.eq(line),
+                     line_queue.w_data.eq(delayed(m, line, 1, "decoded_line_late")),
                      line_queue.r_en.eq(pop)]
         # The head: the narrow queue's register, and the line queue's entry of the same
         # request ``DISPATCH_LINE_LAG`` clocks later (the two take and lose entries together,
