@@ -278,17 +278,16 @@ class PoolSlice(wiring.Component):
     #: :class:`hdl.credit.CreditRelay` per slice), so that the pool's caller's decision to send
     #: reaches no slice within a clock.
     OP_RELAY = 1
-    assert OP_RELAY == 1, "SlotPool's idle sees an op in the relay at the slices' intakes"
 
     #: Entries of the intake, a :class:`hdl.credit.CreditReceiver` that passes an op on at once
     #: when it is empty: the credit loop through ``OP_RELAY`` registers each way, so that an op
     #: may enter on every clock.
     INTAKE_DEPTH = credit_loop(OP_RELAY, queue=0)
 
-    #: Entries of ``op_data``, where an op's line waits until P2 reads it (a power of two, so
-    #: that ``data_slot`` wraps): the intake's, T0's, TA's, T1's, P2's, and the one being
-    #: written.
-    DATA_SLOTS = 1 << (INTAKE_DEPTH + 1 + STAGES + 1 - 1).bit_length()
+    #: Entries of ``op_data``, where an op's line waits until P2 reads it: a power of two (so
+    #: that ``data_slot`` wraps) above the ops that may wait, the intake's, T0's, TA's, T1's
+    #: and P2's, for the one being written.
+    DATA_SLOTS = 1 << (INTAKE_DEPTH + 1 + STAGES).bit_length()
 
     #: Pipeline registers of the result unit (at most the datapath's ``latency``): it only
     #: reads states back (majority, gate), from a register of its own (``unit_input``), so
@@ -962,9 +961,10 @@ class SlotPool(wiring.Component):
             return Cat(getattr(pool, stream_name).payload[field][line * width:][:width]
                        for pool in slices)
 
+        # An op taken is on the slices' intakes the clock after, where their ``idle`` sees it:
+        # a longer relay would hold ops no slice's ``idle`` sees.
+        assert relay == 1
         m.d.comb += [
-            # An op taken is on the slices' intakes the clock after (``OP_RELAY``), where
-            # their ``idle`` sees it.
             self.idle.eq(first.idle),
             self.events.eq(first.events),
             self.events.invalid.eq(Cat(invalid).any()),
