@@ -117,6 +117,13 @@ class CxlMemController(wiring.Component):
     #: ``line_lag``), at no clock of its own.
     DISPATCH_LINE_LAG = 1
 
+    #: Clocks from a request's valid at the decoder's last step to its line in the decoded
+    #: line queue's columns: they are written from a register of the line, at copies of the
+    #: write pointer that come through a tree (``EagerFIFO``'s ``write_lag``), so that the
+    #: decoder's valid reaches none of the columns within a clock. No more than
+    #: ``DISPATCH_LINE_LAG``: read at least as late, an entry is readable as soon as without.
+    DECODED_LINE_WRITE_LAG = 1
+
     def __init__(self, params=ControllerParams(), *, primitives=None):
         if not isinstance(params, ControllerParams):
             raise TypeError(f"params must be a ControllerParams, not {params!r}")
@@ -406,12 +413,11 @@ class CxlMemController(wiring.Component):
         # its write.
         m.submodules.decoded = queue = fifo.SyncFIFOBuffered(
             width=entry.size, depth=credit_loop(latency, back=0, queue=2))
-        # The lines are written a clock late too, at copies of the write pointer that come
-        # through a tree (``write_lag``), so that the decoder's valid reaches none of the
-        # queue's columns within a clock; read at least as late, they are readable as soon.
+        write_lag = self.DECODED_LINE_WRITE_LAG
+        assert write_lag <= self.DISPATCH_LINE_LAG
         m.submodules.decoded_lines = line_queue = EagerFIFO(
             width=line_layout.size, depth=queue.depth, lag=(0, self.DISPATCH_LINE_LAG),
-            write_lag=(0, 1))
+            write_lag=(0, write_lag))
         request = ingress.request
         m.submodules.decode_credits = credits = CreditSender(request.payload.shape(),
                                                              credits=queue.depth)
@@ -446,7 +452,7 @@ class CxlMemController(wiring.Component):
                                          route_of(payload, decoder.decoded))),
                      queue.r_en.eq(pop),
                      line_queue.w_en.eq(valid),
-                     line_queue.w_data.eq(delayed(m, line, 1, "decoded_line_late")),
+                     line_queue.w_data.eq(delayed(m, line, write_lag, "decoded_line_late")),
                      line_queue.r_en.eq(pop)]
         # The head: the narrow queue's register, and the line queue's entry of the same
         # request ``DISPATCH_LINE_LAG`` clocks later (the two take and lose entries together,
