@@ -34,7 +34,7 @@ The boxes named in capitals are components of their own, each with its test:
   T0 takes from it sends a credit back. The op then waits in **T0**, a register, so that the
   pool's logic starts from registers, not from its caller's. An op's line of data does not
   travel with it (pipeline rule 1): it is written on arrival to ``op_data``, a small memory
-  written every clock, and P2 reads it there.
+  written every clock, and read from there while the op is in T1 into a register of P2.
 - **TA** holds an op whose slot is being read, and checks its tag. **T1** holds the op with
   the result of that check, a register kept exact by every write to the slot since: the
   decision to move on or to miss has no logic in front of it
@@ -171,11 +171,12 @@ from .tag_check import TagCheck
 __all__ = ["PoolSlice", "SlotPool"]
 
 
-def _checked_data_lag(data_lag):
-    """``data_lag`` of :class:`PoolSlice` and :class:`SlotPool`, or a ValueError."""
-    if not isinstance(data_lag, int) or not 0 <= data_lag <= PoolSlice.STAGES:
-        raise ValueError(f"data_lag must be an integer from 0 to {PoolSlice.STAGES} (the "
-                         f"clocks before P2 reads an op's line), not {data_lag!r}")
+def _checked_data_lag(data_lag, most):
+    """``data_lag`` of :class:`PoolSlice` or :class:`SlotPool` (``most`` at most), or a
+    ValueError."""
+    if not isinstance(data_lag, int) or not 0 <= data_lag <= most:
+        raise ValueError(f"data_lag must be an integer from 0 to {most} (the clocks before "
+                         f"an op's line is read for P2), not {data_lag!r}")
     return data_lag
 
 
@@ -230,7 +231,7 @@ class PoolSlice(wiring.Component):
 
     def __init__(self, params, *, columns, user_width=1, primitives=None, data_lag=0):
         assert READ_LATENCY == 2, "the pool's forwarding is built for a two-clock slot read"
-        self._data_lag = _checked_data_lag(data_lag)
+        self._data_lag = _checked_data_lag(data_lag, self.DATA_LAG)
         self._params = params
         self._slice = slice_params(params, len(columns))
         self._user_width = user_width
@@ -283,6 +284,12 @@ class PoolSlice(wiring.Component):
     #: when it is empty: the credit loop through ``OP_RELAY`` registers each way, so that an op
     #: may enter on every clock.
     INTAKE_DEPTH = credit_loop(OP_RELAY, queue=0)
+
+    #: The most clocks an op's line may come after the op: P2's line is read from ``op_data``
+    #: while the op is in T1, into a register of P2 (so that no LUT RAM read is in front of
+    #: P2's adders), from the clock after the edge T1 takes the op; the op reaches T1 on the
+    #: third edge after the one that writes its intake entry (T0, TA, T1).
+    DATA_LAG = STAGES - 1
 
     #: Entries of ``op_data``, where an op's line waits until P2 reads it: a power of two (so
     #: that ``data_slot`` wraps) above the ops that may wait, the intake's, T0's, TA's, T1's
@@ -399,9 +406,10 @@ class PoolSlice(wiring.Component):
     def _op_intake(self, m, n):
         """The op's way in. An op's line of data does not travel with it (pipeline rule 1): it
         is written to ``op_data`` on every clock at ``arrival_slot``, which moves on when an op
-        enters, and the op carries its ``data_slot`` instead, through the stages to P2, which
-        reads the line there (``n.p2.data``), at copies of T1's data slot a clock late: P2
-        takes T1's op on every edge, so no decision reaches the copies. The op arrives over a
+        enters, and the op carries its ``data_slot`` instead, through the stages to T1. The
+        line is read there at copies of T1's data slot, one per column group, which load with
+        T1, into ``n.p2.data``, a register that P2 takes with T1's op on every edge: P2's adders
+        start from a flip-flop, not from a LUT RAM's read. The op arrives over a
         credit link (``op``) into ``n.intake``, a queue of ``INTAKE_DEPTH`` that passes it on
         at once when it is empty. ``op_data`` is cut into the
         column groups of rule 2, each written and read at copies of the two slots of its
@@ -416,7 +424,10 @@ class PoolSlice(wiring.Component):
         m.d.sync += arrival_slot.eq(next_arrival)
         arrival_copies = register_tree(m, next_arrival, 1 + self._data_lag, len(data_groups),
                                        "arrival_slot", reset=True)
-        p2_data_copies = register_copies(m, n.t1.data_slot, len(data_groups), "p2_data_slot")
+        t1_data_copies = register_copies(
+            m, Mux(n.ta_moves, n.ta.data_slot, n.t1.data_slot), len(data_groups), "t1_data_slot")
+        p2_data = Signal.like(n.p2.data, reset_less=True)
+        m.d.comb += n.p2.data.eq(p2_data)
         for g, bits in enumerate(data_groups):
             m.submodules[f"op_data{g}"] = op_data = Memory(
                 shape=bits.stop - bits.start, depth=self.DATA_SLOTS, init=[])
@@ -424,8 +435,8 @@ class PoolSlice(wiring.Component):
             data_read = op_data.read_port(domain="comb")
             m.d.comb += [data_write.en.eq(1), data_write.addr.eq(arrival_copies[g]),
                          data_write.data.eq(self.op.payload.data[bits]),
-                         data_read.addr.eq(p2_data_copies[g]),
-                         n.p2.data[bits].eq(data_read.data)]
+                         data_read.addr.eq(t1_data_copies[g])]
+            m.d.sync += p2_data[bits].eq(data_read.data)
         m.submodules.intake = n.intake = CreditReceiver(n.stage_layout, depth=self.INTAKE_DEPTH,
                                                         bypass=True)
         m.d.comb += [n.intake.sink.valid.eq(self.op.valid),
@@ -817,9 +828,9 @@ class SlotPool(wiring.Component):
         Line bits per slice, a power of two of at least ``REGISTER_BITS``; a line of no more
         bits is one slice. By default ``POOL_SLICE_BITS`` (:mod:`spec.params`).
     data_lag : int
-        Clocks from an op's take to its ``data`` on ``op``, from 0 to ``STAGES``: the line
-        waits in a memory until P2 reads it, at least ``STAGES`` clocks after the take, so a
-        late line costs no clock.
+        Clocks from an op's take to its ``data`` on ``op``, from 0 to ``DATA_LAG``: the line
+        waits in a memory until it is read for P2, at least ``DATA_LAG`` clocks after the
+        take, so a late line costs no clock.
 
     Members
     -------
@@ -876,6 +887,9 @@ class SlotPool(wiring.Component):
     #: Write-backs the pool may have in the memory port at once (a slice's).
     WRITE_BACKS = PoolSlice.WRITE_BACKS
 
+    #: The most clocks ``op``'s line may come after its take: a slice's, and the relay's.
+    DATA_LAG = PoolSlice.OP_RELAY + PoolSlice.DATA_LAG
+
     def __init__(self, params=ControllerParams(), *, user_width=1, primitives=None,
                  slice_bits=POOL_SLICE_BITS, data_lag=0):
         if not isinstance(params, ControllerParams):
@@ -888,7 +902,7 @@ class SlotPool(wiring.Component):
                 or slice_bits & (slice_bits - 1)):
             raise ValueError(f"slice_bits must be a power of two of at least {REGISTER_BITS}, "
                              f"not {slice_bits!r}")
-        self._data_lag = _checked_data_lag(data_lag)
+        self._data_lag = _checked_data_lag(data_lag, self.DATA_LAG)
         self._params = params
         self._user_width = user_width
         self._primitives = primitives

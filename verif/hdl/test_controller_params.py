@@ -6,7 +6,7 @@ from amaranth import Module
 from bench.sim import simulate
 from hdl.axi import AxiMemoryPort
 from hdl.controller import CxlMemController
-from hdl.slots import PoolSlice, SlotPool
+from hdl.slots import SlotPool
 from spec.params import REGISTER_BITS, ControllerParams, DatapathParams
 
 
@@ -43,10 +43,10 @@ def test_controller_refuses_other_params():
         message = f"slice_bits must be a power of two of at least {REGISTER_BITS}, not"
         with pytest.raises(ValueError, match=message):
             SlotPool(ControllerParams(), slice_bits=bad)
-    for bad in (-1, PoolSlice.STAGES + 1, 1.0):
+    for bad in (-1, SlotPool.DATA_LAG + 1, 1.0):
         with pytest.raises(ValueError, match=rf"data_lag must be an integer from 0 to "
-                                             rf"{PoolSlice.STAGES} \(the clocks before P2 "
-                                             rf"reads an op's line\), not"):
+                                             rf"{SlotPool.DATA_LAG} \(the clocks before an "
+                                             rf"op's line is read for P2\), not"):
             SlotPool(ControllerParams(), data_lag=bad)
 
 

@@ -306,7 +306,7 @@ def _golden_runs():
                                       f"S{params.slots}-slice{slice_bits}",
                                    marks=[] if quick else [pytest.mark.slow])
     # The ops' lines a clock late (the controller's), and as late as the pool allows.
-    for seed, data_lag in ((1, 1), (2, PoolSlice.STAGES)):
+    for seed, data_lag in ((1, 1), (2, SlotPool.DATA_LAG)):
         params, slice_bits = SLICED[0]
         yield pytest.param(params, slice_bits, seed, "ahead", "runs", data_lag,
                            id=f"ahead-runs-{seed}-{params.datapath.name}_S{params.slots}-"
