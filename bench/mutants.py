@@ -68,16 +68,16 @@ MUTANTS = [
         "CTRL.CLEAR leaves the region's first line resident in its slot, so after the clear "
         'that line still reads its old result and counts on from its old n.',
         'hdl/slots.py',
-        'return (entry.tag >= t1.tag) & (entry.tag < t1.high)',
-        'return (entry.tag > t1.tag) & (entry.tag < t1.high)'),
+        'return (entry.tag >= t1.tag) & (entry.tag < self.clear_high)',
+        'return (entry.tag > t1.tag) & (entry.tag < self.clear_high)'),
     Mutant(
         'clear_takes_line_past_end',
         'CTRL.CLEAR of a region also empties, without write-back, a resident line whose '
         "accumulator sits right at the region's end (another region's first line), losing its "
         'contributions.',
         'hdl/slots.py',
-        'return (entry.tag >= t1.tag) & (entry.tag < t1.high)',
-        'return (entry.tag >= t1.tag) & (entry.tag <= t1.high)'),
+        'return (entry.tag >= t1.tag) & (entry.tag < self.clear_high)',
+        'return (entry.tag >= t1.tag) & (entry.tag <= self.clear_high)'),
     Mutant(
         'zero_write_past_end',
         "CTRL.CLEAR writes one zero line too many: the line right past the region's "

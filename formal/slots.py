@@ -105,7 +105,6 @@ class _PoolHarness(Elaboratable):
         m.d.comb += Assume((expected >= 1) & (expected <= p.capacity))
         m.d.comb += [dut.op.valid.eq(AnySeq(1)), op.kind.eq(AnySeq(len(op.kind.as_value()))),
                      op.tag.eq(Cat(Const(0, acc_lsb), AnySeq(LINES.bit_length() - 1))),
-                     op.high.eq(0),
                      op.data.eq(AnySeq(len(op.data))), op.full_line.eq(AnySeq(1)),
                      op.index.eq(op.tag[acc_lsb:]), op.mode.eq(Mode.GBINARY),
                      op.threshold.eq(1), op.expected.eq(expected)]

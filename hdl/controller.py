@@ -357,6 +357,8 @@ class CxlMemController(wiring.Component):
             dispatch.pool_idle.eq(c.pool_idle), pop.eq(dispatch.pop),
             c.window.request.valid.eq(dispatch.window_valid),
             c.pool.op.valid.eq(scan.valid | dispatch.pool_valid),
+            # A clear's range end, held by the task from its start until the pool is idle.
+            c.pool.clear_high.eq(scan.high),
             identity.read.valid.eq(dispatch.read_valid),
             identity.write.valid.eq(dispatch.write_valid),
         ]
@@ -372,7 +374,7 @@ class CxlMemController(wiring.Component):
                            Mux(is_read, SlotOp.READ, SlotOp.CONTRIBUTE))),
             op.index.eq(Mux(scan.valid, scan.index, decoded.state_address[index_lsb:])),
             op.tag.eq(Mux(scan.valid, scan.low, decoded.state_address)),
-            op.high.eq(scan.high), op.data.eq(request.data),
+            op.data.eq(request.data),
             op.full_line.eq(request.full_line), op.mode.eq(decoded.mode),
             op.threshold.eq(decoded.threshold), op.expected.eq(decoded.expected),
             op.user.eq(request.tag),          # for a reader of waveforms

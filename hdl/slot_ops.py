@@ -23,13 +23,15 @@ class SlotOp(enum.Enum, shape=3):
     READ = 1         # the line's result line (result: ``line``)
     FLUSH = 2        # slot ``index``: write it back if dirty; it stays resident, clean
     EVICT = 3        # slot ``index``: write it back if dirty, and empty it
-    CLEAR = 4        # slot ``index``: empty it, without write-back, if ``low <= tag < high``
+    CLEAR = 4        # slot ``index``: empty it, without write-back, if its line is in
+    #                  ``[tag, clear_high)`` (:class:`hdl.slots.SlotPool`)
     DROP = 5         # slot ``index``: empty it (the pool's own scan after reset)
 
 
 def slot_op_layout(params, user_width):
     """An op. ``tag`` is the byte address of the line's accumulator (for ``CLEAR``, the first
-    accumulator byte of the range ``[tag, high)``); ``index`` the slot the controller chose,
+    accumulator byte of the range ``[tag, clear_high)``, whose end is a pool input held while
+    a clear runs: :class:`hdl.slots.SlotPool`); ``index`` the slot the controller chose,
     the same for every op on a line. Two lines given the same slot must differ in ``tag`` at
     or above bit ``log2(accumulator_bytes_per_line * slots)``: the hit check compares no
     lower bit. The controller's do: it takes the index from the tag's bits just above the
@@ -39,7 +41,6 @@ def slot_op_layout(params, user_width):
         "kind": SlotOp,
         "index": unsigned(params.slot_index_bits),
         "tag": unsigned(params.address_bits),
-        "high": unsigned(params.address_bits + 1),
         "data": unsigned(p.line_bits),
         "full_line": 1,
         "mode": Mode,

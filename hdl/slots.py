@@ -251,6 +251,7 @@ class PoolSlice(wiring.Component):
             "host_writes_pending": In(1),
             "hint": In(stream.Signature(hint_layout(params), always_ready=True)),
             "hold_prefetch": In(1),
+            "clear_high": In(params.address_bits + 1),
             "idle": Out(1),
             "events": Out(slot_event_layout()),
         })
@@ -646,7 +647,7 @@ class PoolSlice(wiring.Component):
         n.last_taken = Signal()     # the count of the word P2 takes is its op's EXPECTED - 1
 
         def in_clear_range(entry):
-            return (entry.tag >= t1.tag) & (entry.tag < t1.high)
+            return (entry.tag >= t1.tag) & (entry.tag < self.clear_high)
 
         # P2's word is written to its slot from W1, on the edge after W1 takes it, with W1's
         # valid and slot in copies of their own, one per group of the slot RAM's block
@@ -870,6 +871,10 @@ class SlotPool(wiring.Component):
     hold_prefetch : In(1)
         High while memory may change under a prefetch other than by the pool's write-backs
         and host writes (the controller's scan tasks: a clear's zero writes).
+    clear_high : In(address_bits + 1)
+        The end of the range of the ``CLEAR`` ops in the pool (``[tag, clear_high)``), the
+        same for all of them: held from the take of a ``CLEAR`` until ``idle``. It reaches each
+        slice through a register, so an op's fields need no room for it.
     idle : Out(1)
         No op in the pool, none of its outputs waiting, no write-back pending: a scan or a
         register command may start, and device memory holds every write-back made so far.
@@ -921,6 +926,7 @@ class SlotPool(wiring.Component):
             "host_writes_pending": In(self.slices),
             "hint": In(stream.Signature(hint_layout(params), always_ready=True)),
             "hold_prefetch": In(1),
+            "clear_high": In(params.address_bits + 1),
             "idle": Out(1),
             "events": Out(slot_event_layout()),
         })
@@ -961,6 +967,8 @@ class SlotPool(wiring.Component):
                 pool.hint.valid.eq(self.hint.valid), pool.hint.payload.eq(self.hint.payload),
                 pool.hold_prefetch.eq(self.hold_prefetch),
             ]
+            # The range's end is held while a clear runs: a register beside each slice.
+            m.d.sync += pool.clear_high.eq(self.clear_high)
             slices.append(pool)
         self._relay_ops(m, slices)
         first = slices[0]

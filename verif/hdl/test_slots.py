@@ -470,7 +470,8 @@ def test_clear_behind_a_fill_checks_the_filled_line():
         ctx.set(dut.result.ready, 1)
         await _contribute(ctx, dut, p, y, 0)
         await _contribute(ctx, dut, p, x, 1)
-        await send(ctx, dut.op, kind=SlotOp.CLEAR, index=0, tag=y, high=y + ACC_STRIDE)
+        ctx.set(dut.clear_high, y + ACC_STRIDE)
+        await send(ctx, dut.op, kind=SlotOp.CLEAR, index=0, tag=y)
         await send(ctx, dut.op, kind=SlotOp.FLUSH, index=0)
         await ctx.tick().repeat(60)
 
