@@ -328,21 +328,16 @@ class PoolSlice(wiring.Component):
         m.submodules.slots = n.slots = RegisteredMemory(
             width=n.entry_layout.size, depth=params.slots, primitives=self._primitives,
             copies=address_copies(n.entry_layout.size))
-        # The result unit only reads states back; P2's new word goes to the unit's input
-        # register (beside W1) and to the unit on the next clock, so that the unit's decisions
-        # (which read the new ``n``) do not follow P2's additions within one clock: a clock
-        # on every result read from a slot. Its comparisons are carry chains, as the datapath's:
-        # made of LUT logic (git history: e553630), they packed into fewer cells but left the
-        # placement too congested to route.
+        # The result unit only reads states back; P2's new word goes to the unit on the next
+        # clock, so that the unit's decisions (which read the new ``n``) do not follow P2's
+        # additions within one clock: a clock on every result read from a slot. Its
+        # comparisons are carry chains, as the datapath's: made of LUT logic (git history:
+        # e553630), they packed into fewer cells but left the placement too congested to route.
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
         m.submodules.result_unit = n.unit = AggregationDatapath(
             unit_params, user_width=side_layout(params, u).size, replicated_inputs=True)
-        m.submodules.unit_input = unit_input = PipelineRegister(n.unit.request.payload.shape())
-        wiring.connect(m, unit_input.source, n.unit.request)
-        n.queued = unit_input.source.valid
-        n.unit_input_valid = unit_input.sink.valid
         m.submodules.update = n.update = SlotUpdate(params, u)
-        wiring.connect(m, n.update.request, unit_input.sink)
+        self._unit_input(m, n)
         m.submodules.tag_check = n.tag_check = TagCheck(whole, primitives=self._primitives,
                                                         probes=FillHints.LOOK_UPS)
         m.submodules.miss_handler = n.miss = MissHandler(params, whole, user_width=u,
@@ -357,6 +352,29 @@ class PoolSlice(wiring.Component):
         self._outputs(m, n)
         self._miss(m, n)
         return m
+
+    def _unit_input(self, m, n):
+        """The unit's input register: P2's request to the result unit, a clock later, but its
+        lanes. The request's lanes are P2's new ones (:class:`hdl.slot_update.SlotUpdate`),
+        which W1 takes on the same edge (every edge, as this register): the unit reads them
+        from W1, not from a line-wide register of its own."""
+        request, unit = n.update.request, n.unit.request
+        fields = [name for name in request.payload.shape().members if name != "state"]
+        layout = request.payload.shape()
+        held = data.StructLayout({**{name: layout[name].shape for name in fields},
+                                  "n": layout["state"].shape["n"].shape})
+        m.submodules.unit_input = unit_input = PipelineRegister(held)
+        m.d.comb += [
+            unit_input.sink.valid.eq(request.valid),
+            *(unit_input.sink.payload[name].eq(request.payload[name]) for name in fields),
+            unit_input.sink.payload.n.eq(request.payload.state.n),
+            unit.valid.eq(unit_input.source.valid),
+            *(unit.payload[name].eq(unit_input.source.payload[name]) for name in fields),
+            unit.payload.state.n.eq(unit_input.source.payload.n),
+            unit.payload.state.lanes.eq(n.w1.state.lanes),
+        ]
+        n.queued = unit_input.source.valid
+        n.unit_input_valid = unit_input.sink.valid
 
     def _nets(self):
         """The nets the sections of :meth:`elaborate` share, each driven by one section."""
