@@ -23,6 +23,8 @@ from amaranth.lib.wiring import In, Out
 
 from spec.params import TERNARY_INVALID, DatapathParams, Mode, Reason, aggregates
 
+from .arith import sum_bits
+from .bram import PRIMITIVES
 from .pipeline import PipelineRegister, register_copies
 
 __all__ = ["state_layout", "planes_of_state", "n_line", "state_of_planes", "request_layout",
@@ -435,13 +437,16 @@ class Compare(_CombStage):
     ``s <= -T`` (:class:`Select` makes the code of them); ``s`` is read as ``W + 2`` bits of its
     stored ``2W``, which hold any ``|s| <= capacity``. Each comparison is one bit of the sum of
     the lane and an addend of its control copy (``control_layout``): a carry chain between
-    two registers, with no logic before or after it. The invalid-code flags are ORed
-    a second time (:func:`_or_groups`). Which of the read-backs (or the request data) becomes
-    the line is left to :class:`Select`.
+    two registers, with no logic before or after it. With ``primitives`` ``"ecp5"`` the four
+    comparisons of a pair of line bits (two G-Binary lanes, one G-Ternary lane) are one chain
+    (:func:`hdl.arith.sum_bits`). The invalid-code flags are ORed a second time
+    (:func:`_or_groups`). Which of the read-backs (or the request data) becomes the line is
+    left to :class:`Select`.
     """
 
-    def __init__(self, params, user_width):
+    def __init__(self, params, user_width, primitives=None):
         super().__init__(params, user_width, sum_layout, verdict_layout)
+        self._primitives = primitives
 
     def compute(self, m, work, out):
         p = self._params
@@ -452,21 +457,22 @@ class Compare(_CombStage):
         m.d.comb += out.invalid_codes.eq(_or_groups(work.invalid_groups))
         for copy, control in enumerate(self._controls(work)):
             bits = self._copy_bits(copy)
-            m.d.comb += [
-                out.majority[bits.start:bits.stop].eq(
-                    Cat((counts[k] + control.majority_addend)[width] for k in bits)),
-                out.bounds[bits.start:bits.stop].eq(
-                    Cat(self._bounds(sums[k // 2], control) for k in bits[::2])),
-            ]
-
-    def _bounds(self, stored_sum, control):
-        # s as W + 2 bits, sign-extended (2W < W + 2 only at W = 1); each bound is the sign of
-        # a (W + 2)-bit sum. No operand is inverted: an inverter would be a LUT in front of
-        # the carry chain.
-        width = self._params.counter_width
-        sum_bits = Cat(stored_sum, stored_sum[-1])[:width + 2]
-        return Cat((sum_bits + control.negative_threshold)[width + 1],
-                   (sum_bits + control.threshold_less_one)[width + 1])
+            majority, bounds = [], []
+            for k in bits[::2]:
+                # s as W + 2 bits, sign-extended (2W < W + 2 only at W = 1); each bound is the
+                # sign of a (W + 2)-bit sum. No operand is inverted: an inverter would be a LUT
+                # in front of the carry chain.
+                stored_sum = sums[k // 2]
+                s = Cat(stored_sum, stored_sum[-1])[:width + 2]
+                pair = sum_bits(m, [(counts[k], control.majority_addend, width),
+                                    (counts[k + 1], control.majority_addend, width),
+                                    (s, control.negative_threshold, width + 1),
+                                    (s, control.threshold_less_one, width + 1)],
+                                primitives=self._primitives, name=f"compare{k}")
+                majority += pair[:2]
+                bounds += pair[2:]
+            m.d.comb += [out.majority[bits.start:bits.stop].eq(Cat(majority)),
+                         out.bounds[bits.start:bits.stop].eq(Cat(bounds))]
 
 
 class Select(_CombStage):
@@ -533,6 +539,9 @@ class AggregationDatapath(wiring.Component):
         Width of the ``user`` tag carried alongside each request.
     replicated_inputs : bool
         Add the ports ``decision_inputs`` and ``response_valid_copies``.
+    primitives : None or "ecp5"
+        How the read-back comparisons are made: ``"ecp5"``, CCU2C carry chains of four
+        comparisons each (:class:`Compare`); ``None``, an adder each.
 
     Members
     -------
@@ -551,13 +560,17 @@ class AggregationDatapath(wiring.Component):
         an enable of their own.
     """
 
-    def __init__(self, params=DatapathParams(), *, user_width=16, replicated_inputs=False):
+    def __init__(self, params=DatapathParams(), *, user_width=16, replicated_inputs=False,
+                 primitives=None):
         if not isinstance(params, DatapathParams):
             raise TypeError(f"params must be a DatapathParams, not {params!r}")
         if not isinstance(user_width, int) or user_width < 1:
             raise ValueError(f"user_width must be a positive integer, not {user_width!r}")
         if not isinstance(replicated_inputs, bool):
             raise TypeError(f"replicated_inputs must be a bool, not {replicated_inputs!r}")
+        if primitives not in PRIMITIVES:
+            raise ValueError(f"primitives must be one of {PRIMITIVES}, not {primitives!r}")
+        self._primitives = primitives
         self._params = params
         self._user_width = user_width
         self._replicated_inputs = replicated_inputs
@@ -597,8 +610,8 @@ class AggregationDatapath(wiring.Component):
         decode = Decode(p, u, replicated_inputs=self._replicated_inputs)
         if self._replicated_inputs:
             m.d.comb += decode.inputs.eq(self.decision_inputs)
-        stages = [("decode", decode), ("addends", Addends(p, u)),
-                  ("add", Add(p, u)), ("compare", Compare(p, u)), ("select", Select(p, u))]
+        stages = [("decode", decode), ("addends", Addends(p, u)), ("add", Add(p, u)),
+                  ("compare", Compare(p, u, self._primitives)), ("select", Select(p, u))]
         registered = {"decode": p.latency >= 5, "addends": p.latency >= 3,
                       "add": p.latency >= 2, "compare": p.latency >= 4, "select": True}
 

@@ -296,12 +296,13 @@ def _controller_markdown(facts, ports):
 
 
 def write_controller(params, out_dir, primitives=None):
-    """Generate the controller for ``params`` (its block RAM made as ``primitives`` says:
-    :class:`hdl.bram.RegisteredMemory`) into ``out_dir`` as ``nf_controller``
+    """Generate the controller for ``params`` (its block RAM and its pool's read-back carry
+    chains made as ``primitives`` says: :class:`hdl.bram.RegisteredMemory`,
+    :func:`hdl.arith.sum_bits`) into ``out_dir`` as ``nf_controller``
     (:class:`hdl.top.ControllerTop`). Returns the Verilog path."""
     return _write_top(ControllerTop(params, primitives=primitives), CONTROLLER_TOP, out_dir,
                       f"NEURON-Fabric CXL.mem aggregating memory controller, {params.name}"
-                      + (f", {primitives} block RAM primitives" if primitives else ""))
+                      + (f", {primitives} primitives" if primitives else ""))
 
 
 def write_axi_reducer(params, out_dir, primitives=None):
@@ -310,7 +311,7 @@ def write_axi_reducer(params, out_dir, primitives=None):
     path."""
     return _write_top(ReducerTop(params, primitives=primitives), AXI_REDUCER_TOP, out_dir,
                       f"NEURON-Fabric AXI4 aggregating memory, {params.name}"
-                      + (f", {primitives} block RAM primitives" if primitives else ""))
+                      + (f", {primitives} primitives" if primitives else ""))
 
 
 def _write_top(top, name, out_dir, description):
@@ -349,8 +350,9 @@ def main(argv=None):
     add_controller_arguments(parser)
     parser.add_argument("--primitives", choices=["ecp5"], default=None,
                         help="instantiate the LFE5U's DP16KD block RAMs (with their output "
-                             "registers) instead of inferred memories, for an ECP5 flow; the "
-                             "simulations run the inferred form")
+                             "registers) instead of inferred memories, and CCU2C carry chains "
+                             "of several compares for the pool's read-back, for an ECP5 flow; "
+                             "the simulations run the inferred form")
     args = parser.parse_args(argv)
     controller = controller_from_arguments(parser, args)
     datapath = write_datapath(controller.datapath, Path(args.out) / controller.datapath.name)

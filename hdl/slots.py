@@ -335,7 +335,8 @@ class PoolSlice(wiring.Component):
         # e553630), they packed into fewer cells but left the placement too congested to route.
         unit_params = dataclasses.replace(p, latency=min(p.latency, self.RESULT_LATENCY))
         m.submodules.result_unit = n.unit = AggregationDatapath(
-            unit_params, user_width=side_layout(params, u).size, replicated_inputs=True)
+            unit_params, user_width=side_layout(params, u).size, replicated_inputs=True,
+            primitives=self._primitives)
         m.submodules.update = n.update = SlotUpdate(params, u)
         self._unit_input(m, n)
         m.submodules.tag_check = n.tag_check = TagCheck(whole, primitives=self._primitives,

@@ -282,6 +282,9 @@ def test_bad_component_arguments():
         AggregationDatapath(user_width=0)
     with pytest.raises(TypeError, match=r"replicated_inputs must be a bool, not 1"):
         AggregationDatapath(replicated_inputs=1)
+    with pytest.raises(ValueError, match=r"primitives must be one of \(None, 'ecp5'\), not "
+                                         r"'ice40'"):
+        AggregationDatapath(primitives="ice40")
 
 
 def test_state_layout_matches_params():
