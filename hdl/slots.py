@@ -889,7 +889,8 @@ class SlotPool(wiring.Component):
         (*Prefetch*); any hint is safe, a wrong one costs a read.
     hold_prefetch : In(1)
         High while memory may change under a prefetch other than by the pool's write-backs
-        and host writes (the controller's scan tasks: a clear's zero writes).
+        and host writes (the controller's scan tasks: a clear's zero writes), from a clock
+        before it may change: it reaches each slice through a register.
     clear_high : In(address_bits + 1)
         The end of the range of the ``CLEAR`` ops in the pool (``[tag, clear_high)``), the
         same for all of them: held from the take of a ``CLEAR`` until ``idle``. It reaches each
@@ -984,10 +985,11 @@ class SlotPool(wiring.Component):
                 pool.writes_pending.eq(self.writes_pending[k]),
                 pool.host_writes_pending.eq(self.host_writes_pending[k]),
                 pool.hint.valid.eq(self.hint.valid), pool.hint.payload.eq(self.hint.payload),
-                pool.hold_prefetch.eq(self.hold_prefetch),
             ]
-            # The range's end is held while a clear runs: a register beside each slice.
-            m.d.sync += pool.clear_high.eq(self.clear_high)
+            # Through a register beside each slice: the range's end is held while a clear
+            # runs, and the hold on prefetches comes clocks before memory changes under one.
+            m.d.sync += [pool.clear_high.eq(self.clear_high),
+                         pool.hold_prefetch.eq(self.hold_prefetch)]
             slices.append(pool)
         self._relay_ops(m, slices)
         first = slices[0]
