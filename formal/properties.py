@@ -163,14 +163,15 @@ PORT_CONFIG = ControllerParams(DatapathParams(line_bits=32, counter_width=2, lat
 #: (ingress, the decoder's 5 steps, the decoded queue) and at least 4 more to its response,
 #: so the first responses leave at clock 12: a MemInv never answered while one taken after it
 #: is shows at clock 13. An identity write to the line before a read's shows only once it is
-#: in memory, which takes it across the whole controller, and the read's beat has come back
-#: behind it: clock 21 (``verif/formal/test_formal.py`` simulates that race and fails when
-#: a lag moves it beyond this depth). The solver's time per clock roughly triples each clock
-#: beyond 15 on the whole controller with a free host; the identity property's narrower host
-#: keeps it to a minute or two a clock.
+#: in memory, which takes it across the whole controller (the memory port's record of its
+#: take, ``AxiMemoryPort.TAKE_LAG``, among the clocks), and the read's beat has come back
+#: behind it: clock 22, so a depth of 23 (``verif/formal/test_formal.py`` simulates that
+#: race and fails when a lag moves it beyond this depth). The solver's time per clock
+#: roughly triples each clock beyond 15 on the whole controller with a free host; the
+#: identity property's narrower host keeps it to a minute or two a clock.
 PORT_DEPTHS = {
     EveryRequestAnsweredOnce: (15, True),
-    IdentityWriteChangesOnlyItsLine: (22, False),
+    IdentityWriteChangesOnlyItsLine: (23, False),
 }
 
 

@@ -96,11 +96,12 @@ class AxiMemoryPort(wiring.Component):
       one ID come back in order. The AR side has a skid buffer: ``read_command.ready`` is a
       register, and ``ARREADY`` reaches no logic of the owner.
     - ``write_burst`` (``burst_beats`` lines, every byte enabled) is taken on every clock it
-      is valid: it has no ``ready``. Its owner keeps at most ``bursts`` of them in the port,
-      by ``bursts_held``, a register: the bursts in the W buffer (below) taken up to the last
-      clock edge, less those whose AW had left for the AW register and whose W had all gone
-      by the edge before it (``HELD_LAG``: no channel's ready reaches it). So a slot pool's
-      write-backs leave its result unit straight into the port, and wait nowhere else.
+      is valid: it has no ``ready``. Its owner keeps ``bursts_held`` at most ``bursts``: a
+      register, the bursts in the W buffer (below) taken up to ``TAKE_LAG`` edges before the
+      last one, less those whose AW had left for the AW register and whose W had all gone
+      by the edge before it (``HELD_LAG``: no channel's ready reaches it). The port has room
+      for the ``TAKE_LAG`` clocks' more. So a slot pool's write-backs leave its result unit
+      straight into the port, and wait nowhere else.
     - ``write_line`` (one line, with its byte enables) is taken while ``ready``, a register
       that falls once ``LINE_WRITES`` one-line writes are held, counted as ``bursts_held``
       counts bursts, on the same clock as a burst or not. Its ``line`` and ``strobe`` come
@@ -158,7 +159,7 @@ class AxiMemoryPort(wiring.Component):
         (:attr:`bank_groups`), which the owner keeps equal to it: group ``g``'s block columns
         take a burst by copy ``g`` alone, so that an owner whose lines come from several
         places can make each group's copy beside that group's lines (pipeline rule 2).
-    bursts_held : Out(range(bursts + 1))
+    bursts_held : Out(range(bursts + TAKE_LAG + 1))
     write_line : In(stream.Signature(write_line_layout(...)))
     write_response : Out(stream.Signature({"id", "error"}, always_ready=True))
     """
@@ -171,11 +172,17 @@ class AxiMemoryPort(wiring.Component):
     #: within a clock.
     W_WRITE_LAG = 1
 
+    #: Clocks from a write's take to the port's record of it (the order ring, the counts, the
+    #: AW address memories): each kind's take, ID and address go through a register beside
+    #: the port first, so that neither owner's valid reaches them within a clock. Only the
+    #: banks' write pointers, each group's copy, move on the take's own clock.
+    TAKE_LAG = 1
+
     #: Clocks from a write's take to its first W beat, with nothing ahead of it: the banks read
-    #: it from the second clock after the take, their data comes ``READ_LATENCY`` clocks after
-    #: the address, it goes into the W queue ``W_WRITE_LAG`` clocks later, and the queue gives
-    #: an entry from the clock after that.
-    FIRST_W = 2 + READ_LATENCY + W_WRITE_LAG + 1
+    #: it from the second clock after its record (``TAKE_LAG``), their data comes
+    #: ``READ_LATENCY`` clocks after the address, it goes into the W queue ``W_WRITE_LAG``
+    #: clocks later, and the queue gives an entry from the clock after that.
+    FIRST_W = TAKE_LAG + 2 + READ_LATENCY + W_WRITE_LAG + 1
 
     #: Clock edges from a write's last move (its AW into the AW register or its last W beat)
     #: to the one after which ``bursts_held`` and ``write_line.ready`` no longer count it:
@@ -186,14 +193,18 @@ class AxiMemoryPort(wiring.Component):
 
     #: One-line writes the W buffer holds: one for each clock from a take until the room it
     #: held is back (``FIRST_W``, then ``HELD_LAG``), so that they go at one per clock to a
-    #: memory that takes each W beat as it comes.
+    #: memory that takes each W beat as it comes. The room is made from the port's record,
+    #: which misses the takes of the last ``TAKE_LAG`` clocks: ``ready`` falls that many
+    #: entries early.
     LINE_WRITES = FIRST_W + HELD_LAG
 
     #: Clocks from a one-line write's take to its line and byte enables: they go straight to
     #: the W banks' column groups, and an owner may read them from a queue through a register
     #: tree of its read pointer (:class:`hdl.pipeline.EagerFIFO`'s ``lag``), so that no take
-    #: reaches a column group within its clock.
+    #: reaches a column group within its clock. At least ``TAKE_LAG``: the line goes to the
+    #: entry the port's record of the take gives.
     LINE_LAG = 1
+    assert LINE_LAG >= TAKE_LAG
 
     #: Beats the W queue holds: W reads a beat from the banks only with a credit of the queue,
     #: and a credit comes back from a register a clock after W takes a beat, so the queue has
@@ -227,11 +238,13 @@ class AxiMemoryPort(wiring.Component):
         # bits of every beat.
         self._interleave = Interleave(width=line_bits, ways=burst_beats)
         # Entries of each kind's ring: a power of two (the pointers wrap), with one free
-        # beyond what may be held, the one written on every clock. The order ring has room
-        # for every write held and the two a clock may take.
-        self._entries = {"burst": 1 << bursts.bit_length(),
+        # beyond what may be held, the one written on every clock (the bursts: ``bursts`` and
+        # those taken since ``bursts_held`` was made). The order ring has room for every
+        # write held and the two a clock may take.
+        held_bursts = bursts + self.TAKE_LAG
+        self._entries = {"burst": 1 << held_bursts.bit_length(),
                          "line": 1 << self.LINE_WRITES.bit_length()}
-        self._orders = 1 << (bursts + self.LINE_WRITES + 1).bit_length()
+        self._orders = 1 << (held_bursts + self.LINE_WRITES + 1).bit_length()
         super().__init__({
             "axi": Out(axi4_signature(address_bits=address_bits, data_bits=line_bits,
                                       id_bits=id_bits)),
@@ -244,7 +257,7 @@ class AxiMemoryPort(wiring.Component):
                 address_bits=address_bits, id_bits=id_bits, line_bits=line_bits,
                 beats=burst_beats), always_ready=True)),
             "write_burst_copies": In(len(self.bank_groups)),
-            "bursts_held": Out(range(bursts + 1)),
+            "bursts_held": Out(range(held_bursts + 1)),
             "write_line": In(stream.Signature(write_line_layout(
                 address_bits=address_bits, id_bits=id_bits, line_bits=line_bits))),
             "write_response": Out(stream.Signature(data.StructLayout({
@@ -309,10 +322,17 @@ class AxiMemoryPort(wiring.Component):
 
     def _write_side(self, m):
         """The W buffer (see the class docstring), AW and W. ``w`` holds what the sections
-        share: the takes, the rings' pointers, and the channels' moves."""
+        share: the takes, the port's record of them (``TAKE_LAG`` clocks late, with each
+        kind's ID and address), the rings' pointers, and the channels' moves."""
         burst, line = self.write_burst, self.write_line
+        taken = {"burst": burst.valid, "line": line.valid & line.ready}
         w = types.SimpleNamespace(
-            taken={"burst": burst.valid, "line": line.valid & line.ready},
+            taken=taken,
+            recorded={kind: register_tree(m, valid, self.TAKE_LAG, 1, f"{kind}_recorded",
+                                          reset=True)[0] for kind, valid in taken.items()},
+            addresses={kind: delayed(m, Cat(payload.id, payload.address), self.TAKE_LAG,
+                                     f"{kind}_address_recorded")
+                       for kind, payload in (("burst", burst.payload), ("line", line.payload))},
             aw_moves=Signal(), aw_line=Signal(), last_moves=Signal(), w_line=Signal(),
             read_last=Signal(), read_line=Signal())
         self._write_rings(m, w)
@@ -323,8 +343,8 @@ class AxiMemoryPort(wiring.Component):
 
     def _write_rings(self, m, w):
         """The order of the writes and each kind's ring pointer (``w.is_line``,
-        ``w.produce``)."""
-        taken = w.taken
+        ``w.produce``), from the port's record of the takes."""
+        taken = w.recorded
         # The order of the writes, a bit per write (1: a one-line write), in a ring of its
         # own: a clock's burst first, then its line. Only these narrow flags depend on both
         # takes; each kind's banks and memories are written at its own pointer.
@@ -346,12 +366,14 @@ class AxiMemoryPort(wiring.Component):
         w.after_takes = after_takes
         # Each kind's ring: its banks are written on every clock at the next free entry,
         # ``produce``, in a copy for each of the banks' address groups (rule 2) and one for
-        # the rest. A one-line write's line and byte enables come a clock after its take
-        # (``LINE_LAG``) and go to their bank at copies of the entry it was taken at: W reads
-        # them from the second clock after the take (below), and the owner's valid, which comes
-        # late in the clock, moves one pointer, not a copy in every group. (A burst's lines come
-        # from registers of the pool, a burst's worth of them: they are not staged again. Each
-        # group's copy of its pointer counts the group's copy of the burst's valid.)
+        # the rest, which moves with the record of the takes (its AW address memory is
+        # written from the recorded ID and address). A burst's lines come from registers of
+        # the pool, a burst's worth of them: they are not staged again, and each group's copy
+        # of its pointer counts the group's copy of the burst's valid on the take's clock. A
+        # one-line write's line and byte enables come ``LINE_LAG`` clocks after its take and go
+        # to their bank at copies of the entry it was recorded at, rooted at the recorded
+        # pointer's next value: the owner's valid, which comes late in the clock, moves one
+        # register, not a copy in every group.
         w.produce = produce = {}
         produce["burst"] = []
         for g, burst_taken in enumerate([*self.write_burst_copies, taken["burst"]]):
@@ -359,8 +381,11 @@ class AxiMemoryPort(wiring.Component):
             m.d.sync += pointer.eq(pointer + burst_taken)
             produce["burst"].append(pointer)
         line_produce = Signal(range(self._entries["line"]))
-        m.d.sync += line_produce.eq(line_produce + taken["line"])
-        staged = register_copies(m, line_produce, self._line_copies, "line_staged_at")
+        next_line_produce = Signal.like(line_produce)
+        m.d.comb += next_line_produce.eq(line_produce + taken["line"])
+        m.d.sync += line_produce.eq(next_line_produce)
+        staged = register_tree(m, next_line_produce, 1 + self.LINE_LAG - self.TAKE_LAG,
+                               self._line_copies, "line_staged_at", reset=True)
         produce["line"] = [*staged, line_produce]
 
     def _write_waiting(self, m, w):
@@ -375,15 +400,17 @@ class AxiMemoryPort(wiring.Component):
                                              ("read", w.read_last, w.read_line)):
                 count = Signal(range(self._orders), name=f"{kind}_{channel}_waiting")
                 next_count = Signal.like(count, name=f"{kind}_{channel}_next")
-                # The writes taken before this clock and not sent on it (W's reads read them).
+                # The writes recorded before this clock and not sent on it (W's reads read
+                # them).
                 unsent[kind, channel] = count - (sent & (sent_line == is_kind))
-                m.d.comb += next_count.eq(unsent[kind, channel] + w.taken[kind])
+                m.d.comb += next_count.eq(unsent[kind, channel] + w.recorded[kind])
                 m.d.sync += count.eq(next_count)
                 counts[kind, channel] = count, next_count
-        # What each kind holds after this clock's takes, at most (``HELD_LAG``): the larger
-        # count as of the last edge, and this clock's take.
+        # What each kind holds after this clock's record, at most (``HELD_LAG``): the larger
+        # count as of the last edge, and this clock's record. The takes of the last
+        # ``TAKE_LAG`` clocks are not in it (``LINE_WRITES``, ``bursts``).
         held = {kind: Mux(counts[kind, "aw"][0] > counts[kind, "w"][0], counts[kind, "aw"][0],
-                          counts[kind, "w"][0]) + w.taken[kind] for kind in ("burst", "line")}
+                          counts[kind, "w"][0]) + w.recorded[kind] for kind in ("burst", "line")}
         # Whether any write waits for AW and for W's reads: registers (AW's valid and W's
         # reads, which W's pointers follow, start from a flip-flop). AW's is made from the
         # counts' next values; the reads' leaves out the writes taken on this clock, so that a
@@ -398,14 +425,14 @@ class AxiMemoryPort(wiring.Component):
                                         | (unsent["line", "read"] != 0))]
         line_room = Signal(init=1)
         m.d.sync += [self.bursts_held.eq(held["burst"]),
-                     line_room.eq(held["line"] < self.LINE_WRITES)]
+                     line_room.eq(held["line"] < self.LINE_WRITES - self.TAKE_LAG)]
         m.d.comb += self.write_line.ready.eq(line_room)
 
     def _aw_channel(self, m, w):
         """AW: the register in front of the channel, refilled from the oldest write whose AW
         has not gone (``aw_order``): its ID and address from the memory of its kind, at that
         kind's own AW pointer."""
-        burst, line = self.write_burst, self.write_line
+        burst = self.write_burst
         aw_order = Signal(range(self._orders))
         aw_order_ahead = Signal(range(self._orders), init=1)
         next_aw_order = Signal.like(aw_order)
@@ -420,15 +447,14 @@ class AxiMemoryPort(wiring.Component):
         address_layout = data.StructLayout({"id": len(burst.payload.id),
                                             "address": len(burst.payload.address)})
         addresses = {}
-        for kind, payload, is_kind in (("burst", burst.payload, ~w.aw_line),
-                                       ("line", line.payload, w.aw_line)):
+        for kind, is_kind in (("burst", ~w.aw_line), ("line", w.aw_line)):
             aw_entry = Signal(range(self._entries[kind]), name=f"{kind}_aw_entry")
             m.d.sync += aw_entry.eq(aw_entry + (w.aw_moves & is_kind))
             m.submodules[f"{kind}_addresses"] = memory = Memory(
                 shape=address_layout, depth=self._entries[kind], init=[])
             write, read = memory.write_port(), memory.read_port(domain="comb")
             m.d.comb += [write.en.eq(1), write.addr.eq(w.produce[kind][-1]),
-                         write.data.eq(Cat(payload.id, payload.address)), read.addr.eq(aw_entry)]
+                         write.data.eq(w.addresses[kind]), read.addr.eq(aw_entry)]
             addresses[kind] = read.data
         beats = self._burst_beats
         aw_command = stream.Signature(data.StructLayout({

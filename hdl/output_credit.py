@@ -28,7 +28,9 @@ class OutputCredit(wiring.Component):
     results_held : In(range(results + 1))
     write_backs_held : In(range(write_backs + 1))
         The queues' levels, as of the last clock edge (the write-backs' at most that: the
-        memory port frees their room a clock later).
+        memory port frees their room a clock later, and counts a write-back
+        ``AxiMemoryPort.TAKE_LAG`` clocks after its take, with room for those it has not
+        counted yet).
     in_pipe : In(range(results + 1))
         The ops from TA on: the stages, the result unit's input register and the unit (the
         result queue has an entry for each, :data:`hdl.slots.PoolSlice.QUEUE_DEPTH`).

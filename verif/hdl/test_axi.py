@@ -261,7 +261,12 @@ def test_writes_in_order_with_ids(seed, rates, shape):
     want_r = [(r["id"], 0 if r["id"] == 3 else r["address"] + 4 * k, int(r["id"] == 3))
               for r in reads for k in range(r["beats"])]
     assert seen["read_data"] == want_r, f"{where}: read beats (id, data, error) differ"
-    assert max(seen["held"]) == held or rates[0] < 1, \
+    # The owner offers while ``bursts_held`` is below ``held``; the takes of the last
+    # ``TAKE_LAG`` clocks are not in it yet, so the port holds up to that many more.
+    most = held + AxiMemoryPort.TAKE_LAG
+    assert max(seen["held"]) <= most, \
+        f"{where}: bursts_held reached {max(seen['held'])}, above {most}"
+    assert max(seen["held"]) == most or rates[0] < 1, \
         f"{where}: bursts offered every clock never filled the port ({max(seen['held'])})"
 
 
