@@ -103,9 +103,10 @@ class AxiMemoryPort(wiring.Component):
       for the ``TAKE_LAG`` clocks' more. So a slot pool's write-backs leave its result unit
       straight into the port, and wait nowhere else.
     - ``write_line`` (one line, with its byte enables) is taken while ``ready``, a register
-      that falls once ``LINE_WRITES`` one-line writes are held, counted as ``bursts_held``
-      counts bursts, on the same clock as a burst or not. Its ``line`` and ``strobe`` come
-      ``LINE_LAG`` clocks after the take, its ``id`` and ``address`` on the take's clock.
+      that falls once ``LINE_WRITES`` one-line writes may be held, counted as
+      ``bursts_held`` counts bursts, on the same clock as a burst or not. Its ``line`` and
+      ``strobe`` come ``LINE_LAG`` clocks after the take, its ``id`` and ``address`` on the
+      take's clock.
     - Every write waits in the *W buffer* until its AW and its W beats have gone, each
       channel in the order the writes were taken (a clock's burst first, then its line): W
       may go ahead of AW (AXI4 allows it), so one-line writes go at one per clock even to a
@@ -122,13 +123,15 @@ class AxiMemoryPort(wiring.Component):
       free entry, taken or not (the line bank ``LINE_LAG`` clocks late, when the owner gives
       the line, at copies of the entry it was taken at), so that no bank's address depends
       on the other kind's take, with copies of the entry it writes and the entry it reads
-      for each group of its block columns (a burst bank's: ``bank_groups``).
+      for each group of its block columns (a burst bank's: ``bank_groups``). The rest of the
+      port (the order ring, the counts, the AW addresses) keeps a record of the takes
+      ``TAKE_LAG`` clocks late, from registers beside it.
     - W's beats are read from the banks in order into the *W queue* (``W_QUEUE`` beats),
       which W leaves from: a read needs a credit of the queue (:mod:`hdl.credit`), so
       ``WREADY`` moves the queue's pointers and the counts of what waits (which
       ``bursts_held`` follows a clock later), never the entries the banks are read at. The
-      banks read a write from the second clock after its take, as AW sends it (from its
-      register, refilled on the edge after the take's), when the order ring already says
+      banks read a write from the second clock after its record, as AW sends it (from its
+      register, refilled on the edge after the record's), when the order ring already says
       which bank holds it, so that no take reaches the choice of the bank; its first beat is
       on W ``FIRST_W`` clocks after the take.
     - AW leaves from a register and W from the W queue, read without a clock: ``AWREADY``
@@ -330,9 +333,10 @@ class AxiMemoryPort(wiring.Component):
             taken=taken,
             recorded={kind: register_tree(m, valid, self.TAKE_LAG, 1, f"{kind}_recorded",
                                           reset=True)[0] for kind, valid in taken.items()},
-            addresses={kind: delayed(m, Cat(payload.id, payload.address), self.TAKE_LAG,
-                                     f"{kind}_address_recorded")
-                       for kind, payload in (("burst", burst.payload), ("line", line.payload))},
+            address_records={
+                kind: delayed(m, Cat(payload.id, payload.address), self.TAKE_LAG,
+                              f"{kind}_address_recorded")
+                for kind, payload in (("burst", burst.payload), ("line", line.payload))},
             aw_moves=Signal(), aw_line=Signal(), last_moves=Signal(), w_line=Signal(),
             read_last=Signal(), read_line=Signal())
         self._write_rings(m, w)
@@ -413,8 +417,8 @@ class AxiMemoryPort(wiring.Component):
                           counts[kind, "w"][0]) + w.recorded[kind] for kind in ("burst", "line")}
         # Whether any write waits for AW and for W's reads: registers (AW's valid and W's
         # reads, which W's pointers follow, start from a flip-flop). AW's is made from the
-        # counts' next values; the reads' leaves out the writes taken on this clock, so that a
-        # write is read from the second clock after its take, when the order ring already says
+        # counts' next values; the reads' leaves out the writes recorded on this clock, so that
+        # a write is read from the second clock after its record, when the order ring says
         # which bank it is in: the bank read next is then chosen without the takes
         # (``next_is_line``).
         w.waiting = waiting = {channel: Signal(name=f"{channel}_waiting")
@@ -454,7 +458,7 @@ class AxiMemoryPort(wiring.Component):
                 shape=address_layout, depth=self._entries[kind], init=[])
             write, read = memory.write_port(), memory.read_port(domain="comb")
             m.d.comb += [write.en.eq(1), write.addr.eq(w.produce[kind][-1]),
-                         write.data.eq(w.addresses[kind]), read.addr.eq(aw_entry)]
+                         write.data.eq(w.address_records[kind]), read.addr.eq(aw_entry)]
             addresses[kind] = read.data
         beats = self._burst_beats
         aw_command = stream.Signature(data.StructLayout({
