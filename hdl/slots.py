@@ -292,10 +292,10 @@ class PoolSlice(wiring.Component):
     #: third edge after the one that writes its intake entry (T0, TA, T1).
     DATA_LAG = STAGES - 1
 
-    #: Entries of ``op_data``, where an op's line waits until P2 reads it: a power of two (so
-    #: that ``data_slot`` wraps) above the ops that may wait, the intake's, T0's, TA's, T1's
-    #: and P2's, for the one being written.
-    DATA_SLOTS = 1 << (INTAKE_DEPTH + 1 + STAGES).bit_length()
+    #: Entries of ``op_data``, where an op's line waits until it is read for P2 (in T1): a
+    #: power of two (so that ``data_slot`` wraps) above the ops that may wait, the intake's,
+    #: T0's, TA's and T1's, for the one being written.
+    DATA_SLOTS = 1 << (INTAKE_DEPTH + 1 + STAGES - 1).bit_length()
 
     #: Pipeline registers of the result unit (at most the datapath's ``latency``): it only
     #: reads states back (majority, gate), from a register of its own (``unit_input``), so
