@@ -246,6 +246,9 @@ class CxlMemController(wiring.Component):
                      memory.write_burst.payload.address.eq(pool.write_back.payload.address),
                      memory.write_burst.payload.lines.eq(pool.write_back.payload.lines),
                      pool.write_backs_held.eq(memory.bursts_held)]
+        # The port counts up to ``AxiMemoryPort.TAKE_LAG`` bursts beyond the pool's
+        # ``WRITE_BACKS``; the count must still fit the pool's input, not wrap in it.
+        assert len(memory.bursts_held) == len(pool.write_backs_held)
         wiring.connect(m, identity.write_line, memory.write_line)
         wiring.connect(m, c.tasks.zero_write, identity.zero_write)
         m.d.comb += identity.zero_phase.eq(c.tasks.zero_phase)
