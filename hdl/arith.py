@@ -1,4 +1,4 @@
-"""Arithmetic helpers for wide address computations."""
+"""Arithmetic helpers: wide address computations, and compares made as ECP5 carry chains."""
 
 from amaranth import Cat, Const, Instance, Signal
 

@@ -325,12 +325,11 @@ class AxiMemoryPort(wiring.Component):
 
     def _write_side(self, m):
         """The W buffer (see the class docstring), AW and W. ``w`` holds what the sections
-        share: the takes, the port's record of them (``TAKE_LAG`` clocks late, with each
-        kind's ID and address), the rings' pointers, and the channels' moves."""
+        share: the port's record of the takes (``TAKE_LAG`` clocks late, with each kind's ID
+        and address), the rings' pointers, and the channels' moves."""
         burst, line = self.write_burst, self.write_line
         taken = {"burst": burst.valid, "line": line.valid & line.ready}
         w = types.SimpleNamespace(
-            taken=taken,
             recorded={kind: register_tree(m, valid, self.TAKE_LAG, 1, f"{kind}_recorded",
                                           reset=True)[0] for kind, valid in taken.items()},
             address_records={
@@ -348,7 +347,7 @@ class AxiMemoryPort(wiring.Component):
     def _write_rings(self, m, w):
         """The order of the writes and each kind's ring pointer (``w.is_line``,
         ``w.produce``), from the port's record of the takes."""
-        taken = w.recorded
+        taken = w.recorded          # each kind's take, TAKE_LAG clocks late
         # The order of the writes, a bit per write (1: a one-line write), in a ring of its
         # own: a clock's burst first, then its line. Only these narrow flags depend on both
         # takes; each kind's banks and memories are written at its own pointer.
