@@ -30,9 +30,11 @@ traffic by the routes taken, the fault run's events, the calibration's scores, t
 
 import argparse
 import datetime
+import faulthandler
 import json
 import logging
 import os
+import sys
 import sysconfig
 import tempfile
 import time
@@ -272,6 +274,7 @@ def _task_runs(task_name, args, world, rank):
 def _worker(rank, world, rendezvous, args, out):
     """One worker: ``rendezvous`` is the file of the spawn launcher's process group, or
     ``None`` under ``torchrun`` (whose environment gives it)."""
+    faulthandler.enable()
     logging.getLogger("runtime").setLevel(logging.ERROR)   # the events go to the report
     torch.set_num_threads(1)
     args = argparse.Namespace(**vars(args), device=torch.device("cpu"))
@@ -295,6 +298,26 @@ def _worker(rank, world, rendezvous, args, out):
     if rank == 0:
         (out / "training.json").write_text(json.dumps(results, indent=1))
     dist.destroy_process_group()
+
+
+def _spawned_worker(rank, world, rendezvous, args, out):
+    """:func:`_worker` as a process of the spawn launcher: it leaves as :func:`_leave` says."""
+    _worker(rank, world, rendezvous, args, out)
+    _leave()
+
+
+def _leave():
+    """End a worker process whose process group is destroyed and whose output is written:
+    flush its output and exit at once, without the interpreter's finalization. A worker has
+    twice ended with SIGABRT ("terminate called without an active exception") once its work
+    was done, in the slow tier (its runs complete, their results in hand), and not in 105
+    runs here: the finalization tears down torch's own threads and objects, which our code no
+    longer uses, and it is where such an abort comes from (a C++ thread that needs the
+    interpreter as it goes away). ``faulthandler`` is on in every worker, so that an abort
+    anywhere else prints every thread's Python stack."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def arguments():
@@ -356,7 +379,7 @@ def main(argv=None):
             return None
     else:
         with tempfile.TemporaryDirectory() as rendezvous:
-            mp.spawn(_worker, nprocs=args.workers,
+            mp.spawn(_spawned_worker, nprocs=args.workers,
                      args=(args.workers, Path(rendezvous) / "rendezvous", args, args.out))
     seconds = time.perf_counter() - started
     results = json.loads((args.out / "training.json").read_text())
@@ -370,3 +393,5 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+    if _torchrun():
+        _leave()
