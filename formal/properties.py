@@ -179,16 +179,16 @@ PORT_DEPTHS = {
 #: bounded check of that many clocks from reset, of the property and of its mutation. The
 #: pool moves its first op into T0 at clock 8 (after its scan of the slots), a miss fills and
 #: installs it by about clock 14 (an install then empties T1 for a clock), a read right
-#: behind it is answered at about clock 19, ``PoolSlice.RESULT_RELAY`` clocks more (the
-#: result queue, beside the taker, is that far; the read property's depth counts them, so
-#: that the answer stays in reach: ``verif/formal/test_formal.py`` simulates that race and
-#: fails when it moves), and an eviction of it is in memory with the pool idle about a clock later.
+#: behind it is answered at about clock 19, ``PoolSlice.RESULT_WRITE_LAG`` clocks more (the
+#: result queue is written that late; the read property's depth counts them, so that the
+#: answer stays in reach: ``verif/formal/test_formal.py`` simulates that race and fails when
+#: it moves), and an eviction of it is in memory with the pool idle about a clock later.
 #: The solver's time per clock roughly triples beyond 17, and a read's answer (every lane
 #: against the reference) costs it more than a count: these are the depths each finishes in
 #: minutes. A second miss of the same line (about 10 clocks more) is out of reach.
 POOL_DEPTHS = {
     LineCountExactThroughEvictions: (20, False),
-    ReadReflectsEveryContribution: (20 + PoolSlice.RESULT_RELAY, False),
+    ReadReflectsEveryContribution: (20 + PoolSlice.RESULT_WRITE_LAG, False),
 }
 
 

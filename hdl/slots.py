@@ -140,6 +140,7 @@ from .fill_reader import FillReader
 from .miss_handler import MISS_EVENTS, MissHandler, MissStep
 from .output_credit import OutputCredit
 from .pipeline import (
+    EagerFIFO,
     PipelineRegister,
     column_slices,
     delayed,
@@ -222,10 +223,10 @@ class PoolSlice(wiring.Component):
     ``data``, ``result``'s ``line`` and ``invalid``, and ``events.invalid`` are the slice's
     own; ``write_back`` is a :func:`slice_write_back_layout`; ``fill_data`` a
     :func:`fill_line_layout`, with the line's count beside the slice's columns. But
-    ``result`` has no ``ready``: it goes to the pool's result queue on every clock it is
+    ``result`` has no ``ready``: it goes into the pool's result queue on every clock it is
     valid, and the slice makes one only while that queue has room for it, by
-    ``results_held`` (the results sent to the queue whose credits were not back as of the last
-    clock edge, ``QUEUE_DEPTH`` at most), as it does a write-back by ``write_backs_held``.
+    ``results_held`` (the results the queue holds as of the last clock edge, ``QUEUE_DEPTH``
+    at most), as it does a write-back by ``write_backs_held``.
     """
 
     def __init__(self, params, *, columns, user_width=1, primitives=None, data_lag=0):
@@ -260,22 +261,20 @@ class PoolSlice(wiring.Component):
     #: for a read of two clocks.
     STAGES = READ_LATENCY + 1
 
-    #: Registers a result passes on its way from its slice to the result queue, which sits
-    #: beside the pool's taker (a :class:`hdl.credit.CreditRelay` per slice), and its credit on
-    #: the way back, so that neither a slice's decision to make a result nor the taker's
-    #: ``ready`` reaches the far side of the line within a clock. The queue takes the entry as
-    #: it arrives: a result is as late as it was when each slice wrote a queue of its own a
-    #: clock after its valid.
-    RESULT_RELAY = 1
+    #: Clocks from a result's write into the result queue to its piece's memory: each piece's
+    #: column groups are written at copies of its write pointer that come through a tree
+    #: (:class:`hdl.pipeline.EagerFIFO`'s ``write_lag``), so that no slice's valid reaches its
+    #: piece's far columns within a clock.
+    RESULT_WRITE_LAG = 1
 
     #: Entries of the result queue beyond the ops that can be in the stages and the result
     #: unit: the two that ``room_take``, made from the queues' claims two clocks late, does not
-    #: see, and the credit loop to the queue (:func:`hdl.credit.credit_loop`: ``RESULT_RELAY``
-    #: registers each way, an entry readable from the clock after its write), so that the
-    #: intake does not stop while the results are taken every clock. The write-backs' room has
-    #: these and the memory port's latency (``WRITE_BACKS``); they leave more slowly, a line
-    #: per clock: the port's bandwidth, not these entries, bounds them.
-    SPARE = 2 + credit_loop(RESULT_RELAY, queue=1)
+    #: see, and two and ``RESULT_WRITE_LAG`` so that the intake does not stop while the results
+    #: are taken every clock (an entry is read from the ``RESULT_WRITE_LAG + 1``-th clock after
+    #: its write). The write-backs' room has these and the memory port's latency
+    #: (``WRITE_BACKS``); they leave more slowly, a line per clock: the port's bandwidth, not
+    #: these entries, bounds them.
+    SPARE = 4 + RESULT_WRITE_LAG
 
     #: Registers an op passes from :class:`SlotPool`'s ``op`` to each slice's intake (a
     #: :class:`hdl.credit.CreditRelay` per slice), so that the pool's caller's decision to send
@@ -316,9 +315,9 @@ class PoolSlice(wiring.Component):
 
     #: Clock edges from the one that takes a hit's op on ``op`` to the first that can take its
     #: result on ``result``, with nothing else in the pool: T0, the stages, the unit's input
-    #: register, the unit, the relay to the result queue (``RESULT_RELAY`` edges) and the
-    #: queue (written on one edge, read from the next).
-    HIT_LATENCY = 1 + STAGES + 1 + RESULT_LATENCY + RESULT_RELAY + 1
+    #: register, the unit, and the result queue (written on one edge, in its memory
+    #: ``RESULT_WRITE_LAG`` edges later, read from the next).
+    HIT_LATENCY = 1 + STAGES + 1 + RESULT_LATENCY + 1 + RESULT_WRITE_LAG
 
     def elaborate(self, platform):
         m = Module()
@@ -832,9 +831,9 @@ class SlotPool(wiring.Component):
     decide alike on every clock: slice 0 speaks for all of them (``op.ready``, the valids, the
     fill reads, ``idle``, the events). The lines of the results and write-backs are the
     slices' columns side by side; a G-Ternary line is invalid if a slice's columns are. The
-    results wait in a queue of ``QUEUE_DEPTH`` beside the taker, which each slice reaches
-    over a credit link of its own (:meth:`_result_queue`; the queue is read without a clock: a
-    head register as wide as a line would be enabled by the taker's ``ready``, rule 1). The
+    results wait in a queue of ``QUEUE_DEPTH`` cut into a piece beside each slice
+    (:meth:`_result_queue`, read without a clock: a head register as wide as a line would
+    be enabled by the taker's ``ready``, rule 1), each piece written by its own slice. The
     ports and their timing are a slice's.
 
     Parameters
@@ -907,7 +906,7 @@ class SlotPool(wiring.Component):
     #: A slice's (:class:`PoolSlice`) and the relay's to it.
     HIT_LATENCY = PoolSlice.OP_RELAY + PoolSlice.HIT_LATENCY
 
-    #: Entries of the result queue.
+    #: Entries of the result queue (a slice's).
     QUEUE_DEPTH = PoolSlice.QUEUE_DEPTH
 
     #: Write-backs the pool may have in the memory port at once (a slice's).
@@ -1058,49 +1057,35 @@ class SlotPool(wiring.Component):
                 m.d.comb += sender.source.credit.eq(op_relay.sink.credit)
 
     def _result_queue(self, m, slices):
-        """The result queue (``results``, a :class:`hdl.credit.CreditReceiver` of
-        ``QUEUE_DEPTH`` entries, read as ``result``), beside the taker, and a credit link to it
-        from each slice: a :class:`hdl.credit.CreditSender` (``result_credits<k>``), whose
-        credits not yet back are the slice's ``results_held``, and a
-        :class:`hdl.credit.CreditRelay` (``result_relay<k>``, ``PoolSlice.RESULT_RELAY``
-        stages) that carries the slice's columns of the line and its ``invalid`` flag (slice
-        0's the other fields too) to the queue, and the queue's credits back to the slice. The
-        slices send alike, so slice 0's valid writes the queue; the taker's ``ready`` moves
-        the queue's pointers alone."""
+        """The result queue, a piece beside each slice (``results<k>``, ``QUEUE_DEPTH``
+        entries): slice ``k``'s columns of the line and its ``invalid`` flag, and in slice 0's
+        piece the other fields. Each slice writes its own piece, by its own ``result.valid``,
+        and steers by that piece's level (``results_held``), so that no slice's decision
+        reaches another's columns; the taker's ``ready`` moves every piece's pointers. The
+        pieces are written and read alike, so they hold the same results."""
         layout = self.result.payload.shape()
         others = data.StructLayout({name: layout[name].shape
                                     for name in ("user", "accepted", "reason", "error")})
-        width, depth = len(self._columns[0]), self.QUEUE_DEPTH
-        relays = []
+        width = len(self._columns[0])
+        pieces, heads = [], []
         for k, pool in enumerate(slices):
-            piece = data.StructLayout({"line": width, "invalid": 1,
-                                       **({"others": others} if k == 0 else {})})
-            m.submodules[f"result_credits{k}"] = sender = CreditSender(piece, credits=depth)
-            m.submodules[f"result_relay{k}"] = relay = CreditRelay(
-                piece, stages=PoolSlice.RESULT_RELAY)
-            wiring.connect(m, sender.source, relay.sink)
-            result = pool.result.payload
-            m.d.comb += [sender.sink.valid.eq(pool.result.valid),
-                         sender.sink.payload.line.eq(result.line),
-                         sender.sink.payload.invalid.eq(result.invalid),
-                         pool.results_held.eq(depth - sender.credits)]
+            piece_layout = data.StructLayout({"line": width, "invalid": 1,
+                                              **({"others": others} if k == 0 else {})})
+            lag = PoolSlice.RESULT_WRITE_LAG
+            m.submodules[f"results{k}"] = piece = EagerFIFO(
+                shape=piece_layout, depth=self.QUEUE_DEPTH, write_lag=(0, lag))
+            result, entry = pool.result.payload, Signal(piece_layout)
+            m.d.comb += [piece.w_en.eq(pool.result.valid), piece.r_en.eq(self.result.ready),
+                         pool.results_held.eq(piece.level),
+                         entry.line.eq(result.line), entry.invalid.eq(result.invalid)]
             if k == 0:
-                m.d.comb += [sender.sink.payload.others[name].eq(result[name])
-                             for name in others.members]
-            relays.append(relay.source)
-        entry = data.StructLayout({"line": self._params.datapath.line_bits,
-                                   "invalid": len(slices), "others": others})
-        m.submodules.results = queue = CreditReceiver(entry, depth=depth)
-        arriving, head = queue.sink.payload, queue.source.payload
-        m.d.comb += [
-            queue.sink.valid.eq(relays[0].valid),
-            arriving.line.eq(Cat(relay.payload.line for relay in relays)),
-            arriving.invalid.eq(Cat(relay.payload.invalid for relay in relays)),
-            arriving.others.eq(relays[0].payload.others),
-            *(relay.credit.eq(queue.sink.credit) for relay in relays),
-            self.result.valid.eq(queue.source.valid),
-            queue.source.ready.eq(self.result.ready),
-            *(self.result.payload[name].eq(head.others[name]) for name in others.members),
-            self.result.payload.line.eq(head.line),
-            self.result.payload.invalid.eq(head.invalid.any()),
-        ]
+                m.d.comb += [entry.others[name].eq(result[name]) for name in others.members]
+            # The entry, ``lag`` clocks after the write.
+            m.d.comb += piece.w_data.eq(delayed(m, entry, lag, f"result{k}_late"))
+            pieces.append(piece)
+            heads.append(piece.r_stream.payload)
+        m.d.comb += [self.result.valid.eq(pieces[0].r_rdy),
+                     *(self.result.payload[name].eq(heads[0].others[name])
+                       for name in others.members),
+                     self.result.payload.line.eq(Cat(head.line for head in heads)),
+                     self.result.payload.invalid.eq(Cat(head.invalid for head in heads).any())]

@@ -556,7 +556,7 @@ def test_not_idle_while_an_op_is_on_its_way():
     """From the edge that takes an op until its result is in the result queue, ``idle`` is
     low: also while the op is in the relay to the slices or in an intake, where no slice's
     stage holds it yet (the controller starts a scan only on an idle pool). The result is in
-    the queue ``RESULT_RELAY + 1`` edges before it can be taken."""
+    the queue ``RESULT_WRITE_LAG + 1`` edges before it can be taken."""
     params = CONFIGS[0]
     p = params.datapath
     dut = SlotPool(params, user_width=16)
@@ -570,7 +570,7 @@ def test_not_idle_while_an_op_is_on_its_way():
         await send(ctx, dut.op, kind=SlotOp.READ, index=0, tag=ACC_BASE, data=0, full_line=1,
                    mode=Mode.GBINARY.value, threshold=1, expected=p.capacity, user=1)
         # In the clock after the take's edge on.
-        for clock in range(1, SlotPool.HIT_LATENCY - PoolSlice.RESULT_RELAY):
+        for clock in range(1, SlotPool.HIT_LATENCY - PoolSlice.RESULT_WRITE_LAG):
             if ctx.get(dut.idle):
                 idle_at.append(clock)
             await ctx.tick()
