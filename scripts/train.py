@@ -308,13 +308,12 @@ def _spawned_worker(rank, world, rendezvous, args, out):
 
 def _leave():
     """End a worker process whose process group is destroyed and whose output is written:
-    flush its output and exit at once, without the interpreter's finalization. A worker has
-    twice ended with SIGABRT ("terminate called without an active exception") once its work
-    was done, in the slow tier (its runs complete, their results in hand), and not in 105
-    runs here: the finalization tears down torch's own threads and objects, which our code no
-    longer uses, and it is where such an abort comes from (a C++ thread that needs the
-    interpreter as it goes away). ``faulthandler`` is on in every worker, so that an abort
-    anywhere else prints every thread's Python stack."""
+    flush its output and exit at once, without the interpreter's finalization. That
+    finalization tears down torch's own threads and objects, which our code no longer uses,
+    and a worker has been seen to abort there with SIGABRT ("terminate called without an
+    active exception": a C++ thread that needs the interpreter as it goes away) after its
+    runs were done. ``faulthandler`` is on in every worker, so that an abort anywhere else
+    prints every thread's Python stack."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
